@@ -1,0 +1,89 @@
+//! Rust scalar types that map to a DLPack [`DataType`].
+
+use crate::DataType;
+
+/// A Rust scalar that is stored exactly as DLPack's `dtype` describes it.
+///
+/// Implemented for `bool`, the signed and unsigned integers, `f32`, `f64`,
+/// and behind features for `half::f16`/`half::bf16` (`half`) and
+/// `num_complex::Complex<f32>`/`Complex<f64>` (`num-complex`).
+///
+/// ```
+/// use pyo3_dlpack::{DataType, Element};
+/// assert_eq!(<f32 as Element>::DTYPE, DataType::F32);
+/// assert_eq!(<u8 as Element>::DTYPE, DataType::U8);
+/// ```
+///
+/// # Safety
+///
+/// `size_of::<Self>()` must equal `DTYPE.itemsize()`, `align_of::<Self>()`
+/// must divide it, and a value of `Self` must have exactly the in-memory
+/// representation that DLPack gives `DTYPE` (native endianness). The crate
+/// exports `&[Self]` memory as `DTYPE` on the strength of this promise.
+pub unsafe trait Element: Copy + Send + Sync + 'static {
+    /// The DLPack type of this scalar.
+    const DTYPE: DataType;
+}
+
+macro_rules! impl_element {
+    ($($ty:ty => $dtype:ident),* $(,)?) => {$(
+        // SAFETY: a primitive of exactly `$dtype`'s size, alignment and
+        // native-endian IEEE/two's-complement layout; `bool` is one byte that
+        // DLPack's kDLBool (bits 8) also stores as 0 or 1.
+        unsafe impl Element for $ty {
+            const DTYPE: DataType = DataType::$dtype;
+        }
+    )*};
+}
+
+impl_element! {
+    bool => BOOL,
+    i8 => I8, i16 => I16, i32 => I32, i64 => I64,
+    u8 => U8, u16 => U16, u32 => U32, u64 => U64,
+    f32 => F32, f64 => F64,
+}
+
+#[cfg(feature = "half")]
+impl_element! { half::f16 => F16, half::bf16 => BF16 }
+
+#[cfg(feature = "num-complex")]
+impl_element! {
+    num_complex::Complex<f32> => C64,
+    num_complex::Complex<f64> => C128,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{align_of, size_of};
+
+    fn check<T: Element>() {
+        assert_eq!(size_of::<T>(), T::DTYPE.itemsize(), "{}", T::DTYPE);
+        assert_eq!(T::DTYPE.itemsize() % align_of::<T>(), 0, "{}", T::DTYPE);
+    }
+
+    #[test]
+    fn sizes_match_the_dtypes() {
+        check::<bool>();
+        check::<i8>();
+        check::<i16>();
+        check::<i32>();
+        check::<i64>();
+        check::<u8>();
+        check::<u16>();
+        check::<u32>();
+        check::<u64>();
+        check::<f32>();
+        check::<f64>();
+        #[cfg(feature = "half")]
+        {
+            check::<half::f16>();
+            check::<half::bf16>();
+        }
+        #[cfg(feature = "num-complex")]
+        {
+            check::<num_complex::Complex<f32>>();
+            check::<num_complex::Complex<f64>>();
+        }
+    }
+}

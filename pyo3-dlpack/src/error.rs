@@ -1,0 +1,196 @@
+//! The crate's one error type and its mapping to Python exceptions.
+
+use std::fmt;
+
+use pyo3::PyErr;
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+
+use crate::{DataType, Device};
+
+/// Everything that can go wrong exchanging a tensor.
+///
+/// Each message names what was expected and what was found. Converted to a
+/// Python exception ([`From<DLPackError> for PyErr`](#impl-From%3CDLPackError%3E-for-PyErr)),
+/// the kind of failure picks the type:
+///
+/// | failure | Python exception |
+/// |---|---|
+/// | the tensor cannot be exported as asked ([`Export`](Self::Export), [`UnsupportedVersion`](Self::UnsupportedVersion)) | `BufferError` |
+/// | the object speaks no DLPack ([`NotDLPack`](Self::NotDLPack)) | `TypeError` |
+/// | a constraint the data or an argument fails (everything else) | `ValueError` |
+///
+/// ```
+/// use pyo3_dlpack::{DataType, DLPackError};
+///
+/// let err = DLPackError::Dtype { expected: DataType::F32, found: DataType::I64 };
+/// assert_eq!(err.to_string(), "expected a float32 tensor, got int64");
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DLPackError {
+    /// The tensor has another element type than required.
+    Dtype {
+        /// The required type.
+        expected: DataType,
+        /// The tensor's type.
+        found: DataType,
+    },
+    /// A tensor of untyped memory was described without a dtype.
+    MissingDtype,
+    /// The tensor has another number of dimensions than required.
+    Ndim {
+        /// The required rank.
+        expected: usize,
+        /// The tensor's rank.
+        found: usize,
+    },
+    /// The tensor is on another device than required.
+    Device {
+        /// The required device.
+        expected: Device,
+        /// The tensor's device.
+        found: Device,
+    },
+    /// Shape, strides and offset do not describe memory inside the buffer,
+    /// or the layout is not the one required (for example, not contiguous).
+    Layout(String),
+    /// Writing was required but the tensor is read-only.
+    ReadOnly,
+    /// A size computation overflowed (shape × strides × itemsize).
+    SizeOverflow(String),
+    /// A versioned capsule of a major version this crate cannot read.
+    UnsupportedVersion {
+        /// Major version found.
+        major: u32,
+        /// Minor version found.
+        minor: u32,
+    },
+    /// The capsule was already consumed by another importer.
+    AlreadyConsumed,
+    /// A capsule or a producer's struct is malformed.
+    InvalidCapsule(String),
+    /// The tensor cannot be exported as the consumer asked (device, stream,
+    /// copy, read-only through a legacy capsule, …).
+    Export(String),
+    /// An argument has a value outside what the protocol allows.
+    InvalidArgument(String),
+    /// The object has neither `__dlpack__` nor is a DLPack capsule.
+    NotDLPack {
+        /// Python type name of the object.
+        type_name: String,
+    },
+}
+
+impl fmt::Display for DLPackError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Dtype { expected, found } => {
+                write!(f, "expected a {expected} tensor, got {found}")
+            }
+            Self::MissingDtype => f.write_str(
+                "the tensor's memory has no element type: give a dtype \
+                 (TensorInfoBuilder::dtype, or a #[dlpack(dtype)] field)",
+            ),
+            Self::Ndim { expected, found } => {
+                write!(
+                    f,
+                    "expected a {expected}-dimensional tensor, got {found} dimensions"
+                )
+            }
+            Self::Device { expected, found } => {
+                write!(f, "expected a tensor on {expected}, got one on {found}")
+            }
+            Self::Layout(message) | Self::InvalidCapsule(message) | Self::Export(message) => {
+                f.write_str(message)
+            }
+            Self::ReadOnly => f.write_str("expected a writable tensor, got a read-only one"),
+            Self::SizeOverflow(what) => write!(f, "size overflow: {what}"),
+            Self::UnsupportedVersion { major, minor } => write!(
+                f,
+                "unsupported DLPack version {major}.{minor}: expected major version 1"
+            ),
+            Self::AlreadyConsumed => f.write_str(
+                "the DLPack capsule was already consumed; a capsule can be imported once",
+            ),
+            Self::InvalidArgument(message) => f.write_str(message),
+            Self::NotDLPack { type_name } => write!(
+                f,
+                "expected an object with __dlpack__ or a DLPack capsule, got {type_name}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DLPackError {}
+
+impl From<DLPackError> for PyErr {
+    fn from(err: DLPackError) -> Self {
+        match err {
+            DLPackError::Export(_) | DLPackError::UnsupportedVersion { .. } => {
+                PyBufferError::new_err(err.to_string())
+            }
+            DLPackError::NotDLPack { .. } => PyTypeError::new_err(err.to_string()),
+            _ => PyValueError::new_err(err.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pyo3::Python;
+
+    #[test]
+    fn messages_name_expected_and_found() {
+        let cases = [
+            (
+                DLPackError::Ndim {
+                    expected: 2,
+                    found: 3,
+                },
+                "expected a 2-dimensional tensor, got 3 dimensions",
+            ),
+            (
+                DLPackError::Device {
+                    expected: Device::cpu(),
+                    found: Device::cuda(1),
+                },
+                "expected a tensor on cpu:0, got one on cuda:1",
+            ),
+            (
+                DLPackError::UnsupportedVersion { major: 2, minor: 0 },
+                "unsupported DLPack version 2.0: expected major version 1",
+            ),
+            (
+                DLPackError::NotDLPack {
+                    type_name: "list".into(),
+                },
+                "expected an object with __dlpack__ or a DLPack capsule, got list",
+            ),
+        ];
+        for (err, message) in cases {
+            assert_eq!(err.to_string(), message);
+        }
+    }
+
+    #[test]
+    fn python_exception_types() {
+        Python::attach(|py| {
+            let buffer: PyErr = DLPackError::Export("no".into()).into();
+            assert!(buffer.is_instance_of::<PyBufferError>(py));
+            let version: PyErr = DLPackError::UnsupportedVersion { major: 2, minor: 0 }.into();
+            assert!(version.is_instance_of::<PyBufferError>(py));
+            let type_error: PyErr = DLPackError::NotDLPack {
+                type_name: "int".into(),
+            }
+            .into();
+            assert!(type_error.is_instance_of::<PyTypeError>(py));
+            let value: PyErr = DLPackError::ReadOnly.into();
+            assert!(value.is_instance_of::<PyValueError>(py));
+            assert_eq!(
+                value.value(py).to_string(),
+                "expected a writable tensor, got a read-only one"
+            );
+        });
+    }
+}

@@ -1,0 +1,204 @@
+//! `AlignedBuffer`: owned, 64-byte-aligned memory for zero-copy exports.
+
+use std::alloc::{self, Layout};
+use std::ffi::c_void;
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+use crate::export::data::TensorData;
+use crate::{DataType, Element};
+
+/// Alignment of every [`AlignedBuffer`], in bytes.
+///
+/// JAX (XLA) imports CPU memory without a copy only when it is 64-byte
+/// aligned; anything less is silently copied. A plain `Vec<f32>` is only
+/// 4-byte aligned, so JAX may copy it.
+pub const ALIGNMENT: usize = 64;
+
+/// An owned, fixed-length array of `T` whose first element is 64-byte aligned.
+///
+/// Use it instead of `Vec<T>` when consumers care about alignment (JAX copies
+/// CPU buffers that are not 64-byte aligned). It derefs to `[T]`.
+///
+/// ```
+/// use pyo3_dlpack::AlignedBuffer;
+///
+/// let mut pixels = AlignedBuffer::<u8>::zeroed(640 * 480);
+/// pixels[0] = 255;
+/// assert_eq!(pixels.as_ptr() as usize % 64, 0);
+/// let ramp = AlignedBuffer::from_fn(4, |i| i as f32 * 0.5);
+/// assert_eq!(&ramp[..], &[0.0, 0.5, 1.0, 1.5]);
+/// ```
+pub struct AlignedBuffer<T: Element> {
+    ptr: NonNull<T>,
+    len: usize,
+}
+
+// SAFETY: the buffer owns its elements like a `Vec<T>`; `Element` types are Send.
+unsafe impl<T: Element> Send for AlignedBuffer<T> {}
+// SAFETY: shared access only reads; `Element` types are Sync.
+unsafe impl<T: Element> Sync for AlignedBuffer<T> {}
+
+impl<T: Element> AlignedBuffer<T> {
+    fn layout(len: usize) -> Layout {
+        let size = len
+            .checked_mul(size_of::<T>())
+            .expect("AlignedBuffer: length overflows usize");
+        Layout::from_size_align(size, ALIGNMENT.max(align_of::<T>()))
+            .expect("AlignedBuffer: length overflows isize")
+    }
+
+    /// A 64-byte-aligned, never-dereferenced pointer for empty buffers.
+    fn dangling() -> NonNull<T> {
+        let align = ALIGNMENT.max(align_of::<T>());
+        NonNull::new(std::ptr::without_provenance_mut(align)).expect("alignment is non-zero")
+    }
+
+    /// `len` elements whose bytes are all zero (0, 0.0 or `false`).
+    ///
+    /// # Panics
+    ///
+    /// If `len * size_of::<T>()` overflows `isize`, like `Vec::with_capacity`.
+    pub fn zeroed(len: usize) -> Self {
+        let layout = Self::layout(len);
+        if layout.size() == 0 {
+            return Self {
+                ptr: Self::dangling(),
+                len,
+            };
+        }
+        // SAFETY: the layout has a non-zero size (checked above).
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let Some(ptr) = NonNull::new(raw.cast::<T>()) else {
+            alloc::handle_alloc_error(layout)
+        };
+        Self { ptr, len }
+    }
+
+    /// `len` elements, element `i` being `f(i)`.
+    pub fn from_fn(len: usize, mut f: impl FnMut(usize) -> T) -> Self {
+        let mut buffer = Self::zeroed(len);
+        for (i, slot) in buffer.iter_mut().enumerate() {
+            *slot = f(i);
+        }
+        buffer
+    }
+
+    /// A copy of `values`.
+    pub fn from_slice(values: &[T]) -> Self {
+        let mut buffer = Self::zeroed(values.len());
+        buffer.copy_from_slice(values);
+        buffer
+    }
+
+    /// The elements.
+    pub fn as_slice(&self) -> &[T] {
+        // SAFETY: `ptr` is valid for `len` initialized, aligned `T`s (allocated
+        // zeroed, and every `Element` accepts all-zero bytes) or dangling with
+        // `len * size_of::<T>() == 0`; `&self` forbids concurrent mutation.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The elements, mutably.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: as in `as_slice`, and `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Element> Drop for AlignedBuffer<T> {
+    fn drop(&mut self) {
+        let layout = Self::layout(self.len);
+        if layout.size() != 0 {
+            // SAFETY: `ptr` came from `alloc_zeroed` with this same layout
+            // (`layout` is a pure function of `len`, which never changes).
+            unsafe { alloc::dealloc(self.ptr.as_ptr().cast(), layout) };
+        }
+    }
+}
+
+impl<T: Element> Deref for AlignedBuffer<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.as_slice()
+    }
+}
+
+impl<T: Element> DerefMut for AlignedBuffer<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        self.as_mut_slice()
+    }
+}
+
+impl<T: Element> Clone for AlignedBuffer<T> {
+    fn clone(&self) -> Self {
+        Self::from_slice(self)
+    }
+}
+
+impl<T: Element> From<&[T]> for AlignedBuffer<T> {
+    fn from(values: &[T]) -> Self {
+        Self::from_slice(values)
+    }
+}
+
+impl<T: Element> FromIterator<T> for AlignedBuffer<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        let values: Vec<T> = iter.into_iter().collect();
+        Self::from_slice(&values)
+    }
+}
+
+impl<T: Element + fmt::Debug> fmt::Debug for AlignedBuffer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+// SAFETY: the allocation never moves and lives until drop; it holds `len`
+// initialized `T`s. The pointer is the buffer's own raw pointer (no reference
+// to the elements is involved), so consumers may write through it.
+unsafe impl<T: Element> TensorData for AlignedBuffer<T> {
+    fn data_ptr(&self) -> *mut c_void {
+        self.ptr.as_ptr().cast()
+    }
+    fn byte_len(&self) -> Option<usize> {
+        Some(self.len * size_of::<T>())
+    }
+    fn dtype(&self) -> Option<DataType> {
+        Some(T::DTYPE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_buffer_is_64_byte_aligned() {
+        for len in [0, 1, 3, 1000] {
+            let b = AlignedBuffer::<u8>::zeroed(len);
+            assert_eq!(b.data_ptr() as usize % ALIGNMENT, 0, "len {len}");
+            assert_eq!(b.len(), len);
+            assert!(b.iter().all(|&x| x == 0));
+        }
+        let empty = AlignedBuffer::<f64>::zeroed(0);
+        assert!(empty.is_empty());
+        assert_eq!(empty.byte_len(), Some(0));
+    }
+
+    #[test]
+    fn constructors_and_clone() {
+        let b = AlignedBuffer::from_fn(5, |i| i as i32 * 2);
+        assert_eq!(&b[..], &[0, 2, 4, 6, 8]);
+        let c = b.clone();
+        assert_ne!(c.data_ptr(), b.data_ptr());
+        assert_eq!(&c[..], &b[..]);
+        let d: AlignedBuffer<u16> = (0..3).collect();
+        assert_eq!(&d[..], &[0, 1, 2]);
+        assert_eq!(format!("{d:?}"), "[0, 1, 2]");
+        assert_eq!(TensorData::dtype(&d), Some(DataType::U16));
+        assert_eq!(d.byte_len(), Some(6));
+    }
+}

@@ -1,0 +1,158 @@
+//! `copy=True` exports: the elements gathered into a fresh, 64-byte-aligned,
+//! row-major host buffer that the consumer owns alone.
+
+use crate::export::aligned::AlignedBuffer;
+use crate::export::info::TensorInfo;
+use crate::export::into::IntoDLPack;
+use crate::{DLPackError, DataType, Device};
+
+/// A private copy of an exported tensor.
+pub(crate) struct CopiedTensor {
+    bytes: AlignedBuffer<u8>,
+    shape: Vec<i64>,
+    dtype: DataType,
+    device: Device,
+}
+
+impl CopiedTensor {
+    /// Copies the elements `info` describes, which must be host-accessible.
+    pub(crate) fn copy_of(info: &TensorInfo<'_>, device: Device) -> Self {
+        debug_assert!(info.device().is_host_accessible() && device.is_host_accessible());
+        let dtype = info.dtype();
+        let nbytes = if dtype.is_byte_sized() {
+            info.numel() * dtype.itemsize()
+        } else {
+            // Packed sub-byte data (always row-major, see TensorInfoBuilder::build).
+            (info.numel() * usize::from(dtype.bits) * usize::from(dtype.lanes)).div_ceil(8)
+        };
+        let mut bytes = AlignedBuffer::<u8>::zeroed(nbytes);
+        if nbytes > 0 {
+            if info.is_contiguous() {
+                // SAFETY: a TensorInfo only exists for a live buffer it was
+                // checked against; contiguous, its `nbytes` bytes from
+                // `data_ptr` are inside that buffer, readable from the host
+                // (asserted above), and `bytes` is a separate allocation.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        info.data_ptr().cast::<u8>(),
+                        bytes.as_mut_ptr(),
+                        nbytes,
+                    )
+                };
+            } else {
+                gather(info, &mut bytes);
+            }
+        }
+        Self {
+            bytes,
+            shape: info.shape(),
+            dtype,
+            device,
+        }
+    }
+}
+
+/// Copies a strided tensor element by element, in row-major order.
+fn gather(info: &TensorInfo<'_>, out: &mut [u8]) {
+    let itemsize = info.dtype().itemsize();
+    let shape = info.shape();
+    let strides = info.strides();
+    let base = info.data_ptr().cast::<u8>().cast_const();
+    let mut index = vec![0i64; shape.len()];
+    for chunk in out.chunks_exact_mut(itemsize) {
+        let offset: i64 = index.iter().zip(&strides).map(|(i, s)| i * s).sum();
+        let src = base.wrapping_offset(offset as isize * itemsize as isize);
+        // SAFETY: `index` stays within `shape`, so `src` is one of the elements
+        // the checked TensorInfo describes: inside its live, host-readable buffer.
+        unsafe { std::ptr::copy_nonoverlapping(src, chunk.as_mut_ptr(), itemsize) };
+        for (i, dim) in index.iter_mut().zip(&shape).rev() {
+            *i += 1;
+            if *i < *dim {
+                break;
+            }
+            *i = 0;
+        }
+    }
+}
+
+impl IntoDLPack for CopiedTensor {
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        TensorInfo::builder(&self.bytes)
+            .shape(&self.shape)
+            .dtype(self.dtype)
+            .device(self.device)
+            .build()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transposed_view_is_copied_in_row_major_order() {
+        let data: Vec<i32> = (0..6).collect(); // 2x3: [[0,1,2],[3,4,5]]
+        let transposed = TensorInfo::builder(&data)
+            .shape(&[3usize, 2])
+            .strides(&[1i64, 3])
+            .build()
+            .unwrap();
+        let copy = CopiedTensor::copy_of(&transposed, Device::cpu());
+        let values: Vec<i32> = copy
+            .bytes
+            .chunks_exact(4)
+            .map(|b| i32::from_ne_bytes(b.try_into().unwrap()))
+            .collect();
+        assert_eq!(values, [0, 3, 1, 4, 2, 5]);
+        let info = copy.tensor_info().unwrap();
+        assert_eq!(info.shape(), vec![3, 2]);
+        assert_eq!(info.strides(), vec![2, 1]);
+        assert_eq!(info.dtype(), DataType::I32);
+        assert_ne!(info.data_ptr(), data.as_ptr().cast_mut().cast());
+    }
+
+    #[test]
+    fn reversed_and_broadcast_views() {
+        let data: Vec<u8> = vec![10, 20, 30];
+        let reversed = TensorInfo::builder(&data)
+            .shape(&[3usize])
+            .strides(&[-1i64])
+            .byte_offset(2)
+            .build()
+            .unwrap();
+        assert_eq!(
+            &CopiedTensor::copy_of(&reversed, Device::cpu()).bytes[..],
+            &[30, 20, 10]
+        );
+        let broadcast = TensorInfo::builder(&data)
+            .shape(&[2usize, 3])
+            .strides(&[0i64, 1])
+            .build()
+            .unwrap();
+        assert_eq!(
+            &CopiedTensor::copy_of(&broadcast, Device::cpu()).bytes[..],
+            &[10, 20, 30, 10, 20, 30]
+        );
+    }
+
+    #[test]
+    fn empty_and_packed() {
+        let none: Vec<f64> = vec![];
+        let empty = TensorInfo::new(&none, &[0usize, 4]).unwrap();
+        assert!(
+            CopiedTensor::copy_of(&empty, Device::cpu())
+                .bytes
+                .is_empty()
+        );
+        let packed = vec![0xABu8, 0xCD];
+        let fp4 = TensorInfo::builder(&packed)
+            .shape(&[3usize])
+            .dtype(DataType::F4_E2M1FN)
+            .build()
+            .unwrap();
+        assert_eq!(
+            &CopiedTensor::copy_of(&fp4, Device::cpu()).bytes[..],
+            &[0xAB, 0xCD]
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! `TensorData`: memory that can back an exported tensor.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use crate::{DataType, Device, Element};
+
+/// A buffer whose address does not change when the value moves and stays
+/// valid until the value is dropped: the memory behind an exported tensor.
+///
+/// Implemented for `Vec<T>`, `Box<[T]>`, `Arc<[T]>` (exported read-only: other
+/// `Arc`s may be reading it), [`AlignedBuffer<T>`](crate::AlignedBuffer),
+/// [`RawBuffer`](crate::RawBuffer) (any pointer on any device) and, with the
+/// `ndarray` feature, `ndarray::Array<T, D>`.
+///
+/// Exported memory is **shared**: while a consumer (a NumPy array, a torch
+/// tensor) holds it, Python code may write to it unless it was exported
+/// read-only. Rust code that keeps reading the value must expect that, as it
+/// would with a NumPy array.
+///
+/// # Safety
+///
+/// An implementation promises, for as long as the value lives and whether or
+/// not it is moved:
+/// - [`data_ptr`](Self::data_ptr) returns the same address every time;
+/// - when [`byte_len`](Self::byte_len) is `Some(n)`, the `n` bytes from that
+///   address are allocated memory on [`device`](Self::device) (readable, and
+///   writable unless [`is_read_only`](Self::is_read_only) is true), and no
+///   other Rust code holds a reference to them that a consumer's writes would
+///   invalidate;
+/// - when [`dtype`](Self::dtype) is `Some`, the memory holds elements of that
+///   type.
+pub unsafe trait TensorData {
+    /// Address of the first byte of the buffer (dangling but non-null when empty).
+    fn data_ptr(&self) -> *mut c_void;
+
+    /// Length of the buffer in bytes, when known. Exports are checked against it.
+    fn byte_len(&self) -> Option<usize>;
+
+    /// Device of the memory; `cpu:0` unless overridden.
+    fn device(&self) -> Device {
+        Device::cpu()
+    }
+
+    /// Element type of typed buffers (`Vec<f32>` → `float32`); `None` for raw bytes.
+    fn dtype(&self) -> Option<DataType> {
+        None
+    }
+
+    /// Whether consumers must not write (for example, memory other `Arc`s share).
+    fn is_read_only(&self) -> bool {
+        false
+    }
+}
+
+// SAFETY: a Vec's heap buffer does not move when the Vec moves and lives until
+// the Vec is dropped or grown; exported values are never grown (the exporter
+// holds them behind a shared reference). `as_ptr` returns the Vec's own raw
+// pointer without creating a reference to the elements, so writes through it
+// are allowed. `len * size_of::<T>()` bytes are initialized elements of `T`.
+unsafe impl<T: Element> TensorData for Vec<T> {
+    fn data_ptr(&self) -> *mut c_void {
+        self.as_ptr().cast_mut().cast()
+    }
+    fn byte_len(&self) -> Option<usize> {
+        Some(size_of_val(self.as_slice()))
+    }
+    fn dtype(&self) -> Option<DataType> {
+        Some(T::DTYPE)
+    }
+}
+
+// SAFETY: a boxed slice's heap buffer does not move when the box moves and lives
+// until the box is dropped; it holds `len` initialized `T`s.
+unsafe impl<T: Element> TensorData for Box<[T]> {
+    fn data_ptr(&self) -> *mut c_void {
+        self.as_ptr().cast_mut().cast()
+    }
+    fn byte_len(&self) -> Option<usize> {
+        Some(size_of_val(&**self))
+    }
+    fn dtype(&self) -> Option<DataType> {
+        Some(T::DTYPE)
+    }
+}
+
+// SAFETY: an Arc's allocation does not move and lives while this Arc does. It
+// is reported read-only, because other clones of the Arc may read it through
+// shared references that a consumer's write would violate.
+unsafe impl<T: Element> TensorData for Arc<[T]> {
+    fn data_ptr(&self) -> *mut c_void {
+        self.as_ptr().cast_mut().cast()
+    }
+    fn byte_len(&self) -> Option<usize> {
+        Some(size_of_val(&**self))
+    }
+    fn dtype(&self) -> Option<DataType> {
+        Some(T::DTYPE)
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+}
+
+/// A pointer to memory this crate does not own, on any device: a CUDA
+/// allocation, a pinned host buffer, memory owned by another library.
+///
+/// The `unsafe` sits in the constructor, where the promise about the pointer
+/// is made; everything that exports a `RawBuffer` afterwards is safe code.
+/// Keep whatever owns the memory alive next to the `RawBuffer` (another field
+/// of the same struct): it is dropped together with the exported value.
+///
+/// ```
+/// use pyo3_dlpack::{DataType, Device, RawBuffer};
+///
+/// let memory = vec![0.0f32; 6];
+/// // SAFETY: `memory` outlives `buffer` (both are dropped at the end of this
+/// // example) and nothing else reads or writes it meanwhile.
+/// let buffer = unsafe {
+///     RawBuffer::new(memory.as_ptr().cast_mut().cast(), 24, Device::cpu())
+/// }
+/// .with_dtype(DataType::F32);
+/// assert_eq!(buffer.len(), 24);
+/// ```
+#[derive(Debug, Clone)]
+pub struct RawBuffer {
+    ptr: *mut c_void,
+    byte_len: usize,
+    device: Device,
+    dtype: Option<DataType>,
+    read_only: bool,
+}
+
+// SAFETY: `RawBuffer::new`'s contract makes the memory usable from any thread
+// for as long as the buffer lives; the struct itself is plain data.
+unsafe impl Send for RawBuffer {}
+// SAFETY: as above; `&RawBuffer` only reads the plain fields.
+unsafe impl Sync for RawBuffer {}
+
+impl RawBuffer {
+    /// Wraps `byte_len` bytes at `ptr` on `device`.
+    ///
+    /// # Safety
+    ///
+    /// Until the `RawBuffer` (and every clone of it) is dropped, the `byte_len`
+    /// bytes at `ptr` must stay allocated on `device`, usable from any thread,
+    /// and writable unless [`read_only`](Self::read_only) is called; nothing
+    /// else may hold a Rust reference to them that a consumer's writes would
+    /// violate. `ptr` must not be null unless `byte_len` is 0.
+    pub unsafe fn new(ptr: *mut c_void, byte_len: usize, device: Device) -> Self {
+        Self {
+            ptr,
+            byte_len,
+            device,
+            dtype: None,
+            read_only: false,
+        }
+    }
+
+    /// Declares the element type of the memory.
+    pub fn with_dtype(mut self, dtype: DataType) -> Self {
+        self.dtype = Some(dtype);
+        self
+    }
+
+    /// Exports the memory read-only.
+    pub fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.byte_len
+    }
+
+    /// Whether the buffer holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.byte_len == 0
+    }
+
+    /// The device of the memory.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+}
+
+// SAFETY: `RawBuffer::new`'s caller promised exactly what `TensorData` requires.
+unsafe impl TensorData for RawBuffer {
+    fn data_ptr(&self) -> *mut c_void {
+        self.ptr
+    }
+    fn byte_len(&self) -> Option<usize> {
+        Some(self.byte_len)
+    }
+    fn device(&self) -> Device {
+        self.device
+    }
+    fn dtype(&self) -> Option<DataType> {
+        self.dtype
+    }
+    fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_buffers_report_pointer_length_and_dtype() {
+        let v = vec![1.0f64, 2.0, 3.0];
+        assert_eq!(v.data_ptr(), v.as_ptr().cast_mut().cast());
+        assert_eq!(v.byte_len(), Some(24));
+        assert_eq!(TensorData::dtype(&v), Some(DataType::F64));
+        assert!(!v.is_read_only());
+
+        let b: Box<[i16]> = vec![1, 2].into_boxed_slice();
+        assert_eq!(b.byte_len(), Some(4));
+        assert_eq!(TensorData::dtype(&b), Some(DataType::I16));
+
+        let a: Arc<[u8]> = Arc::from(&b"abc"[..]);
+        assert_eq!(a.byte_len(), Some(3));
+        assert!(a.is_read_only(), "other Arcs may be reading the memory");
+    }
+
+    #[test]
+    fn the_pointer_survives_a_move() {
+        let v = vec![7u32; 100];
+        let before = v.data_ptr();
+        let moved = Box::new(v);
+        assert_eq!(moved.data_ptr(), before);
+    }
+
+    #[test]
+    fn raw_buffer_carries_what_the_caller_declared() {
+        let memory = vec![0u8; 16];
+        // SAFETY: `memory` outlives `raw` and is not otherwise used.
+        let raw = unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), 16, Device::cuda(1)) }
+            .with_dtype(DataType::F32)
+            .read_only();
+        assert_eq!(raw.byte_len(), Some(16));
+        assert_eq!(TensorData::device(&raw), Device::cuda(1));
+        assert_eq!(TensorData::dtype(&raw), Some(DataType::F32));
+        assert!(raw.is_read_only());
+        assert!(!raw.is_empty());
+    }
+}

@@ -1,0 +1,143 @@
+//! `IntoDLPack`: a Rust value that can be exported as a DLPack tensor.
+
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+use std::sync::Arc;
+
+use crate::export::info::TensorInfo;
+use crate::export::request::{CapsuleFormat, ExportRequest};
+use crate::export::{AlignedBuffer, DLPackTensor, export_capsule};
+use crate::{DLPackError, Element};
+
+/// A Rust value that describes a tensor: implement it (or derive it) for
+/// your tensor type, and the value can be returned to Python as a
+/// [`DLPackTensor`] that every DLPack consumer imports without a copy.
+///
+/// Implementing it is safe: the memory promise lives in the
+/// [`TensorData`](crate::TensorData) the [`TensorInfo`] is built from, and
+/// `TensorInfo`'s constructors check that the description fits the buffer.
+///
+/// The exported value is kept alive, behind an `Arc`, until the Python
+/// object and every consumer are done with it; it may then be dropped on any
+/// thread (torch frees tensors without the GIL), hence `Send + Sync + 'static`.
+///
+/// ```
+/// use pyo3::prelude::*;
+/// use pyo3_dlpack::{AlignedBuffer, DLPackError, DLPackTensor, IntoDLPack, TensorInfo};
+///
+/// struct Image {
+///     pixels: AlignedBuffer<u8>,
+///     shape: [usize; 3], // height, width, channels
+/// }
+///
+/// impl IntoDLPack for Image {
+///     fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+///         TensorInfo::new(&self.pixels, &self.shape)
+///     }
+/// }
+///
+/// #[pyfunction]
+/// fn load_image() -> PyResult<DLPackTensor> {
+///     let image = Image { pixels: AlignedBuffer::zeroed(4 * 6 * 3), shape: [4, 6, 3] };
+///     Ok(DLPackTensor::new(image)?) // Python: np.from_dlpack(load_image())
+/// }
+/// # Python::attach(|py| {
+/// #     let t = load_image().unwrap();
+/// #     assert_eq!(t.tensor_info().unwrap().shape(), vec![4, 6, 3]);
+/// # });
+/// ```
+pub trait IntoDLPack: Send + Sync + 'static {
+    /// Describes the tensor: its memory, dtype, shape, strides, device, and
+    /// whether consumers may write. Called on every export.
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError>;
+
+    /// Called before a CUDA or ROCm export with the consumer's stream (per the
+    /// DLPack specification: `1` is CUDA's legacy default stream, `0` ROCm's,
+    /// larger values are stream pointers; never called for `stream=-1`).
+    /// Make the data safe to use on that stream, for example by recording an
+    /// event on your stream and making the consumer's stream wait for it.
+    /// The default does nothing, which is right for memory no pending work writes.
+    fn synchronize(&self, consumer_stream: i64) -> Result<(), DLPackError> {
+        let _ = consumer_stream;
+        Ok(())
+    }
+
+    /// Wraps the value in the Python exporter object, checking its description.
+    fn into_dlpack_tensor(self) -> Result<DLPackTensor, DLPackError>
+    where
+        Self: Sized,
+    {
+        DLPackTensor::new(self)
+    }
+
+    /// Exports the value as a bare capsule, for consumers that take capsules
+    /// (`torch.utils.dlpack.from_dlpack`, `tf.experimental.dlpack.from_dlpack`).
+    /// NumPy and JAX need an object with `__dlpack__`: give them a
+    /// [`DLPackTensor`] instead.
+    ///
+    /// The capsule owns the value; if nobody consumes it, dropping it drops the value.
+    fn into_capsule(self, py: Python<'_>, format: CapsuleFormat) -> PyResult<Bound<'_, PyCapsule>>
+    where
+        Self: Sized,
+    {
+        let request = ExportRequest {
+            max_version: match format {
+                CapsuleFormat::Legacy => None,
+                CapsuleFormat::Versioned => Some((1, 3)),
+            },
+            ..ExportRequest::default()
+        };
+        export_capsule(py, self, &request)
+    }
+}
+
+/// The value behind a [`DLPackTensor`], shared by every capsule exported from it.
+pub(crate) struct Shared(pub(crate) Arc<dyn IntoDLPack>);
+
+impl IntoDLPack for Shared {
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        self.0.tensor_info()
+    }
+    fn synchronize(&self, consumer_stream: i64) -> Result<(), DLPackError> {
+        self.0.synchronize(consumer_stream)
+    }
+}
+
+macro_rules! one_dimensional {
+    ($($ty:ty),*) => {$(
+        /// A 1-D tensor of the elements.
+        impl<T: Element> IntoDLPack for $ty {
+            fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+                TensorInfo::builder(self).build()
+            }
+        }
+    )*};
+}
+one_dimensional!(Vec<T>, Box<[T]>, Arc<[T]>, AlignedBuffer<T>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_are_one_dimensional_tensors() {
+        let info_of = |v: &dyn IntoDLPack| {
+            let info = v.tensor_info().unwrap();
+            (info.shape(), info.dtype().to_string(), info.is_read_only())
+        };
+        assert_eq!(
+            info_of(&vec![1.0f32; 3]),
+            (vec![3], "float32".into(), false)
+        );
+        assert_eq!(
+            info_of(&vec![1i8; 2].into_boxed_slice()),
+            (vec![2], "int8".into(), false)
+        );
+        let shared: Arc<[u64]> = vec![1u64; 4].into();
+        assert_eq!(info_of(&shared), (vec![4], "uint64".into(), true));
+        assert_eq!(
+            info_of(&AlignedBuffer::<bool>::zeroed(5)),
+            (vec![5], "bool".into(), false)
+        );
+    }
+}

@@ -1,0 +1,321 @@
+//! One heap block per export: the managed tensor struct the capsule points
+//! to, the owner that keeps the memory alive, and the shape and strides, in a
+//! single allocation that the deleter frees.
+//!
+//! ```text
+//! ExportBlock<M, O> { managed: M, ndim, owner: O } | shape: [i64; ndim] | strides: [i64; ndim]
+//! ^ the capsule's pointer (M at offset 0, so the deleter's argument is the block)
+//! ```
+
+use std::alloc::{self, Layout};
+use std::ffi::CStr;
+#[cfg(test)]
+use std::ffi::c_void;
+use std::io::Write;
+use std::mem::ManuallyDrop;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::{self, NonNull};
+
+use crate::Device;
+use crate::export::info::TensorInfo;
+use crate::ffi::{self, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor};
+
+/// The two managed-tensor structs a capsule can carry.
+///
+/// # Safety
+///
+/// `NAME` must be the capsule name the DLPack Python specification gives the
+/// struct, and `deleter` must return the struct's own deleter field.
+pub(crate) unsafe trait ManagedTensor: Sized + 'static {
+    /// Name of an unconsumed capsule holding this struct.
+    const NAME: &'static CStr;
+    /// A struct around `dl_tensor`, freed by `deleter`.
+    fn assemble(dl_tensor: DLTensor, flags: u64, deleter: unsafe extern "C" fn(*mut Self)) -> Self;
+    /// The deleter field.
+    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)>;
+}
+
+// SAFETY: the legacy struct travels as "dltensor" and `deleter` is its field.
+unsafe impl ManagedTensor for DLManagedTensor {
+    const NAME: &'static CStr = ffi::DLTENSOR;
+    fn assemble(
+        dl_tensor: DLTensor,
+        _flags: u64,
+        deleter: unsafe extern "C" fn(*mut Self),
+    ) -> Self {
+        Self {
+            dl_tensor,
+            manager_ctx: ptr::null_mut(),
+            deleter: Some(deleter),
+        }
+    }
+    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
+        self.deleter
+    }
+}
+
+// SAFETY: the versioned struct travels as "dltensor_versioned" and `deleter` is its field.
+unsafe impl ManagedTensor for DLManagedTensorVersioned {
+    const NAME: &'static CStr = ffi::DLTENSOR_VERSIONED;
+    fn assemble(dl_tensor: DLTensor, flags: u64, deleter: unsafe extern "C" fn(*mut Self)) -> Self {
+        Self {
+            version: DLPackVersion::CURRENT,
+            manager_ctx: ptr::null_mut(),
+            deleter: Some(deleter),
+            flags,
+            dl_tensor,
+        }
+    }
+    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
+        self.deleter
+    }
+}
+
+#[repr(C)]
+struct ExportBlock<M, O> {
+    /// First, so that the capsule's pointer (a `*mut M`) is the block's.
+    managed: M,
+    /// Length of each of the two trailing i64 arrays.
+    ndim: usize,
+    /// Keeps the exported memory alive; taken out and dropped by the deleter.
+    owner: ManuallyDrop<O>,
+}
+
+/// The block's layout for `ndim` dimensions and the offset of the shape array.
+fn block_layout<M, O>(ndim: usize) -> (Layout, usize) {
+    let dims = Layout::array::<i64>(2 * ndim).expect("ndim fits in i32, so 2 * ndim i64s fit");
+    let (layout, tail) = Layout::new::<ExportBlock<M, O>>()
+        .extend(dims)
+        .expect("a block of at most 2 * i32::MAX i64s fits in isize");
+    (layout.pad_to_align(), tail)
+}
+
+/// An allocated block whose managed struct, shape and strides are written but
+/// whose owner is not yet: [`finish`](Self::finish) moves it in. Splitting
+/// the two steps lets the description borrow the owner until just before the
+/// owner moves into the block.
+pub(crate) struct PendingBlock<M, O> {
+    block: NonNull<ExportBlock<M, O>>,
+    layout: Layout,
+}
+
+impl<M: ManagedTensor, O: Send + 'static> PendingBlock<M, O> {
+    /// Allocates the block and writes everything but the owner.
+    pub(crate) fn new(info: &TensorInfo<'_>, device: Device, flags: u64) -> Self {
+        let ndim = info.ndim();
+        let (layout, tail) = block_layout::<M, O>(ndim);
+        // SAFETY: the layout is at least the size of `ExportBlock`, which holds
+        // a non-zero-sized `M`.
+        let raw = unsafe { alloc::alloc(layout) };
+        let Some(block) = NonNull::new(raw.cast::<ExportBlock<M, O>>()) else {
+            alloc::handle_alloc_error(layout)
+        };
+        let shape = raw.wrapping_add(tail).cast::<i64>();
+        let strides = shape.wrapping_add(ndim);
+        for (i, (dim, stride)) in info.shape_iter().zip(info.strides_iter()).enumerate() {
+            // SAFETY: `shape` and `strides` each start `ndim` i64s inside the
+            // allocation (`block_layout` reserved 2 * ndim from `tail`, which
+            // `Layout::extend` aligned for i64), and `i < ndim`.
+            unsafe { shape.add(i).write(dim) };
+            // SAFETY: as above.
+            unsafe { strides.add(i).write(stride) };
+        }
+        let dl_tensor = DLTensor {
+            data: info.data_ptr(),
+            device,
+            ndim: i32::try_from(ndim).expect("TensorInfo::build checked that ndim fits i32"),
+            dtype: info.dtype(),
+            shape,
+            strides,
+            byte_offset: 0,
+        };
+        let managed = M::assemble(dl_tensor, flags, delete_block::<M, O>);
+        let header = block.as_ptr();
+        // SAFETY: `header` points to the fresh allocation, aligned for the block;
+        // `addr_of_mut!` writes the two fields without reading the uninitialized `owner`.
+        unsafe { ptr::addr_of_mut!((*header).managed).write(managed) };
+        // SAFETY: as above.
+        unsafe { ptr::addr_of_mut!((*header).ndim).write(ndim) };
+        Self { block, layout }
+    }
+
+    /// Moves the owner in; the managed struct is then ready for a capsule.
+    /// From here on its deleter (exactly once) frees the block and drops the owner.
+    pub(crate) fn finish(self, owner: O) -> NonNull<M> {
+        let this = ManuallyDrop::new(self);
+        let header = this.block.as_ptr();
+        // SAFETY: the block is allocated and aligned; `owner` is its one uninitialized field.
+        unsafe { ptr::addr_of_mut!((*header).owner).write(ManuallyDrop::new(owner)) };
+        this.block.cast()
+    }
+}
+
+impl<M, O> Drop for PendingBlock<M, O> {
+    /// Only reached when `finish` was not: free the block, there is no owner yet.
+    fn drop(&mut self) {
+        // SAFETY: the block was allocated with `self.layout` and never handed out.
+        unsafe { alloc::dealloc(self.block.as_ptr().cast(), self.layout) };
+    }
+}
+
+/// The deleter of every exported struct. It may run on any thread, with or
+/// without the GIL (torch and TensorFlow free tensors without it): it touches
+/// no Python object, and a panic from the owner's `Drop` is caught and reported
+/// rather than unwinding into C.
+///
+/// # Safety
+///
+/// `managed` is null, or a pointer returned by [`PendingBlock::finish`] for the
+/// same `M` and `O` that has not been passed to this deleter before.
+unsafe extern "C" fn delete_block<M: ManagedTensor, O: Send + 'static>(managed: *mut M) {
+    let Some(block) = NonNull::new(managed.cast::<ExportBlock<M, O>>()) else {
+        return;
+    };
+    let block = block.as_ptr();
+    // SAFETY: the caller guarantees `block` is a finished, live block.
+    let ndim = unsafe { (*block).ndim };
+    // SAFETY: the owner was written by `finish` and is taken exactly once, here.
+    let owner = unsafe { ManuallyDrop::take(&mut (*block).owner) };
+    let (layout, _) = block_layout::<M, O>(ndim);
+    // SAFETY: the block was allocated with this layout (same M, O and ndim);
+    // nothing reads it after this point.
+    unsafe { alloc::dealloc(block.cast(), layout) };
+    drop_owner(owner);
+}
+
+/// Drops an exported value without letting a panic escape into C.
+fn drop_owner<O>(owner: O) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(owner))) {
+        // Dropping the payload could panic again; leak it instead.
+        std::mem::forget(payload);
+        let _ = writeln!(
+            std::io::stderr(),
+            "pyo3-dlpack: the Drop of an exported tensor panicked inside a DLPack deleter; \
+             the panic was caught, not propagated"
+        );
+    }
+}
+
+/// The deleter field of a finished struct, for tests and the capsule code.
+pub(crate) fn call_deleter<M: ManagedTensor>(managed: NonNull<M>) {
+    // SAFETY: `managed` is a live struct produced by `PendingBlock::finish`.
+    let deleter = unsafe { managed.as_ref() }.deleter();
+    if let Some(deleter) = deleter {
+        // SAFETY: the struct's own deleter, called once with the struct.
+        unsafe { deleter(managed.as_ptr()) };
+    }
+}
+
+/// The data pointer of a finished struct (for tests).
+#[cfg(test)]
+pub(crate) fn data_of(managed: NonNull<DLManagedTensorVersioned>) -> *mut c_void {
+    // SAFETY: `managed` is a live struct produced by `PendingBlock::finish`.
+    unsafe { managed.as_ref() }.dl_tensor.data
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn the_block_holds_shape_strides_and_owner_and_frees_them_once() {
+        let data = vec![0.0f32; 24];
+        let info = TensorInfo::builder(&data)
+            .shape(&[2usize, 3, 4])
+            .strides(&[1i64, 2, 6])
+            .build()
+            .unwrap();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let pending = PendingBlock::<DLManagedTensorVersioned, (Vec<f32>, Counted)>::new(
+            &info,
+            Device::cpu(),
+            2,
+        );
+        let managed = pending.finish((data.clone(), Counted(drops.clone())));
+        // SAFETY: live until the deleter runs below.
+        let m = unsafe { managed.as_ref() };
+        assert_eq!(m.version, DLPackVersion { major: 1, minor: 3 });
+        assert_eq!(m.flags, 2);
+        assert_eq!(m.dl_tensor.ndim, 3);
+        assert_eq!(m.dl_tensor.byte_offset, 0);
+        // SAFETY: the block holds ndim shape and stride entries.
+        let shape = unsafe { std::slice::from_raw_parts(m.dl_tensor.shape, 3) };
+        // SAFETY: as above.
+        let strides = unsafe { std::slice::from_raw_parts(m.dl_tensor.strides, 3) };
+        assert_eq!(shape, [2, 3, 4]);
+        assert_eq!(strides, [1, 2, 6]);
+        assert_eq!(drops.load(Ordering::SeqCst), 0);
+        call_deleter(managed);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn zero_d_exports_point_shape_and_strides_at_empty_non_null_arrays() {
+        let data = vec![1u8];
+        let info = TensorInfo::new(&data, &[] as &[usize]).unwrap();
+        let managed = PendingBlock::<DLManagedTensor, Vec<u8>>::new(&info, Device::cpu(), 0)
+            .finish(data.clone());
+        // SAFETY: live until the deleter runs below.
+        let m = unsafe { managed.as_ref() };
+        assert_eq!(m.dl_tensor.ndim, 0);
+        assert!(!m.dl_tensor.shape.is_null());
+        assert!(!m.dl_tensor.strides.is_null());
+        call_deleter(managed);
+    }
+
+    #[test]
+    fn a_panicking_drop_is_caught_and_the_block_still_freed() {
+        struct Explodes;
+        impl Drop for Explodes {
+            fn drop(&mut self) {
+                panic!("boom");
+            }
+        }
+        let data = vec![1u8];
+        let info = TensorInfo::new(&data, &[1usize]).unwrap();
+        let managed = PendingBlock::<DLManagedTensor, Explodes>::new(&info, Device::cpu(), 0)
+            .finish(Explodes);
+        call_deleter(managed); // must not unwind
+    }
+
+    #[test]
+    fn an_unfinished_block_frees_without_an_owner() {
+        let data = vec![1u8; 4];
+        let info = TensorInfo::new(&data, &[4usize]).unwrap();
+        drop(PendingBlock::<DLManagedTensorVersioned, Counted>::new(
+            &info,
+            Device::cpu(),
+            0,
+        ));
+    }
+
+    #[test]
+    fn deleter_runs_on_another_thread() {
+        struct SendPtr(NonNull<DLManagedTensorVersioned>);
+        // SAFETY: the block's owner is Send (Vec<u8>), and only the other thread touches it.
+        unsafe impl Send for SendPtr {}
+        let data = vec![5u8; 8];
+        let info = TensorInfo::new(&data, &[8usize]).unwrap();
+        let expected = info.data_ptr() as usize;
+        let managed =
+            PendingBlock::<DLManagedTensorVersioned, Vec<u8>>::new(&info, Device::cpu(), 0)
+                .finish(data);
+        assert_eq!(data_of(managed) as usize, expected);
+        let ptr = SendPtr(managed);
+        std::thread::spawn(move || {
+            let ptr = ptr;
+            call_deleter(ptr.0)
+        })
+        .join()
+        .unwrap();
+    }
+}

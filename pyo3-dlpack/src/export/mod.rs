@@ -1,0 +1,75 @@
+//! Export: Rust values to DLPack capsules and the `DLPackTensor` Python object.
+
+mod aligned;
+mod capsule;
+mod copy;
+mod data;
+mod info;
+mod into;
+mod managed;
+mod request;
+mod tensor;
+
+pub use aligned::{ALIGNMENT, AlignedBuffer};
+pub use data::{RawBuffer, TensorData};
+pub use info::{Dims, TensorInfo, TensorInfoBuilder};
+pub use into::IntoDLPack;
+pub use request::CapsuleFormat;
+pub use tensor::DLPackTensor;
+
+use pyo3::exceptions::PyBufferError;
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned};
+use copy::CopiedTensor;
+use managed::PendingBlock;
+use request::{ExportPlan, ExportRequest};
+
+/// Exports `owner` as the request asks: checks its description, plans the
+/// export (format, device, stream, copy, read-only), synchronises streams,
+/// and moves `owner` into a single-allocation managed tensor in a capsule.
+pub(crate) fn export_capsule<'py, O: IntoDLPack>(
+    py: Python<'py>,
+    owner: O,
+    request: &ExportRequest,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    let info = owner
+        .tensor_info()
+        .map_err(|err| PyBufferError::new_err(err.to_string()))?;
+    let plan = request.plan(&info)?;
+    if plan.copy {
+        let copied = CopiedTensor::copy_of(&info, plan.device);
+        let pending = Pending::new(&copied.tensor_info()?, &plan);
+        return pending.seal(py, copied);
+    }
+    if let Some(stream) = plan.sync_stream {
+        owner.synchronize(stream)?;
+    }
+    let pending = Pending::new(&info, &plan);
+    pending.seal(py, owner)
+}
+
+/// A block of the planned format, waiting for its owner.
+enum Pending<O> {
+    Legacy(PendingBlock<DLManagedTensor, O>),
+    Versioned(PendingBlock<DLManagedTensorVersioned, O>),
+}
+
+impl<O: Send + 'static> Pending<O> {
+    fn new(info: &TensorInfo<'_>, plan: &ExportPlan) -> Self {
+        match plan.format {
+            CapsuleFormat::Legacy => Self::Legacy(PendingBlock::new(info, plan.device, 0)),
+            CapsuleFormat::Versioned => {
+                Self::Versioned(PendingBlock::new(info, plan.device, plan.flags()))
+            }
+        }
+    }
+
+    fn seal(self, py: Python<'_>, owner: O) -> PyResult<Bound<'_, PyCapsule>> {
+        match self {
+            Self::Legacy(block) => capsule::new_capsule(py, block.finish(owner)),
+            Self::Versioned(block) => capsule::new_capsule(py, block.finish(owner)),
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! `DLPackTensor`: the Python object an exported Rust value becomes.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::PyBufferError;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyTuple};
+
+use crate::DLPackError;
+use crate::export::export_capsule;
+use crate::export::info::TensorInfo;
+use crate::export::into::{IntoDLPack, Shared};
+use crate::export::request::{CapsuleFormat, ExportRequest};
+
+/// A Rust tensor as a Python object that speaks DLPack: `__dlpack__` and
+/// `__dlpack_device__`, so `numpy.from_dlpack`, `torch.from_dlpack`,
+/// `jax.numpy.from_dlpack`, `cupy.from_dlpack` and every array-API library
+/// import it without a copy.
+///
+/// It can be exported **any number of times**: each `__dlpack__` call makes a
+/// fresh capsule that shares ownership of the Rust value, which is dropped
+/// once the Python object and every consumer are gone (on whichever thread
+/// lets go last).
+///
+/// `__dlpack__` follows the DLPack Python specification and what real
+/// consumers need:
+/// - no `max_version` (or a major below 1) gives a legacy `"dltensor"`
+///   capsule; `max_version=(1, x)` or later a `"dltensor_versioned"` 1.3 one,
+///   writable unless the value is read-only (NumPy only makes writable arrays
+///   from versioned capsules);
+/// - `stream` must be `None` or `-1` on devices without streams; CUDA and
+///   ROCm follow the specification's table;
+/// - `dl_device` may be the tensor's device, or `(1, 0)` (CPU) for memory
+///   the CPU can reach; `copy=True` copies host memory and sets `IS_COPIED`;
+///   `copy=False` never copies;
+/// - an export that cannot be done raises `BufferError`; a malformed argument
+///   value raises `ValueError`, never `TypeError` (which consumers read as
+///   "old producer" and retry without keywords); positional arguments are a
+///   `TypeError`, as the specification requires.
+///
+/// Python also sees `shape`, `strides` (in elements), `dtype` (a name such as
+/// `"float32"`), `device` (`"cpu:0"`), `ndim`, `read_only` and `data_ptr`.
+///
+/// ```
+/// use pyo3::prelude::*;
+/// use pyo3_dlpack::{AlignedBuffer, DLPackTensor};
+///
+/// #[pyfunction]
+/// fn ramp(n: usize) -> PyResult<DLPackTensor> {
+///     Ok(DLPackTensor::new(AlignedBuffer::from_fn(n, |i| i as f32))?)
+/// }
+/// # Python::attach(|py| {
+/// #     let t = Bound::new(py, ramp(4).unwrap()).unwrap();
+/// #     assert_eq!(t.repr().unwrap().to_string(), "DLPackTensor(shape=(4,), dtype=float32, device=cpu:0)");
+/// # });
+/// ```
+#[pyclass(frozen, module = "pyo3_dlpack", name = "DLPackTensor")]
+pub struct DLPackTensor {
+    value: Arc<dyn IntoDLPack>,
+}
+
+impl std::fmt::Debug for DLPackTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.value.tensor_info() {
+            Ok(info) => write!(f, "{}", describe(&info)),
+            Err(err) => write!(f, "DLPackTensor(<invalid: {err}>)"),
+        }
+    }
+}
+
+impl DLPackTensor {
+    /// Wraps a value, checking now that it describes a valid tensor (so a
+    /// shape that does not fit its buffer fails here, not in the consumer).
+    pub fn new<T: IntoDLPack>(value: T) -> Result<Self, DLPackError> {
+        Self::from_arc(Arc::new(value))
+    }
+
+    /// Wraps a value that is already shared.
+    pub fn from_arc(value: Arc<dyn IntoDLPack>) -> Result<Self, DLPackError> {
+        value.tensor_info()?;
+        Ok(Self { value })
+    }
+
+    /// The value's current description.
+    pub fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        self.value.tensor_info()
+    }
+
+    /// A bare capsule of the chosen format that shares ownership of the value
+    /// (for consumers that take capsules, such as `torch.utils.dlpack.from_dlpack`).
+    pub fn to_capsule<'py>(
+        &self,
+        py: Python<'py>,
+        format: CapsuleFormat,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let request = ExportRequest {
+            max_version: (format == CapsuleFormat::Versioned).then_some((1, 3)),
+            ..ExportRequest::default()
+        };
+        export_capsule(py, Shared(self.value.clone()), &request)
+    }
+
+    fn info(&self) -> PyResult<TensorInfo<'_>> {
+        self.value
+            .tensor_info()
+            .map_err(|err| PyBufferError::new_err(err.to_string()))
+    }
+}
+
+fn describe(info: &TensorInfo<'_>) -> String {
+    let shape: Vec<String> = info.shape().iter().map(i64::to_string).collect();
+    let trailing_comma = if shape.len() == 1 { "," } else { "" };
+    let read_only = if info.is_read_only() {
+        ", read_only=True"
+    } else {
+        ""
+    };
+    format!(
+        "DLPackTensor(shape=({}{trailing_comma}), dtype={}, device={}{read_only})",
+        shape.join(", "),
+        info.dtype(),
+        info.device()
+    )
+}
+
+#[pymethods]
+impl DLPackTensor {
+    /// Exports the tensor as a DLPack capsule (see the type's documentation).
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<&Bound<'py, PyAny>>,
+        dl_device: Option<&Bound<'py, PyAny>>,
+        copy: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let request = ExportRequest::from_python(stream, max_version, dl_device, copy)?;
+        export_capsule(py, Shared(self.value.clone()), &request)
+    }
+
+    /// `(device_type, device_id)` as DLPack codes, e.g. `(1, 0)` for the CPU.
+    fn __dlpack_device__(&self) -> PyResult<(i32, i32)> {
+        let device = self.info()?.device();
+        Ok((device.device_type.code(), device.device_id))
+    }
+
+    /// Extents, as a tuple of ints.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.info()?.shape())
+    }
+
+    /// Strides in elements, as a tuple of ints.
+    #[getter]
+    fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.info()?.strides())
+    }
+
+    /// Number of dimensions.
+    #[getter]
+    fn ndim(&self) -> PyResult<usize> {
+        Ok(self.info()?.ndim())
+    }
+
+    /// Element type name, such as `"float32"` or `"bfloat16"`.
+    #[getter]
+    fn dtype(&self) -> PyResult<String> {
+        Ok(self.info()?.dtype().to_string())
+    }
+
+    /// Device, such as `"cpu:0"` or `"cuda:1"`.
+    #[getter]
+    fn device(&self) -> PyResult<String> {
+        Ok(self.info()?.device().to_string())
+    }
+
+    /// Whether consumers get a read-only tensor.
+    #[getter]
+    fn read_only(&self) -> PyResult<bool> {
+        Ok(self.info()?.is_read_only())
+    }
+
+    /// Address of the first element, to compare with a consumer's (zero-copy checks).
+    #[getter]
+    fn data_ptr(&self) -> PyResult<usize> {
+        Ok(self.info()?.data_ptr() as usize)
+    }
+
+    fn __repr__(&self) -> PyResult<String> {
+        Ok(describe(&self.info()?))
+    }
+}
