@@ -240,6 +240,74 @@ impl fmt::Debug for DataType {
     }
 }
 
+/// Every named type, for parsing names back.
+const NAMED_TYPES: &[DataType] = &[
+    DataType::BOOL,
+    DataType::I8,
+    DataType::I16,
+    DataType::I32,
+    DataType::I64,
+    DataType::U8,
+    DataType::U16,
+    DataType::U32,
+    DataType::U64,
+    DataType::F16,
+    DataType::F32,
+    DataType::F64,
+    DataType::BF16,
+    DataType::C32,
+    DataType::C64,
+    DataType::C128,
+    DataType::F8_E3M4,
+    DataType::F8_E4M3,
+    DataType::F8_E4M3B11FNUZ,
+    DataType::F8_E4M3FN,
+    DataType::F8_E4M3FNUZ,
+    DataType::F8_E5M2,
+    DataType::F8_E5M2FNUZ,
+    DataType::F8_E8M0FNU,
+    DataType::F6_E2M3FN,
+    DataType::F6_E3M2FN,
+    DataType::F4_E2M1FN,
+];
+
+/// The error of `"…".parse::<DataType>()`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseDataTypeError {
+    input: String,
+}
+
+impl fmt::Display for ParseDataTypeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown dtype {:?}: expected a name such as float32, int64, bool, bfloat16, complex64 or float8_e4m3fn",
+            self.input
+        )
+    }
+}
+
+impl std::error::Error for ParseDataTypeError {}
+
+impl std::str::FromStr for DataType {
+    type Err = ParseDataTypeError;
+
+    /// Parses the names `Display` prints for the scalar types of DLPack 1.3.
+    ///
+    /// ```
+    /// use pyo3_dlpack::DataType;
+    /// assert_eq!("bfloat16".parse::<DataType>().unwrap(), DataType::BF16);
+    /// assert!("float128".parse::<DataType>().is_err());
+    /// ```
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        NAMED_TYPES
+            .iter()
+            .copied()
+            .find(|dtype| dtype.to_string() == s)
+            .ok_or_else(|| ParseDataTypeError { input: s.into() })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,8 +317,13 @@ mod tests {
         let cases = [
             (DataType::BOOL, "bool"),
             (DataType::I8, "int8"),
+            (DataType::I16, "int16"),
+            (DataType::I32, "int32"),
             (DataType::I64, "int64"),
+            (DataType::U8, "uint8"),
             (DataType::U16, "uint16"),
+            (DataType::U32, "uint32"),
+            (DataType::U64, "uint64"),
             (DataType::F16, "float16"),
             (DataType::F32, "float32"),
             (DataType::F64, "float64"),
@@ -270,9 +343,16 @@ mod tests {
             (DataType::F6_E3M2FN, "float6_e3m2fn"),
             (DataType::F4_E2M1FN, "float4_e2m1fn"),
         ];
+        assert_eq!(cases.len(), NAMED_TYPES.len());
         for (dtype, name) in cases {
             assert_eq!(dtype.to_string(), name);
+            assert_eq!(name.parse::<DataType>().unwrap(), dtype);
         }
+        let err = "float128".parse::<DataType>().unwrap_err();
+        assert!(
+            err.to_string().starts_with("unknown dtype \"float128\""),
+            "{err}"
+        );
     }
 
     #[test]

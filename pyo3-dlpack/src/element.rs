@@ -18,8 +18,9 @@ use crate::DataType;
 ///
 /// `size_of::<Self>()` must equal `DTYPE.itemsize()`, `align_of::<Self>()`
 /// must divide it, and a value of `Self` must have exactly the in-memory
-/// representation that DLPack gives `DTYPE` (native endianness). The crate
-/// exports `&[Self]` memory as `DTYPE` on the strength of this promise.
+/// representation that DLPack gives `DTYPE` (native endianness), and the
+/// all-zero bit pattern must be a valid value. The crate exports `&[Self]`
+/// memory as `DTYPE` on the strength of this promise.
 pub unsafe trait Element: Copy + Send + Sync + 'static {
     /// The DLPack type of this scalar.
     const DTYPE: DataType;

@@ -35,8 +35,10 @@ pub(crate) fn new_capsule<'py, M: ManagedTensor>(
         call_deleter(managed);
         return Err(PyErr::fetch(py));
     }
-    // SAFETY: `PyCapsule_New` returned a new (owned) reference to a capsule.
-    Ok(unsafe { Bound::from_owned_ptr(py, capsule).cast_into_unchecked() })
+    // SAFETY: `PyCapsule_New` returned a new (owned) reference.
+    let capsule = unsafe { Bound::from_owned_ptr(py, capsule) };
+    // SAFETY: that reference is to a capsule.
+    Ok(unsafe { capsule.cast_into_unchecked() })
 }
 
 /// The capsule's destructor, run by CPython (attached to the interpreter)

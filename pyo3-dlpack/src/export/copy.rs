@@ -93,8 +93,8 @@ mod tests {
     fn a_transposed_view_is_copied_in_row_major_order() {
         let data: Vec<i32> = (0..6).collect(); // 2x3: [[0,1,2],[3,4,5]]
         let transposed = TensorInfo::builder(&data)
-            .shape(&[3usize, 2])
-            .strides(&[1i64, 3])
+            .shape([3usize, 2])
+            .strides([1i64, 3])
             .build()
             .unwrap();
         let copy = CopiedTensor::copy_of(&transposed, Device::cpu());
@@ -115,8 +115,8 @@ mod tests {
     fn reversed_and_broadcast_views() {
         let data: Vec<u8> = vec![10, 20, 30];
         let reversed = TensorInfo::builder(&data)
-            .shape(&[3usize])
-            .strides(&[-1i64])
+            .shape([3usize])
+            .strides([-1i64])
             .byte_offset(2)
             .build()
             .unwrap();
@@ -125,8 +125,8 @@ mod tests {
             &[30, 20, 10]
         );
         let broadcast = TensorInfo::builder(&data)
-            .shape(&[2usize, 3])
-            .strides(&[0i64, 1])
+            .shape([2usize, 3])
+            .strides([0i64, 1])
             .build()
             .unwrap();
         assert_eq!(
@@ -138,7 +138,7 @@ mod tests {
     #[test]
     fn empty_and_packed() {
         let none: Vec<f64> = vec![];
-        let empty = TensorInfo::new(&none, &[0usize, 4]).unwrap();
+        let empty = TensorInfo::new(&none, [0usize, 4]).unwrap();
         assert!(
             CopiedTensor::copy_of(&empty, Device::cpu())
                 .bytes
@@ -146,7 +146,7 @@ mod tests {
         );
         let packed = vec![0xABu8, 0xCD];
         let fp4 = TensorInfo::builder(&packed)
-            .shape(&[3usize])
+            .shape([3usize])
             .dtype(DataType::F4_E2M1FN)
             .build()
             .unwrap();

@@ -235,7 +235,7 @@ mod tests {
 
     #[test]
     fn raw_buffer_carries_what_the_caller_declared() {
-        let memory = vec![0u8; 16];
+        let memory = [0u8; 16];
         // SAFETY: `memory` outlives `raw` and is not otherwise used.
         let raw = unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), 16, Device::cuda(1)) }
             .with_dtype(DataType::F32)

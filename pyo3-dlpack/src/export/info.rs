@@ -8,27 +8,52 @@ use crate::export::data::TensorData;
 use crate::{DLPackError, DataType, Device};
 
 /// A list of extents or strides, borrowed from the value being exported or
-/// owned.
+/// computed on the fly.
 ///
-/// Built with `From` from `&[usize]`, `&[i64]`, arrays and `Vec`s of either,
-/// so a `TensorInfo` can borrow a struct's own `shape: [usize; 3]` field.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Dims<'a> {
-    /// Unsigned extents or strides (`[usize; N]`, `Vec<usize>`).
+/// Built with `From` from `&[usize]`, `&[i64]`, `&[isize]` (ndarray strides),
+/// arrays (by reference or by value) and `Vec`s, so a `TensorInfo` can borrow
+/// a struct's own `shape: [usize; 3]` field, or take a shape computed in
+/// `tensor_info`. Arrays of up to [`Dims::INLINE`] entries taken by value are
+/// stored inline, without allocating.
+#[derive(Clone)]
+pub struct Dims<'a>(Repr<'a>);
+
+#[derive(Clone)]
+enum Repr<'a> {
     Usize(&'a [usize]),
-    /// Signed extents or strides (`[i64; N]`, `Vec<i64>`; strides may be negative).
     I64(&'a [i64]),
-    /// Computed on the fly.
-    Owned(Box<[i64]>),
+    InlineUsize([usize; Dims::INLINE], u8),
+    InlineI64([i64; Dims::INLINE], u8),
+    OwnedUsize(Box<[usize]>),
+    OwnedI64(Box<[i64]>),
+}
+
+/// The entries of a [`Dims`], whichever their integer type.
+enum Entries<'s> {
+    Usize(&'s [usize]),
+    I64(&'s [i64]),
 }
 
 impl Dims<'_> {
+    /// Most entries stored inline when an array is taken by value.
+    pub const INLINE: usize = 8;
+
+    fn entries(&self) -> Entries<'_> {
+        match &self.0 {
+            Repr::Usize(dims) => Entries::Usize(dims),
+            Repr::I64(dims) => Entries::I64(dims),
+            Repr::InlineUsize(dims, len) => Entries::Usize(&dims[..usize::from(*len)]),
+            Repr::InlineI64(dims, len) => Entries::I64(&dims[..usize::from(*len)]),
+            Repr::OwnedUsize(dims) => Entries::Usize(dims),
+            Repr::OwnedI64(dims) => Entries::I64(dims),
+        }
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
-        match self {
-            Self::Usize(dims) => dims.len(),
-            Self::I64(dims) => dims.len(),
-            Self::Owned(dims) => dims.len(),
+        match self.entries() {
+            Entries::Usize(dims) => dims.len(),
+            Entries::I64(dims) => dims.len(),
         }
     }
 
@@ -39,10 +64,9 @@ impl Dims<'_> {
 
     /// Entry `i` as an `i64`, or `None` if it does not fit (a `usize` above `i64::MAX`).
     fn get(&self, i: usize) -> Option<i64> {
-        match self {
-            Self::Usize(dims) => i64::try_from(dims[i]).ok(),
-            Self::I64(dims) => Some(dims[i]),
-            Self::Owned(dims) => Some(dims[i]),
+        match self.entries() {
+            Entries::Usize(dims) => i64::try_from(dims[i]).ok(),
+            Entries::I64(dims) => Some(dims[i]),
         }
     }
 
@@ -51,7 +75,7 @@ impl Dims<'_> {
         (0..self.len()).map(|i| self.get(i).unwrap_or(i64::MAX))
     }
 
-    /// The entries as a `Vec<i64>`.
+    /// The entries as a `Vec<i64>` (entries above `i64::MAX` saturate).
     pub fn to_vec(&self) -> Vec<i64> {
         self.iter().collect()
     }
@@ -59,54 +83,67 @@ impl Dims<'_> {
 
 impl fmt::Debug for Dims<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
+        match self.entries() {
+            Entries::Usize(dims) => fmt::Debug::fmt(dims, f),
+            Entries::I64(dims) => fmt::Debug::fmt(dims, f),
+        }
+    }
+}
+
+impl PartialEq for Dims<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && (0..self.len()).all(|i| self.get(i) == other.get(i))
     }
 }
 
 macro_rules! dims_from {
-    ($($elem:ty => $variant:ident),*) => {$(
+    ($($elem:ty => $borrowed:ident, $inline:ident, $owned:ident);*) => {$(
         impl<'a> From<&'a [$elem]> for Dims<'a> {
-            fn from(dims: &'a [$elem]) -> Self { Self::$variant(dims) }
+            fn from(dims: &'a [$elem]) -> Self { Self(Repr::$borrowed(dims)) }
         }
         impl<'a, const N: usize> From<&'a [$elem; N]> for Dims<'a> {
-            fn from(dims: &'a [$elem; N]) -> Self { Self::$variant(dims) }
+            fn from(dims: &'a [$elem; N]) -> Self { Self(Repr::$borrowed(dims)) }
         }
         impl<'a> From<&'a Vec<$elem>> for Dims<'a> {
-            fn from(dims: &'a Vec<$elem>) -> Self { Self::$variant(dims) }
+            fn from(dims: &'a Vec<$elem>) -> Self { Self(Repr::$borrowed(dims)) }
         }
         impl<'a> From<&'a Box<[$elem]>> for Dims<'a> {
-            fn from(dims: &'a Box<[$elem]>) -> Self { Self::$variant(dims) }
+            fn from(dims: &'a Box<[$elem]>) -> Self { Self(Repr::$borrowed(dims)) }
+        }
+        impl From<Vec<$elem>> for Dims<'_> {
+            fn from(dims: Vec<$elem>) -> Self { Self(Repr::$owned(dims.into_boxed_slice())) }
+        }
+        impl From<Box<[$elem]>> for Dims<'_> {
+            fn from(dims: Box<[$elem]>) -> Self { Self(Repr::$owned(dims)) }
+        }
+        impl<const N: usize> From<[$elem; N]> for Dims<'_> {
+            /// Stored inline (no allocation) up to [`Dims::INLINE`] entries.
+            fn from(dims: [$elem; N]) -> Self {
+                if N <= Dims::INLINE {
+                    let mut inline = [0; Dims::INLINE];
+                    inline[..N].copy_from_slice(&dims);
+                    Self(Repr::$inline(inline, N as u8))
+                } else {
+                    Self(Repr::$owned(Box::new(dims)))
+                }
+            }
         }
     )*};
 }
-dims_from!(usize => Usize, i64 => I64);
+dims_from!(usize => Usize, InlineUsize, OwnedUsize; i64 => I64, InlineI64, OwnedI64);
 
-impl From<Vec<i64>> for Dims<'_> {
-    fn from(dims: Vec<i64>) -> Self {
-        Self::Owned(dims.into_boxed_slice())
-    }
-}
-
-impl From<Vec<usize>> for Dims<'_> {
-    /// Extents above `i64::MAX` saturate, and are then rejected by `build`.
-    fn from(dims: Vec<usize>) -> Self {
-        Self::Owned(
-            dims.into_iter()
-                .map(|d| i64::try_from(d).unwrap_or(i64::MAX))
-                .collect(),
-        )
-    }
-}
-
-impl<const N: usize> From<[usize; N]> for Dims<'_> {
-    fn from(dims: [usize; N]) -> Self {
-        Self::from(dims.to_vec())
-    }
-}
-
-impl<const N: usize> From<[i64; N]> for Dims<'_> {
-    fn from(dims: [i64; N]) -> Self {
-        Self::Owned(Box::new(dims))
+impl<'a> From<&'a [isize]> for Dims<'a> {
+    /// Strides as `ndarray` keeps them (converted, inline up to [`Dims::INLINE`]).
+    fn from(dims: &'a [isize]) -> Self {
+        if dims.len() <= Self::INLINE {
+            let mut inline = [0i64; Self::INLINE];
+            for (slot, &d) in inline.iter_mut().zip(dims) {
+                *slot = d as i64;
+            }
+            Self(Repr::InlineI64(inline, dims.len() as u8))
+        } else {
+            Self(Repr::OwnedI64(dims.iter().map(|&d| d as i64).collect()))
+        }
     }
 }
 
@@ -128,11 +165,11 @@ impl<const N: usize> From<[i64; N]> for Dims<'_> {
 /// assert_eq!(info.strides(), vec![3, 1]);
 ///
 /// // A transposed view of the same memory:
-/// let t = TensorInfo::builder(&data).shape(&[3usize, 2]).strides(&[1i64, 3]).build().unwrap();
+/// let t = TensorInfo::builder(&data).shape([3usize, 2]).strides([1i64, 3]).build().unwrap();
 /// assert!(!t.is_contiguous());
 ///
 /// // A shape that does not fit the buffer is an error, not an export:
-/// let err = TensorInfo::new(&data, &[4usize, 3]).unwrap_err();
+/// let err = TensorInfo::new(&data, [4usize, 3]).unwrap_err();
 /// assert_eq!(err.to_string(),
 ///     "shape [4, 3] of float32 needs 48 bytes, but the buffer holds 24 bytes");
 /// ```
@@ -331,7 +368,7 @@ impl<'a> TensorInfoBuilder<'a> {
         let dtype = self.resolve_dtype()?;
         let shape = match self.shape {
             Some(shape) => shape,
-            None => Dims::Owned(Box::new([self.implied_length(dtype)?])),
+            None => Dims::from([self.implied_length(dtype)?]),
         };
         check_dims(&shape, self.strides.as_ref())?;
         if !dtype.is_byte_sized() && self.strides.is_some() {
@@ -511,15 +548,15 @@ mod tests {
     #[test]
     fn zero_d_and_zero_size() {
         let one = vec![3.0f32];
-        let scalar = TensorInfo::new(&one, &[] as &[usize]).unwrap();
+        let scalar = TensorInfo::new(&one, [0usize; 0]).unwrap();
         assert_eq!(scalar.ndim(), 0);
         assert_eq!(scalar.numel(), 1);
         let none: Vec<f32> = Vec::new();
-        let empty = TensorInfo::new(&none, &[0usize, 7]).unwrap();
+        let empty = TensorInfo::new(&none, [0usize, 7]).unwrap();
         assert_eq!(empty.numel(), 0);
         assert!(empty.is_contiguous());
         // 0-d needs one element: an empty buffer cannot hold it.
-        assert!(TensorInfo::new(&none, &[] as &[usize]).is_err());
+        assert!(TensorInfo::new(&none, [0usize; 0]).is_err());
     }
 
     #[test]
@@ -527,22 +564,22 @@ mod tests {
         let data = vec![0u8; 12];
         // Transposed 3x4 view of a 4x3 buffer.
         let t = TensorInfo::builder(&data)
-            .shape(&[3usize, 4])
-            .strides(&[1i64, 3])
+            .shape([3usize, 4])
+            .strides([1i64, 3])
             .build();
         assert!(t.is_ok());
         // Broadcast (stride 0) is allowed and stays inside.
         assert!(
             TensorInfo::builder(&data)
-                .shape(&[100usize, 12])
-                .strides(&[0i64, 1])
+                .shape([100usize, 12])
+                .strides([0i64, 1])
                 .build()
                 .is_ok()
         );
         // Negative stride from an offset: a reversed view.
         let reversed = TensorInfo::builder(&data)
-            .shape(&[12usize])
-            .strides(&[-1i64])
+            .shape([12usize])
+            .strides([-1i64])
             .byte_offset(11)
             .build()
             .unwrap();
@@ -553,8 +590,8 @@ mod tests {
         );
         // The same without the offset reaches before the buffer.
         let err = TensorInfo::builder(&data)
-            .shape(&[12usize])
-            .strides(&[-1i64])
+            .shape([12usize])
+            .strides([-1i64])
             .build()
             .unwrap_err();
         assert_eq!(
@@ -563,8 +600,8 @@ mod tests {
         );
         // One stride too large: 2*5 + 3*1 + 1 = 14 bytes.
         let err = TensorInfo::builder(&data)
-            .shape(&[3usize, 4])
-            .strides(&[5i64, 1])
+            .shape([3usize, 4])
+            .strides([5i64, 1])
             .build()
             .unwrap_err();
         assert_eq!(
@@ -577,25 +614,25 @@ mod tests {
     fn malformed_descriptions_are_refused() {
         let data = vec![0i32; 6];
         let err = TensorInfo::builder(&data)
-            .shape(&[2usize, 3])
-            .strides(&[1i64])
+            .shape([2usize, 3])
+            .strides([1i64])
             .build()
             .unwrap_err();
         assert_eq!(
             err.to_string(),
             "strides [1] have 1 entries, but shape [2, 3] has 2 dimensions"
         );
-        let err = TensorInfo::new(&data, &[-1i64, 3]).unwrap_err();
+        let err = TensorInfo::new(&data, [-1i64, 3]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "shape [-1, 3] has a negative extent -1 in dimension 0"
         );
-        let err = TensorInfo::new(&data, &[usize::MAX]).unwrap_err();
+        let err = TensorInfo::new(&data, [usize::MAX]).unwrap_err();
         assert!(matches!(err, DLPackError::SizeOverflow(_)), "{err}");
-        let err = TensorInfo::new(&data, &[1usize << 40, 1 << 40]).unwrap_err();
+        let err = TensorInfo::new(&data, [1usize << 40, 1 << 40]).unwrap_err();
         assert!(matches!(err, DLPackError::SizeOverflow(_)), "{err}");
         let err = TensorInfo::builder(&data)
-            .shape(&[2usize, 3])
+            .shape([2usize, 3])
             .dtype(DataType::F32)
             .build()
             .unwrap_err();
@@ -628,11 +665,11 @@ mod tests {
         let raw =
             unsafe { crate::RawBuffer::new(bytes.as_ptr().cast_mut().cast(), 8, Device::cuda(0)) };
         assert_eq!(
-            TensorInfo::new(&raw, &[2usize]).unwrap_err(),
+            TensorInfo::new(&raw, [2usize]).unwrap_err(),
             DLPackError::MissingDtype
         );
         let on_gpu = TensorInfo::builder(&raw)
-            .shape(&[2usize])
+            .shape([2usize])
             .dtype(DataType::F32)
             .build()
             .unwrap();
@@ -645,13 +682,13 @@ mod tests {
         // 6 float4 values fit 3 bytes packed; 7 do not.
         assert!(
             TensorInfo::builder(&bytes)
-                .shape(&[6usize])
+                .shape([6usize])
                 .dtype(DataType::F4_E2M1FN)
                 .build()
                 .is_ok()
         );
         let err = TensorInfo::builder(&bytes)
-            .shape(&[7usize])
+            .shape([7usize])
             .dtype(DataType::F4_E2M1FN)
             .build()
             .unwrap_err();
@@ -660,8 +697,8 @@ mod tests {
             "shape [7] of float4_e2m1fn needs 4 bytes, but the buffer holds 3 bytes"
         );
         let err = TensorInfo::builder(&bytes)
-            .shape(&[2usize])
-            .strides(&[1i64])
+            .shape([2usize])
+            .strides([1i64])
             .dtype(DataType::F4_E2M1FN)
             .build()
             .unwrap_err();

@@ -97,10 +97,12 @@ fn block_layout<M, O>(ndim: usize) -> (Layout, usize) {
 pub(crate) struct PendingBlock<M, O> {
     block: NonNull<ExportBlock<M, O>>,
     layout: Layout,
+    managed: M,
+    ndim: usize,
 }
 
 impl<M: ManagedTensor, O: Send + 'static> PendingBlock<M, O> {
-    /// Allocates the block and writes everything but the owner.
+    /// Allocates the block and writes the shape and strides after its header.
     pub(crate) fn new(info: &TensorInfo<'_>, device: Device, flags: u64) -> Self {
         let ndim = info.ndim();
         let (layout, tail) = block_layout::<M, O>(ndim);
@@ -113,12 +115,13 @@ impl<M: ManagedTensor, O: Send + 'static> PendingBlock<M, O> {
         let shape = raw.wrapping_add(tail).cast::<i64>();
         let strides = shape.wrapping_add(ndim);
         for (i, (dim, stride)) in info.shape_iter().zip(info.strides_iter()).enumerate() {
+            let (dim_slot, stride_slot) = (shape.wrapping_add(i), strides.wrapping_add(i));
             // SAFETY: `shape` and `strides` each start `ndim` i64s inside the
             // allocation (`block_layout` reserved 2 * ndim from `tail`, which
             // `Layout::extend` aligned for i64), and `i < ndim`.
-            unsafe { shape.add(i).write(dim) };
+            unsafe { dim_slot.write(dim) };
             // SAFETY: as above.
-            unsafe { strides.add(i).write(stride) };
+            unsafe { stride_slot.write(stride) };
         }
         let dl_tensor = DLTensor {
             data: info.data_ptr(),
@@ -130,28 +133,33 @@ impl<M: ManagedTensor, O: Send + 'static> PendingBlock<M, O> {
             byte_offset: 0,
         };
         let managed = M::assemble(dl_tensor, flags, delete_block::<M, O>);
-        let header = block.as_ptr();
-        // SAFETY: `header` points to the fresh allocation, aligned for the block;
-        // `addr_of_mut!` writes the two fields without reading the uninitialized `owner`.
-        unsafe { ptr::addr_of_mut!((*header).managed).write(managed) };
-        // SAFETY: as above.
-        unsafe { ptr::addr_of_mut!((*header).ndim).write(ndim) };
-        Self { block, layout }
+        Self {
+            block,
+            layout,
+            managed,
+            ndim,
+        }
     }
 
     /// Moves the owner in; the managed struct is then ready for a capsule.
     /// From here on its deleter (exactly once) frees the block and drops the owner.
     pub(crate) fn finish(self, owner: O) -> NonNull<M> {
         let this = ManuallyDrop::new(self);
-        let header = this.block.as_ptr();
-        // SAFETY: the block is allocated and aligned; `owner` is its one uninitialized field.
-        unsafe { ptr::addr_of_mut!((*header).owner).write(ManuallyDrop::new(owner)) };
+        let header = ExportBlock {
+            // SAFETY: `this` is never used or dropped again, so the struct is
+            // moved out exactly once.
+            managed: unsafe { ptr::read(&this.managed) },
+            ndim: this.ndim,
+            owner: ManuallyDrop::new(owner),
+        };
+        // SAFETY: the block is allocated for an `ExportBlock<M, O>` and aligned for it.
+        unsafe { this.block.as_ptr().write(header) };
         this.block.cast()
     }
 }
 
 impl<M, O> Drop for PendingBlock<M, O> {
-    /// Only reached when `finish` was not: free the block, there is no owner yet.
+    /// Only reached when `finish` was not: free the block, there is no header yet.
     fn drop(&mut self) {
         // SAFETY: the block was allocated with `self.layout` and never handed out.
         unsafe { alloc::dealloc(self.block.as_ptr().cast(), self.layout) };
@@ -172,15 +180,14 @@ unsafe extern "C" fn delete_block<M: ManagedTensor, O: Send + 'static>(managed: 
         return;
     };
     let block = block.as_ptr();
-    // SAFETY: the caller guarantees `block` is a finished, live block.
-    let ndim = unsafe { (*block).ndim };
-    // SAFETY: the owner was written by `finish` and is taken exactly once, here.
-    let owner = unsafe { ManuallyDrop::take(&mut (*block).owner) };
+    // SAFETY: the caller guarantees `block` is a finished, live block, read
+    // (and so its owner taken) exactly once, here.
+    let ExportBlock { ndim, owner, .. } = unsafe { block.read() };
     let (layout, _) = block_layout::<M, O>(ndim);
     // SAFETY: the block was allocated with this layout (same M, O and ndim);
     // nothing reads it after this point.
     unsafe { alloc::dealloc(block.cast(), layout) };
-    drop_owner(owner);
+    drop_owner(ManuallyDrop::into_inner(owner));
 }
 
 /// Drops an exported value without letting a panic escape into C.
@@ -230,8 +237,8 @@ mod tests {
     fn the_block_holds_shape_strides_and_owner_and_frees_them_once() {
         let data = vec![0.0f32; 24];
         let info = TensorInfo::builder(&data)
-            .shape(&[2usize, 3, 4])
-            .strides(&[1i64, 2, 6])
+            .shape([2usize, 3, 4])
+            .strides([1i64, 2, 6])
             .build()
             .unwrap();
         let drops = Arc::new(AtomicUsize::new(0));
@@ -261,7 +268,7 @@ mod tests {
     #[test]
     fn zero_d_exports_point_shape_and_strides_at_empty_non_null_arrays() {
         let data = vec![1u8];
-        let info = TensorInfo::new(&data, &[] as &[usize]).unwrap();
+        let info = TensorInfo::new(&data, [0usize; 0]).unwrap();
         let managed = PendingBlock::<DLManagedTensor, Vec<u8>>::new(&info, Device::cpu(), 0)
             .finish(data.clone());
         // SAFETY: live until the deleter runs below.
@@ -281,7 +288,7 @@ mod tests {
             }
         }
         let data = vec![1u8];
-        let info = TensorInfo::new(&data, &[1usize]).unwrap();
+        let info = TensorInfo::new(&data, [1usize]).unwrap();
         let managed = PendingBlock::<DLManagedTensor, Explodes>::new(&info, Device::cpu(), 0)
             .finish(Explodes);
         call_deleter(managed); // must not unwind
@@ -290,7 +297,7 @@ mod tests {
     #[test]
     fn an_unfinished_block_frees_without_an_owner() {
         let data = vec![1u8; 4];
-        let info = TensorInfo::new(&data, &[4usize]).unwrap();
+        let info = TensorInfo::new(&data, [4usize]).unwrap();
         drop(PendingBlock::<DLManagedTensorVersioned, Counted>::new(
             &info,
             Device::cpu(),
@@ -304,7 +311,7 @@ mod tests {
         // SAFETY: the block's owner is Send (Vec<u8>), and only the other thread touches it.
         unsafe impl Send for SendPtr {}
         let data = vec![5u8; 8];
-        let info = TensorInfo::new(&data, &[8usize]).unwrap();
+        let info = TensorInfo::new(&data, [8usize]).unwrap();
         let expected = info.data_ptr() as usize;
         let managed =
             PendingBlock::<DLManagedTensorVersioned, Vec<u8>>::new(&info, Device::cpu(), 0)

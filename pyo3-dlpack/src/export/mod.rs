@@ -7,6 +7,8 @@ mod data;
 mod info;
 mod into;
 mod managed;
+#[cfg(feature = "ndarray")]
+mod ndarray;
 mod request;
 mod tensor;
 

@@ -258,7 +258,7 @@ mod tests {
         device: Device,
         read_only: bool,
     ) -> Result<ExportPlan, DLPackError> {
-        let data = vec![0.0f32; 4];
+        let data = [0.0f32; 4];
         // SAFETY: `data` outlives the buffer; nothing writes it.
         let raw = unsafe { crate::RawBuffer::new(data.as_ptr().cast_mut().cast(), 16, device) };
         let info = TensorInfo::builder(&raw)

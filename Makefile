@@ -1,0 +1,51 @@
+# The two commands of the README: `make demo` and `make test`.
+# Both bootstrap a virtualenv (VENV, default .venv) from requirements-dev.txt
+# once; later runs reuse it and only rebuild what changed.
+
+VENV ?= .venv
+PYTHON ?= python3
+VENV_PY := $(VENV)/bin/python
+VENV_STAMP := $(VENV)/.pyo3-dlpack-requirements
+
+# Run cargo, maturin and pytest inside the venv, so that PyO3 builds against
+# the venv's interpreter and the embedded-Python tests import its packages.
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
+# The embedded interpreter of `cargo test` does not know it is in a venv.
+VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+
+.PHONY: demo test venv lint rust-test py-test clean-venv
+
+demo: $(VENV_STAMP)
+	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
+	$(VENV_PY) examples/image-buffer/demo.py
+
+test: lint rust-test py-test
+
+venv: $(VENV_STAMP)
+
+$(VENV_STAMP): requirements-dev.txt
+	@test -x $(VENV_PY) || $(PYTHON) -m venv $(VENV)
+	$(VENV_PY) -m pip install --quiet --upgrade pip
+	$(VENV_PY) -m pip install --quiet -r requirements-dev.txt
+	@touch $@
+
+lint:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy -p pyo3-dlpack --all-targets --all-features -- -D warnings
+
+# Unit, integration, doc (README included) and ui tests.
+rust-test: $(VENV_STAMP)
+	PYTHONPATH=$(VENV_SITE) cargo test --workspace
+	# The runtime crate alone, default features only (the workspace run enables them all).
+	PYTHONPATH=$(VENV_SITE) cargo test -p pyo3-dlpack
+
+# pytest against real frameworks, over the test extension and the examples.
+py-test: $(VENV_STAMP)
+	maturin develop --quiet -m tests/extension/Cargo.toml
+	maturin develop --quiet -m examples/image-buffer/Cargo.toml
+	$(VENV_PY) -m pytest -q tests/python examples
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,113 @@
+//! `ndarray` arrays as tensors (feature `ndarray`), with their own strides.
+
+use std::ffi::c_void;
+
+use ndarray::{Array, Dimension};
+
+use crate::export::data::TensorData;
+use crate::export::info::TensorInfo;
+use crate::export::into::IntoDLPack;
+use crate::{DLPackError, DataType, Element};
+
+/// Byte distance from the lowest element reached to element `[0, 0, …]`
+/// (non-zero with negative strides), and the span in bytes of all elements.
+fn extent<T, D: Dimension>(array: &Array<T, D>) -> (usize, usize) {
+    if array.is_empty() {
+        return (0, 0);
+    }
+    let (mut below, mut above) = (0usize, 0usize);
+    for (&dim, &stride) in array.shape().iter().zip(array.strides()) {
+        let reach = (dim - 1) * stride.unsigned_abs();
+        if stride < 0 {
+            below += reach;
+        } else {
+            above += reach;
+        }
+    }
+    let itemsize = size_of::<T>();
+    (below * itemsize, (below + above + 1) * itemsize)
+}
+
+// SAFETY: an owned array's heap buffer does not move with the array and
+// lives until it is dropped. `extent` covers exactly the elements the array's
+// shape and strides reach, all inside that buffer; `as_ptr` is the array's own
+// raw pointer (no reference to the elements), so consumers may write through it.
+unsafe impl<T: Element, D: Dimension> TensorData for Array<T, D> {
+    fn data_ptr(&self) -> *mut c_void {
+        let (below, _) = extent(self);
+        self.as_ptr()
+            .cast::<u8>()
+            .wrapping_sub(below)
+            .cast_mut()
+            .cast()
+    }
+    fn byte_len(&self) -> Option<usize> {
+        Some(extent(self).1)
+    }
+    fn dtype(&self) -> Option<DataType> {
+        Some(T::DTYPE)
+    }
+}
+
+/// The array with its shape and strides (negative and zero ones included).
+///
+/// ```
+/// use pyo3_dlpack::{IntoDLPack, ndarray::{Array2, s}};
+///
+/// let mut a = Array2::<f32>::zeros((3, 4));
+/// a.slice_collapse(s![.., ..;-1]); // reversed columns, still one owned buffer
+/// let info = a.tensor_info().unwrap();
+/// assert_eq!(info.shape(), vec![3, 4]);
+/// assert_eq!(info.strides(), vec![4, -1]);
+/// ```
+impl<T: Element, D: Dimension + 'static> IntoDLPack for Array<T, D> {
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        TensorInfo::builder(self)
+            .shape(self.shape())
+            .strides(self.strides())
+            .byte_offset(extent(self).0)
+            .build()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Array2, Array3, s};
+
+    #[test]
+    fn standard_layout() {
+        let a = Array3::<i16>::from_shape_fn((2, 3, 4), |(i, j, k)| (i * 100 + j * 10 + k) as i16);
+        let info = a.tensor_info().unwrap();
+        assert_eq!(info.shape(), vec![2, 3, 4]);
+        assert_eq!(info.strides(), vec![12, 4, 1]);
+        assert_eq!(info.dtype(), DataType::I16);
+        assert_eq!(info.data_ptr(), a.as_ptr().cast_mut().cast());
+    }
+
+    #[test]
+    fn transposed_and_reversed() {
+        let t = Array2::<f64>::zeros((3, 5)).reversed_axes();
+        let info = t.tensor_info().unwrap();
+        assert_eq!((info.shape(), info.strides()), (vec![5, 3], vec![1, 5]));
+        let mut r = Array2::<u8>::zeros((2, 6));
+        r.slice_collapse(s![..;-1, ..;2]);
+        let info = r.tensor_info().unwrap();
+        assert_eq!((info.shape(), info.strides()), (vec![2, 3], vec![-6, 2]));
+        assert_eq!(
+            info.data_ptr(),
+            r.as_ptr().cast_mut().cast(),
+            "first element, not the lowest"
+        );
+        assert_eq!(r.data_ptr(), r.as_ptr().wrapping_sub(6).cast_mut().cast());
+    }
+
+    #[test]
+    fn empty_and_zero_d() {
+        let e = Array2::<f32>::zeros((0, 3));
+        assert_eq!(e.tensor_info().unwrap().numel(), 0);
+        let z = ndarray::arr0(7i32);
+        let info = z.tensor_info().unwrap();
+        assert_eq!((info.ndim(), info.numel()), (0, 1));
+    }
+}

@@ -1,0 +1,125 @@
+"""Shared helpers: a ctypes reader for DLPack capsules, and a drop counter."""
+
+import ctypes
+import gc
+
+import pytest
+
+import dlpack_testext as ext
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [
+        ("dl_tensor", DLTensor),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+    ]
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [
+        ("version", DLPackVersion),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
+
+
+assert ctypes.sizeof(DLManagedTensor) == 64
+assert ctypes.sizeof(DLManagedTensorVersioned) == 80
+
+_api = ctypes.pythonapi
+_api.PyCapsule_GetName.restype = ctypes.c_char_p
+_api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+READ_ONLY = 1
+IS_COPIED = 2
+
+
+class CapsuleView:
+    """What a DLPack capsule holds, read with ctypes (the capsule is not consumed)."""
+
+    def __init__(self, capsule):
+        self.name = _api.PyCapsule_GetName(capsule).decode()
+        address = _api.PyCapsule_GetPointer(capsule, self.name.encode())
+        if self.name == "dltensor_versioned":
+            managed = DLManagedTensorVersioned.from_address(address)
+            self.version = (managed.version.major, managed.version.minor)
+            self.flags = managed.flags
+        elif self.name == "dltensor":
+            managed = DLManagedTensor.from_address(address)
+            self.version = None
+            self.flags = None
+        else:
+            raise AssertionError(f"unexpected capsule name {self.name!r}")
+        tensor = managed.dl_tensor
+        self.data = tensor.data or 0
+        self.device = (tensor.device.device_type, tensor.device.device_id)
+        self.ndim = tensor.ndim
+        self.dtype = (tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes)
+        self.shape_is_null = not tensor.shape
+        self.strides_is_null = not tensor.strides
+        self.shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
+        self.strides = (
+            None if self.strides_is_null else tuple(tensor.strides[i] for i in range(tensor.ndim))
+        )
+        self.byte_offset = tensor.byte_offset
+        self.has_deleter = bool(managed.deleter)
+
+
+@pytest.fixture
+def capsule_view():
+    return CapsuleView
+
+
+class DropCounter:
+    """Counts values the test extension created and dropped since the fixture began."""
+
+    def __init__(self):
+        gc.collect()
+        self.created0, self.dropped0 = ext.drop_counts()
+
+    @property
+    def created(self):
+        return ext.drop_counts()[0] - self.created0
+
+    @property
+    def dropped(self):
+        gc.collect()
+        return ext.drop_counts()[1] - self.dropped0
+
+    @property
+    def live(self):
+        return self.created - self.dropped
+
+
+@pytest.fixture
+def drops():
+    return DropCounter()

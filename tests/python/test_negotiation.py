@@ -1,0 +1,208 @@
+"""`__dlpack__` negotiation, checked by reading the capsules with ctypes."""
+
+import pytest
+
+import dlpack_testext as ext
+from conftest import IS_COPIED, READ_ONLY
+
+
+@pytest.mark.parametrize(
+    "kwargs, name, version",
+    [
+        ({}, "dltensor", None),
+        ({"max_version": None}, "dltensor", None),
+        ({"max_version": (0, 8)}, "dltensor", None),
+        ({"max_version": (1, 0)}, "dltensor_versioned", (1, 3)),
+        ({"max_version": (1, 3)}, "dltensor_versioned", (1, 3)),
+        ({"max_version": (2, 0)}, "dltensor_versioned", (1, 3)),
+        ({"max_version": [1, 2]}, "dltensor_versioned", (1, 3)),
+    ],
+)
+def test_max_version_picks_the_capsule(capsule_view, kwargs, name, version):
+    x = ext.arange("float32", 6)
+    view = capsule_view(x.__dlpack__(**kwargs))
+    assert view.name == name
+    assert view.version == version
+    if version is not None:
+        assert view.flags == 0, "versioned exports are writable by default"
+    assert view.data == x.data_ptr
+    assert view.device == (1, 0)
+    assert view.dtype == (2, 32, 1)
+    assert view.shape == (6,)
+    assert view.strides == (1,)
+    assert view.byte_offset == 0
+    assert view.has_deleter
+
+
+@pytest.mark.parametrize("max_version", [None, (1, 0)])
+def test_every_capsule_has_strides_and_zero_byte_offset(capsule_view, max_version):
+    # A view starting 8 bytes into its buffer: the offset is folded into `data`.
+    x = ext.from_bytes(bytes(range(32)), "int16", [3, 2], strides=[1, 3], byte_offset=8)
+    view = capsule_view(x.__dlpack__(max_version=max_version))
+    assert view.byte_offset == 0
+    assert view.data == x.data_ptr
+    assert view.shape == (3, 2)
+    assert view.strides == (1, 3)
+    assert view.dtype == (0, 16, 1)
+
+
+def test_zero_d_and_zero_size_exports(capsule_view):
+    scalar = capsule_view(ext.from_bytes(b"\x01\x00\x00\x00", "int32", []).__dlpack__())
+    assert scalar.ndim == 0 and scalar.shape == ()
+    assert not scalar.shape_is_null and not scalar.strides_is_null
+    empty = capsule_view(ext.from_bytes(b"", "float64", [0, 3]).__dlpack__(max_version=(1, 0)))
+    assert empty.shape == (0, 3)
+    assert empty.strides == (3, 1)
+
+
+def test_data_is_64_byte_aligned_for_owned_buffers(capsule_view):
+    for n in (1, 3, 1000):
+        assert capsule_view(ext.arange("uint8", n).__dlpack__()).data % 64 == 0
+
+
+def test_each_call_mints_a_fresh_capsule():
+    x = ext.arange("int32", 4)
+    first, second = x.__dlpack__(), x.__dlpack__(max_version=(1, 0))
+    assert first is not second
+
+
+@pytest.mark.parametrize("stream", [None, -1])
+def test_cpu_accepts_stream_none_and_minus_one(stream):
+    ext.arange("float32", 2).__dlpack__(stream=stream)
+
+
+@pytest.mark.parametrize("stream", [0, 1, 2, 12345, -2])
+def test_cpu_refuses_other_streams_with_buffer_error(stream):
+    x = ext.arange("float32", 2)
+    with pytest.raises(BufferError, match=f"stream={stream} is not valid for a tensor on cpu:0"):
+        x.__dlpack__(stream=stream)
+
+
+def test_dl_device_same_or_cpu_is_fine_other_devices_are_buffer_errors(capsule_view):
+    x = ext.arange("float32", 2)
+    assert capsule_view(x.__dlpack__(dl_device=(1, 0))).device == (1, 0)
+    with pytest.raises(BufferError, match="cannot export a tensor on cpu:0 to cuda:0"):
+        x.__dlpack__(dl_device=(2, 0))
+    with pytest.raises(BufferError):
+        x.__dlpack__(dl_device=(2, 0), copy=False)
+
+
+def test_device_memory_is_never_copied_to_the_cpu():
+    gpu = ext.on_device(4, 2, 1)  # claims cuda:1
+    assert gpu.__dlpack_device__() == (2, 1)
+    assert gpu.device == "cuda:1"
+    for kwargs in ({"dl_device": (1, 0)}, {"copy": True}, {"dl_device": (1, 0), "copy": None}):
+        with pytest.raises(BufferError):
+            gpu.__dlpack__(max_version=(1, 0), **kwargs)
+    # CUDA stream rules: None, -1, 1, 2 and pointers are fine; 0 is ambiguous.
+    for stream in (None, -1, 1, 2, 0x7F0012345678):
+        gpu.__dlpack__(stream=stream, max_version=(1, 0))
+    with pytest.raises(BufferError, match="0 is ambiguous on CUDA"):
+        gpu.__dlpack__(stream=0)
+
+
+def test_pinned_memory_exports_to_cpu(capsule_view):
+    pinned = ext.on_device(4, 3, 0)  # cuda_host:0
+    assert capsule_view(pinned.__dlpack__(dl_device=(1, 0))).device == (1, 0)
+    assert capsule_view(pinned.__dlpack__()).device == (3, 0)
+
+
+def test_copy_true_copies_and_sets_is_copied(capsule_view):
+    x = ext.from_bytes(bytes(range(24)), "uint8", [4, 6])
+    view = capsule_view(x.__dlpack__(max_version=(1, 0), copy=True))
+    assert view.flags == IS_COPIED
+    assert view.data != x.data_ptr
+    assert view.data % 64 == 0
+    # A transposed source is copied into row-major order.
+    t = ext.from_bytes(bytes(range(24)), "uint8", [6, 4], strides=[1, 6])
+    copied = capsule_view(t.__dlpack__(max_version=(1, 0), copy=True))
+    assert copied.strides == (4, 1)
+
+
+def test_copy_false_never_copies(capsule_view):
+    x = ext.arange("float32", 3)
+    view = capsule_view(x.__dlpack__(max_version=(1, 0), copy=False))
+    assert view.data == x.data_ptr
+    assert view.flags == 0
+
+
+def test_read_only_export_versioned_flag_legacy_refused(capsule_view):
+    x = ext.from_bytes(bytes(8), "float32", [2], read_only=True)
+    assert x.read_only
+    assert capsule_view(x.__dlpack__(max_version=(1, 0))).flags == READ_ONLY
+    with pytest.raises(BufferError, match="read-only and the legacy"):
+        x.__dlpack__()
+    # A copy is the consumer's alone: writable, and fine through the legacy capsule.
+    assert capsule_view(x.__dlpack__(max_version=(1, 0), copy=True)).flags == IS_COPIED
+    assert capsule_view(x.__dlpack__(copy=True)).name == "dltensor"
+
+
+def test_arc_storage_is_read_only(capsule_view):
+    x = ext.arange("float64", 3, storage="arc")
+    assert x.read_only
+    assert capsule_view(x.__dlpack__(max_version=(1, 0))).flags == READ_ONLY
+
+
+def test_positional_arguments_are_type_errors():
+    x = ext.arange("float32", 2)
+    with pytest.raises(TypeError):
+        x.__dlpack__(None)
+    with pytest.raises(TypeError):
+        x.__dlpack__(None, (1, 0))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"stream": "0"}, "stream must be an integer or None, got '0' (str)"),
+        ({"stream": 1.5}, "stream must be an integer or None"),
+        ({"max_version": "1.0"}, "max_version must be a (major, minor) tuple of integers"),
+        ({"max_version": (1,)}, "max_version must be a (major, minor) tuple of integers"),
+        ({"max_version": (1, 2, 3)}, "max_version must be a (major, minor) tuple of integers"),
+        ({"dl_device": "cpu"}, "dl_device must be a (device_type, device_id) tuple of integers"),
+        ({"dl_device": (1, 2**40)}, "dl_device must be a (device_type, device_id) pair of int32s"),
+        ({"copy": 1}, "copy must be True, False or None, got 1 (int)"),
+    ],
+)
+def test_bad_argument_values_are_value_errors_never_type_errors(kwargs, message):
+    x = ext.arange("float32", 2)
+    with pytest.raises(ValueError) as excinfo:
+        x.__dlpack__(**kwargs)
+    assert message in str(excinfo.value)
+    assert not isinstance(excinfo.value, TypeError)
+
+
+def test_int_subclasses_are_accepted(capsule_view):
+    import enum
+
+    class DLDeviceType(enum.IntEnum):
+        kDLCPU = 1
+
+    x = ext.arange("float32", 2)
+    view = capsule_view(x.__dlpack__(dl_device=(DLDeviceType.kDLCPU, 0), max_version=(1, 3)))
+    assert view.device == (1, 0)
+
+
+def test_properties_and_repr():
+    x = ext.from_bytes(bytes(48), "float32", [3, 4], strides=[1, 3])
+    assert x.shape == (3, 4)
+    assert x.strides == (1, 3)
+    assert x.ndim == 2
+    assert x.dtype == "float32"
+    assert x.device == "cpu:0"
+    assert x.read_only is False
+    assert x.__dlpack_device__() == (1, 0)
+    assert repr(x) == "DLPackTensor(shape=(3, 4), dtype=float32, device=cpu:0)"
+    assert repr(ext.from_bytes(bytes(2), "uint8", [2], read_only=True)) == (
+        "DLPackTensor(shape=(2,), dtype=uint8, device=cpu:0, read_only=True)"
+    )
+    assert isinstance(x, ext.DLPackTensor)
+
+
+def test_a_layout_outside_the_buffer_is_refused_before_export():
+    with pytest.raises(ValueError, match="needs 48 bytes, but the buffer holds 24 bytes"):
+        ext.from_bytes(bytes(24), "float32", [3, 4])
+    with pytest.raises(ValueError, match="reaches 4 bytes before the start of the buffer"):
+        ext.from_bytes(bytes(24), "float32", [2], strides=[-1])
+    with pytest.raises(ValueError, match="negative extent"):
+        ext.from_bytes(bytes(24), "float32", [-1])

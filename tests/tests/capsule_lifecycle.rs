@@ -1,0 +1,189 @@
+//! Capsule ownership rules, driven from Rust with an embedded interpreter.
+
+use std::ffi::CStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use pyo3::exceptions::{PyKeyError, PyRuntimeError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+use pyo3_dlpack::ffi::{DLManagedTensor, DLManagedTensorVersioned, USED_DLTENSOR};
+use pyo3_dlpack::{
+    AlignedBuffer, CapsuleFormat, DLPackError, DLPackTensor, IntoDLPack, TensorInfo,
+};
+
+/// A 1-D float32 tensor that counts its drops, optionally running Python
+/// code in its `Drop` that clears any pending exception (as careless user
+/// code, or a `Py<…>` decref running `__del__`, could).
+struct Counted {
+    data: AlignedBuffer<f32>,
+    drops: Arc<AtomicUsize>,
+    clobber_errors_on_drop: bool,
+}
+
+impl Counted {
+    fn new(drops: &Arc<AtomicUsize>) -> Self {
+        Self {
+            data: AlignedBuffer::from_fn(4, |i| i as f32),
+            drops: drops.clone(),
+            clobber_errors_on_drop: false,
+        }
+    }
+}
+
+impl IntoDLPack for Counted {
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        TensorInfo::builder(&self.data).build()
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        if self.clobber_errors_on_drop {
+            Python::attach(|py| {
+                let _ = PyErr::take(py);
+                let _ = py.run(c"x = 1 + 1", None, None);
+            });
+        }
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn pointer(capsule: &Bound<'_, PyCapsule>, name: &CStr) -> *mut std::ffi::c_void {
+    // SAFETY: attached (the Bound proves it); GetPointer only reads the capsule.
+    unsafe { ffi::PyCapsule_GetPointer(capsule.as_ptr(), name.as_ptr()) }
+}
+
+#[test]
+fn dropping_an_unconsumed_capsule_drops_the_value_once() {
+    Python::attach(|py| {
+        for format in [CapsuleFormat::Legacy, CapsuleFormat::Versioned] {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let capsule = Counted::new(&drops).into_capsule(py, format).unwrap();
+            assert_eq!(drops.load(Ordering::SeqCst), 0);
+            drop(capsule);
+            assert_eq!(drops.load(Ordering::SeqCst), 1);
+        }
+    });
+}
+
+#[test]
+fn the_destructor_keeps_a_pending_exception_even_when_the_drop_runs_python() {
+    Python::attach(|py| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut value = Counted::new(&drops);
+        value.clobber_errors_on_drop = true;
+        let capsule = value.into_capsule(py, CapsuleFormat::Versioned).unwrap();
+        // A consumer failed and is dropping the capsule with its error set.
+        PyKeyError::new_err("consumer error").restore(py);
+        drop(capsule);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        let pending = PyErr::take(py).expect("the pending exception survived");
+        assert!(pending.is_instance_of::<PyKeyError>(py));
+        assert_eq!(pending.value(py).to_string(), "'consumer error'");
+    });
+}
+
+#[test]
+fn a_renamed_capsule_is_left_to_its_consumer() {
+    Python::attach(|py| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let capsule = Counted::new(&drops)
+            .into_capsule(py, CapsuleFormat::Legacy)
+            .unwrap();
+        let managed = pointer(&capsule, pyo3_dlpack::ffi::DLTENSOR).cast::<DLManagedTensor>();
+        assert!(!managed.is_null());
+        // Consume it the way NumPy and torch do: rename, then own the struct.
+        // SAFETY: attached; the name is a static C string.
+        let renamed = unsafe { ffi::PyCapsule_SetName(capsule.as_ptr(), USED_DLTENSOR.as_ptr()) };
+        assert_eq!(renamed, 0);
+        drop(capsule);
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            0,
+            "the destructor must not free a consumed capsule"
+        );
+        // SAFETY: we consumed the capsule, so its struct is ours; its deleter is called once.
+        let deleter = unsafe { (*managed).deleter }.expect("exports always have a deleter");
+        // SAFETY: as above.
+        unsafe { deleter(managed) };
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn a_consumer_may_run_the_deleter_on_another_thread_without_the_gil() {
+    struct Managed(*mut DLManagedTensorVersioned);
+    // SAFETY: the struct's owner is Send + Sync (IntoDLPack requires it).
+    unsafe impl Send for Managed {}
+
+    let drops = Arc::new(AtomicUsize::new(0));
+    let managed = Python::attach(|py| {
+        let tensor = DLPackTensor::new(Counted::new(&drops)).unwrap();
+        let capsule = tensor.to_capsule(py, CapsuleFormat::Versioned).unwrap();
+        let managed = pointer(&capsule, pyo3_dlpack::ffi::DLTENSOR_VERSIONED).cast();
+        // SAFETY: attached; static name.
+        let renamed = unsafe {
+            ffi::PyCapsule_SetName(
+                capsule.as_ptr(),
+                pyo3_dlpack::ffi::USED_DLTENSOR_VERSIONED.as_ptr(),
+            )
+        };
+        assert_eq!(renamed, 0);
+        Managed(managed)
+        // `tensor` and `capsule` are dropped here; the consumer's share remains.
+    });
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    std::thread::spawn(move || {
+        let managed = managed;
+        // SAFETY: the consumer owns the struct; it calls the deleter once, here,
+        // on a thread that never attached to Python.
+        let deleter = unsafe { (*managed.0).deleter }.unwrap();
+        // SAFETY: as above.
+        unsafe { deleter(managed.0) };
+    })
+    .join()
+    .unwrap();
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn a_description_that_goes_bad_after_wrapping_is_a_buffer_error() {
+    /// Valid when wrapped, invalid afterwards: `__dlpack__` must refuse, not export a lie.
+    struct Shrinks {
+        data: Vec<u8>,
+        calls: AtomicUsize,
+    }
+    impl IntoDLPack for Shrinks {
+        fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+            let n = if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                4usize
+            } else {
+                99
+            };
+            TensorInfo::builder(&self.data).shape(vec![n]).build()
+        }
+    }
+    Python::attach(|py| {
+        let tensor = Bound::new(
+            py,
+            DLPackTensor::new(Shrinks {
+                data: vec![0; 4],
+                calls: AtomicUsize::new(0),
+            })
+            .unwrap(),
+        )
+        .unwrap();
+        let err = tensor.call_method0("__dlpack__").unwrap_err();
+        assert!(
+            err.is_instance_of::<pyo3::exceptions::PyBufferError>(py),
+            "{err}"
+        );
+        assert_eq!(
+            err.value(py).to_string(),
+            "shape [99] of uint8 needs 99 bytes, but the buffer holds 4 bytes"
+        );
+        assert!(!err.is_instance_of::<PyRuntimeError>(py));
+    });
+}
