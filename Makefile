@@ -30,7 +30,7 @@ $(VENV_STAMP): requirements-dev.txt
 	$(VENV_PY) -m pip install --quiet -r requirements-dev.txt
 	@touch $@
 
-lint:
+lint: $(VENV_STAMP)
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p pyo3-dlpack --all-targets --all-features -- -D warnings
