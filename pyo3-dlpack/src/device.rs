@@ -106,9 +106,10 @@ impl DeviceType {
     }
 
     /// Whether `__dlpack__`'s `stream` argument means something for this
-    /// device (CUDA and ROCm, per the DLPack Python specification).
+    /// device: CUDA and ROCm (per the DLPack Python specification), and CUDA
+    /// managed memory, which CUDA consumers such as CuPy import with a stream.
     pub const fn uses_streams(self) -> bool {
-        matches!(self.0, 2 | 10)
+        matches!(self.0, 2 | 10 | 13)
     }
 }
 
@@ -346,6 +347,7 @@ mod tests {
         assert!(DeviceType::CUDA.uses_streams());
         assert!(DeviceType::ROCM.uses_streams());
         assert!(!DeviceType::CPU.uses_streams());
+        assert!(DeviceType::CUDA_MANAGED.uses_streams());
         assert!(!DeviceType::CUDA_HOST.uses_streams());
     }
 }

@@ -53,6 +53,30 @@ impl_element! {
     num_complex::Complex<f64> => C128,
 }
 
+/// An [`Element`] for which every bit pattern is a valid value: the types
+/// imported memory can be viewed as (`&[T]`, `ndarray` views).
+///
+/// `bool` is deliberately not one: a foreign producer's bool tensor may hold
+/// bytes other than 0 and 1, and a `&[bool]` over them would be undefined
+/// behaviour. View bool tensors as `u8` instead.
+///
+/// # Safety
+///
+/// Every bit pattern of `size_of::<Self>()` bytes must be a valid `Self`.
+pub unsafe trait PlainElement: Element {}
+
+macro_rules! impl_plain {
+    ($($ty:ty),*) => {$(
+        // SAFETY: integers and IEEE floats accept every bit pattern.
+        unsafe impl PlainElement for $ty {}
+    )*};
+}
+impl_plain!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+#[cfg(feature = "half")]
+impl_plain!(half::f16, half::bf16);
+#[cfg(feature = "num-complex")]
+impl_plain!(num_complex::Complex<f32>, num_complex::Complex<f64>);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -63,15 +63,17 @@ mod element;
 mod error;
 mod export;
 pub mod ffi;
+mod import;
 
 pub use device::{Device, DeviceType, ParseDeviceError};
 pub use dtype::{DataType, DataTypeCode, ParseDataTypeError};
-pub use element::Element;
+pub use element::{Element, PlainElement};
 pub use error::DLPackError;
 pub use export::{
     ALIGNMENT, AlignedBuffer, CapsuleFormat, DLPackTensor, Dims, IntoDLPack, RawBuffer, TensorData,
     TensorInfo, TensorInfoBuilder,
 };
+pub use import::{FromDLPack, ImportOptions, MAX_NDIM, PyTensor};
 
 /// Re-exported so that users need no separate `ndarray` dependency of a matching version.
 #[cfg(feature = "ndarray")]

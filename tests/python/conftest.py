@@ -69,6 +69,7 @@ class CapsuleView:
     def __init__(self, capsule):
         self.name = _api.PyCapsule_GetName(capsule).decode()
         address = _api.PyCapsule_GetPointer(capsule, self.name.encode())
+        self.address = address
         if self.name == "dltensor_versioned":
             managed = DLManagedTensorVersioned.from_address(address)
             self.version = (managed.version.major, managed.version.minor)
@@ -84,6 +85,8 @@ class CapsuleView:
         self.device = (tensor.device.device_type, tensor.device.device_id)
         self.ndim = tensor.ndim
         self.dtype = (tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes)
+        self.shape_address = ctypes.cast(tensor.shape, ctypes.c_void_p).value or 0
+        self.strides_address = ctypes.cast(tensor.strides, ctypes.c_void_p).value or 0
         self.shape_is_null = not tensor.shape
         self.strides_is_null = not tensor.strides
         self.shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
@@ -104,7 +107,7 @@ class DropCounter:
 
     def __init__(self):
         gc.collect()
-        self.created0, self.dropped0 = ext.drop_counts()
+        self.created0, self.dropped0, self.with_gil0 = ext.drop_counts()
 
     @property
     def created(self):
@@ -114,6 +117,16 @@ class DropCounter:
     def dropped(self):
         gc.collect()
         return ext.drop_counts()[1] - self.dropped0
+
+    @property
+    def dropped_now(self):
+        """Like `dropped`, without a garbage collection (refcounting frees at once)."""
+        return ext.drop_counts()[1] - self.dropped0
+
+    @property
+    def dropped_with_gil(self):
+        gc.collect()
+        return ext.drop_counts()[2] - self.with_gil0
 
     @property
     def live(self):

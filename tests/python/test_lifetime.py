@@ -1,6 +1,7 @@
 """Each exported value is dropped exactly once, whatever its capsules go through."""
 
 import gc
+import itertools
 import threading
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 
 import dlpack_testext as ext
 
-torch = pytest.importorskip("torch")
+import torch
 
 
 def test_the_exporter_alone(drops):
@@ -18,18 +19,22 @@ def test_the_exporter_alone(drops):
     assert (drops.created, drops.dropped) == (1, 1)
 
 
-def test_consumers_deleted_in_any_order(drops):
+@pytest.mark.parametrize("order", list(itertools.permutations(["exporter", "numpy", "torch", "capsule"])))
+def test_owners_released_in_any_order(drops, order):
     x = ext.arange("float32", 4)
-    a = np.from_dlpack(x)
-    t = torch.from_dlpack(x)
-    b = np.from_dlpack(x)
+    owners = {
+        "numpy": np.from_dlpack(x),
+        "torch": torch.from_dlpack(x),
+        "capsule": x.__dlpack__(max_version=(1, 0)),
+        "exporter": x,
+    }
     del x
-    assert drops.dropped == 0, "consumers still hold the memory"
-    del t
-    assert drops.dropped == 0
-    a[0] = 1  # still valid memory
-    del b, a
-    assert drops.dropped == 1
+    for i, name in enumerate(order):
+        assert drops.dropped_now == 0, f"released too early, after {order[:i]}"
+        if name in ("numpy", "torch"):
+            owners[name][0] = i  # the memory is still valid
+        del owners[name]
+    assert (drops.created, drops.dropped) == (1, 1)
 
 
 def test_many_exports_one_drop(drops):
@@ -77,6 +82,31 @@ def test_torch_frees_on_another_thread_without_the_gil(drops):
     thread.start()
     thread.join()
     assert drops.dropped == 1
+    assert drops.dropped_with_gil == 0, "torch runs DLPack deleters without the GIL"
+
+
+def test_numpy_error_survives_a_drop_that_runs_python_in_our_destructor(drops):
+    # NumPy rejects bfloat16 and drops the capsule with its error pending. The
+    # capsule is the value's last owner, and the value's Drop runs Python code
+    # that clears the error indicator: only the destructor's save and restore
+    # keeps NumPy's exception (otherwise: SystemError, "returned NULL without
+    # setting an exception").
+    try:
+        np.from_dlpack(torch.zeros(3, dtype=torch.bfloat16))
+    except Exception as err:
+        expected = err
+
+    class OneShot:
+        def __dlpack__(self, **kwargs):
+            return ext.clobbering_capsule(3)
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(type(expected)) as excinfo:
+        np.from_dlpack(OneShot())
+    assert str(excinfo.value) == str(expected)
+    assert (drops.created, drops.dropped) == (1, 1)
 
 
 def test_numpy_rejecting_a_dtype_keeps_its_exception_and_frees_once(drops):

@@ -36,10 +36,12 @@ def test_max_version_picks_the_capsule(capsule_view, kwargs, name, version):
 
 @pytest.mark.parametrize("max_version", [None, (1, 0)])
 def test_every_capsule_has_strides_and_zero_byte_offset(capsule_view, max_version):
-    # A view starting 8 bytes into its buffer: the offset is folded into `data`.
+    # A view starting 8 bytes into its (64-byte-aligned) buffer: the offset is
+    # folded into `data`, and `byte_offset` stays 0.
     x = ext.from_bytes(bytes(range(32)), "int16", [3, 2], strides=[1, 3], byte_offset=8)
     view = capsule_view(x.__dlpack__(max_version=max_version))
     assert view.byte_offset == 0
+    assert view.data % 64 == 8
     assert view.data == x.data_ptr
     assert view.shape == (3, 2)
     assert view.strides == (1, 3)
@@ -60,10 +62,16 @@ def test_data_is_64_byte_aligned_for_owned_buffers(capsule_view):
         assert capsule_view(ext.arange("uint8", n).__dlpack__()).data % 64 == 0
 
 
-def test_each_call_mints_a_fresh_capsule():
+def test_each_call_mints_a_fresh_capsule_in_one_allocation(capsule_view):
     x = ext.arange("int32", 4)
-    first, second = x.__dlpack__(), x.__dlpack__(max_version=(1, 0))
-    assert first is not second
+    capsules = [x.__dlpack__(max_version=(1, 0)) for _ in range(2)]  # both alive
+    first, second = (capsule_view(c) for c in capsules)
+    assert first.address != second.address
+    assert first.data == second.data == x.data_ptr
+    for view in (first, second):
+        # Shape and strides live right after the struct, in the same block.
+        assert 0 < view.shape_address - view.address < 256
+        assert view.strides_address == view.shape_address + 8 * view.ndim
 
 
 @pytest.mark.parametrize("stream", [None, -1])

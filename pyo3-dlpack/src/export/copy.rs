@@ -15,9 +15,17 @@ pub(crate) struct CopiedTensor {
 }
 
 impl CopiedTensor {
-    /// Copies the elements `info` describes, which must be host-accessible.
-    pub(crate) fn copy_of(info: &TensorInfo<'_>, device: Device) -> Self {
-        debug_assert!(info.device().is_host_accessible() && device.is_host_accessible());
+    /// Copies the elements `info` describes into a new `cpu:0` buffer.
+    ///
+    /// # Panics
+    ///
+    /// If the memory is not host-accessible or its extent was not checked
+    /// (the export plan refuses such copies before calling this).
+    pub(crate) fn copy_of(info: &TensorInfo<'_>) -> Self {
+        assert!(
+            info.device().is_host_accessible() && info.is_bounds_checked(),
+            "copy_of needs host memory of checked extent"
+        );
         let dtype = info.dtype();
         let nbytes = if dtype.is_byte_sized() {
             info.numel() * dtype.itemsize()
@@ -47,7 +55,7 @@ impl CopiedTensor {
             bytes,
             shape: info.shape(),
             dtype,
-            device,
+            device: Device::cpu(),
         }
     }
 }
@@ -97,7 +105,7 @@ mod tests {
             .strides([1i64, 3])
             .build()
             .unwrap();
-        let copy = CopiedTensor::copy_of(&transposed, Device::cpu());
+        let copy = CopiedTensor::copy_of(&transposed);
         let values: Vec<i32> = copy
             .bytes
             .chunks_exact(4)
@@ -120,17 +128,14 @@ mod tests {
             .byte_offset(2)
             .build()
             .unwrap();
-        assert_eq!(
-            &CopiedTensor::copy_of(&reversed, Device::cpu()).bytes[..],
-            &[30, 20, 10]
-        );
+        assert_eq!(&CopiedTensor::copy_of(&reversed).bytes[..], &[30, 20, 10]);
         let broadcast = TensorInfo::builder(&data)
             .shape([2usize, 3])
             .strides([0i64, 1])
             .build()
             .unwrap();
         assert_eq!(
-            &CopiedTensor::copy_of(&broadcast, Device::cpu()).bytes[..],
+            &CopiedTensor::copy_of(&broadcast).bytes[..],
             &[10, 20, 30, 10, 20, 30]
         );
     }
@@ -139,20 +144,13 @@ mod tests {
     fn empty_and_packed() {
         let none: Vec<f64> = vec![];
         let empty = TensorInfo::new(&none, [0usize, 4]).unwrap();
-        assert!(
-            CopiedTensor::copy_of(&empty, Device::cpu())
-                .bytes
-                .is_empty()
-        );
+        assert!(CopiedTensor::copy_of(&empty).bytes.is_empty());
         let packed = vec![0xABu8, 0xCD];
         let fp4 = TensorInfo::builder(&packed)
             .shape([3usize])
             .dtype(DataType::F4_E2M1FN)
             .build()
             .unwrap();
-        assert_eq!(
-            &CopiedTensor::copy_of(&fp4, Device::cpu()).bytes[..],
-            &[0xAB, 0xCD]
-        );
+        assert_eq!(&CopiedTensor::copy_of(&fp4).bytes[..], &[0xAB, 0xCD]);
     }
 }

@@ -63,7 +63,7 @@ unsafe impl<T: Element> TensorData for Vec<T> {
         self.as_ptr().cast_mut().cast()
     }
     fn byte_len(&self) -> Option<usize> {
-        Some(size_of_val(self.as_slice()))
+        Some(self.len() * size_of::<T>())
     }
     fn dtype(&self) -> Option<DataType> {
         Some(T::DTYPE)
@@ -77,7 +77,7 @@ unsafe impl<T: Element> TensorData for Box<[T]> {
         self.as_ptr().cast_mut().cast()
     }
     fn byte_len(&self) -> Option<usize> {
-        Some(size_of_val(&**self))
+        Some(self.len() * size_of::<T>())
     }
     fn dtype(&self) -> Option<DataType> {
         Some(T::DTYPE)
@@ -92,7 +92,7 @@ unsafe impl<T: Element> TensorData for Arc<[T]> {
         self.as_ptr().cast_mut().cast()
     }
     fn byte_len(&self) -> Option<usize> {
-        Some(size_of_val(&**self))
+        Some(self.len() * size_of::<T>())
     }
     fn dtype(&self) -> Option<DataType> {
         Some(T::DTYPE)

@@ -181,6 +181,7 @@ pub struct TensorInfo<'a> {
     shape: Dims<'a>,
     strides: Option<Dims<'a>>,
     read_only: bool,
+    length_known: bool,
 }
 
 /// Sets the parts of a [`TensorInfo`] one by one; [`build`](Self::build) checks them.
@@ -191,6 +192,7 @@ pub struct TensorInfoBuilder<'a> {
     byte_len: Option<usize>,
     buffer_dtype: Option<DataType>,
     buffer_read_only: bool,
+    buffer_device: Device,
     device: Device,
     dtype: Option<DataType>,
     shape: Option<Dims<'a>>,
@@ -207,6 +209,7 @@ impl<'a> TensorInfo<'a> {
             byte_len: data.byte_len(),
             buffer_dtype: data.dtype(),
             buffer_read_only: data.is_read_only(),
+            buffer_device: data.device(),
             device: data.device(),
             dtype: None,
             shape: None,
@@ -257,6 +260,13 @@ impl<'a> TensorInfo<'a> {
     /// Whether consumers must not write.
     pub fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    /// Whether the buffer's length was known, so that every element was
+    /// checked to lie inside it (only then may this crate read the elements,
+    /// for `copy=True`).
+    pub fn is_bounds_checked(&self) -> bool {
+        self.length_known
     }
 
     /// Number of elements.
@@ -343,7 +353,10 @@ impl<'a> TensorInfoBuilder<'a> {
         self
     }
 
-    /// Device, overriding the buffer's own.
+    /// Device, overriding the buffer's own (for example a CUDA device index
+    /// that a `RawBuffer` did not know). Memory the CPU cannot read cannot be
+    /// relabelled as memory it can (`build` refuses: that would make copies
+    /// read device memory from the host).
     pub fn device(mut self, device: Device) -> Self {
         self.device = device;
         self
@@ -371,6 +384,12 @@ impl<'a> TensorInfoBuilder<'a> {
             None => Dims::from([self.implied_length(dtype)?]),
         };
         check_dims(&shape, self.strides.as_ref())?;
+        if self.device.is_host_accessible() && !self.buffer_device.is_host_accessible() {
+            return Err(DLPackError::Device {
+                expected: self.buffer_device,
+                found: self.device,
+            });
+        }
         if !dtype.is_byte_sized() && self.strides.is_some() {
             return Err(DLPackError::Layout(format!(
                 "{dtype} packs several elements per byte: it cannot be exported with strides"
@@ -383,10 +402,9 @@ impl<'a> TensorInfoBuilder<'a> {
             shape,
             strides: self.strides,
             read_only: self.read_only || self.buffer_read_only,
+            length_known: self.byte_len.is_some(),
         };
-        if let Some(byte_len) = self.byte_len {
-            check_bounds(&info, self.byte_offset, byte_len)?;
-        }
+        check_bounds(&info, self.byte_offset, self.byte_len)?;
         Ok(info)
     }
 
@@ -426,10 +444,11 @@ impl<'a> TensorInfoBuilder<'a> {
 
 /// Rank limits, extents non-negative and representable, strides of the same rank.
 fn check_dims(shape: &Dims<'_>, strides: Option<&Dims<'_>>) -> Result<(), DLPackError> {
-    if i32::try_from(shape.len()).is_err() {
+    if shape.len() > crate::MAX_NDIM {
         return Err(DLPackError::Layout(format!(
-            "{} dimensions do not fit DLPack's int32 ndim",
-            shape.len()
+            "{} dimensions are more than the {} this crate exports",
+            shape.len(),
+            crate::MAX_NDIM
         )));
     }
     for i in 0..shape.len() {
@@ -464,11 +483,59 @@ fn check_dims(shape: &Dims<'_>, strides: Option<&Dims<'_>>) -> Result<(), DLPack
     Ok(())
 }
 
-/// Every element the description reaches lies inside `[0, byte_len)` of the buffer.
+/// The bytes the description reaches, relative to its first element:
+/// `(lowest, one past the highest)`. Every sum is checked, and a span larger
+/// than `isize::MAX` bytes (more than any buffer can hold) is an overflow.
+fn extent(
+    info: &TensorInfo<'_>,
+    describe: &dyn Fn() -> String,
+) -> Result<(i128, i128), DLPackError> {
+    const LIMIT: i128 = isize::MAX as i128;
+    let overflow = || {
+        DLPackError::SizeOverflow(format!(
+            "{} spans more bytes than fit in memory",
+            describe()
+        ))
+    };
+    let mut numel: i128 = 1;
+    for dim in info.shape.iter() {
+        numel = numel
+            .checked_mul(i128::from(dim))
+            .filter(|&n| n <= LIMIT)
+            .ok_or_else(overflow)?;
+    }
+    if numel == 0 {
+        return Ok((0, 0));
+    }
+    if !info.dtype.is_byte_sized() {
+        // Packed sub-byte elements, row-major: the header's storage size.
+        let bits = numel * i128::from(info.dtype.bits) * i128::from(info.dtype.lanes);
+        return Ok((0, (bits + 7) / 8));
+    }
+    let itemsize = info.dtype.itemsize() as i128;
+    let (mut low, mut high) = (0i128, itemsize);
+    for (dim, stride) in info.shape.iter().zip(info.strides_iter()) {
+        let reach = i128::from(dim - 1)
+            .checked_mul(i128::from(stride))
+            .and_then(|r| r.checked_mul(itemsize))
+            .filter(|r| r.abs() <= LIMIT)
+            .ok_or_else(overflow)?;
+        // Each side stays within ±LIMIT after every step, so no sum can overflow.
+        let side = if reach < 0 { &mut low } else { &mut high };
+        *side += reach;
+        if side.abs() > LIMIT || high - low > LIMIT {
+            return Err(overflow());
+        }
+    }
+    Ok((low, high))
+}
+
+/// Checks the description's reach: no overflow, and, when the buffer's
+/// length is known, every element inside `[0, byte_len)` of the buffer.
 fn check_bounds(
     info: &TensorInfo<'_>,
     byte_offset: usize,
-    byte_len: usize,
+    byte_len: Option<usize>,
 ) -> Result<(), DLPackError> {
     let describe = || match &info.strides {
         Some(strides) => format!(
@@ -477,42 +544,13 @@ fn check_bounds(
         ),
         None => format!("shape {:?} of {}", info.shape, info.dtype),
     };
-    let overflow =
-        || DLPackError::SizeOverflow(format!("{} spans more than 2^127 bytes", describe()));
-    let mut numel: i128 = 1;
-    for dim in info.shape.iter() {
-        numel = numel.checked_mul(i128::from(dim)).ok_or_else(overflow)?;
-        if numel > i128::from(i64::MAX) {
-            return Err(DLPackError::SizeOverflow(format!(
-                "{} has more than 2^63 elements",
-                describe()
-            )));
-        }
-    }
-    if numel == 0 {
+    let (first, end) = extent(info, &describe)?;
+    let Some(byte_len) = byte_len else {
         return Ok(());
-    }
-    let itemsize = info.dtype.itemsize() as i128;
-    let (first, end) = if info.dtype.is_byte_sized() {
-        // Lowest and one-past-highest byte reached, relative to the first element.
-        let (mut low, mut high) = (0i128, 0i128);
-        for (dim, stride) in info.shape.iter().zip(info.strides_iter()) {
-            let reach = i128::from(dim - 1)
-                .checked_mul(i128::from(stride))
-                .and_then(|r| r.checked_mul(itemsize))
-                .ok_or_else(overflow)?;
-            if reach < 0 {
-                low += reach;
-            } else {
-                high += reach;
-            }
-        }
-        (low, high + itemsize)
-    } else {
-        // Packed sub-byte elements, row-major: the header's storage size.
-        let bits = numel * i128::from(info.dtype.bits) * i128::from(info.dtype.lanes);
-        (0, (bits + 7) / 8)
     };
+    if first == end {
+        return Ok(()); // no elements
+    }
     let offset = byte_offset as i128;
     if offset + first < 0 {
         return Err(DLPackError::Layout(format!(

@@ -41,7 +41,7 @@ pub(crate) fn export_capsule<'py, O: IntoDLPack>(
         .map_err(|err| PyBufferError::new_err(err.to_string()))?;
     let plan = request.plan(&info)?;
     if plan.copy {
-        let copied = CopiedTensor::copy_of(&info, plan.device);
+        let copied = CopiedTensor::copy_of(&info);
         let pending = Pending::new(&copied.tensor_info()?, &plan);
         return pending.seal(py, copied);
     }

@@ -122,16 +122,12 @@ impl ExportRequest {
         let source = info.device();
         let device = self.target_device(source)?;
         let sync_stream = stream_to_sync(self.stream, device)?;
-        let copy = match self.copy {
-            Some(true) if source.is_host_accessible() && device.is_host_accessible() => true,
-            Some(true) => {
-                return Err(DLPackError::Export(format!(
-                    "copy=True needs host memory, but the tensor is on {source}; \
-                     export it without copy and copy it in the consumer"
-                )));
-            }
-            _ => false,
-        };
+        let copy = self.copy == Some(true);
+        if copy {
+            check_copyable(info, self.dl_device)?;
+        }
+        // A copy is ordinary (pageable) host memory, whatever the source was.
+        let device = if copy { Device::cpu() } else { device };
         let read_only = info.is_read_only() && !copy;
         if read_only && format == CapsuleFormat::Legacy {
             return Err(DLPackError::Export(
@@ -164,6 +160,29 @@ impl ExportRequest {
     }
 }
 
+/// `copy=True` reads the elements on the host into a new CPU buffer: the
+/// source must be host memory of checked extent, and the target the CPU.
+fn check_copyable(info: &TensorInfo<'_>, dl_device: Option<Device>) -> Result<(), DLPackError> {
+    let source = info.device();
+    if !source.is_host_accessible() {
+        return Err(DLPackError::Export(format!(
+            "copy=True needs host memory, but the tensor is on {source}; \
+             export it without copy and copy it in the consumer"
+        )));
+    }
+    if let Some(target) = dl_device.filter(|&d| d != Device::cpu()) {
+        return Err(DLPackError::Export(format!(
+            "copy=True makes a cpu:0 copy, but dl_device asks for {target}"
+        )));
+    }
+    if !info.is_bounds_checked() {
+        return Err(DLPackError::Export(
+            "copy=True needs a buffer of known length (its TensorData reports none)".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The stream rules of the DLPack Python specification for the device the
 /// capsule reports. Returns the consumer stream to synchronise with, if any.
 fn stream_to_sync(stream: Option<i64>, device: Device) -> Result<Option<i64>, DLPackError> {
@@ -176,11 +195,11 @@ fn stream_to_sync(stream: Option<i64>, device: Device) -> Result<Option<i64>, DL
     match (device.device_type, stream) {
         (_, Some(s)) if s < -1 => refuse("a stream must be -1, None or a non-negative integer"),
         (_, Some(-1)) => Ok(None),
-        (DeviceType::CUDA, None) => Ok(Some(1)),
-        (DeviceType::CUDA, Some(0)) => refuse(
+        (DeviceType::CUDA | DeviceType::CUDA_MANAGED, None) => Ok(Some(1)),
+        (DeviceType::CUDA | DeviceType::CUDA_MANAGED, Some(0)) => refuse(
             "0 is ambiguous on CUDA; use 1 for the legacy default stream or 2 for per-thread",
         ),
-        (DeviceType::CUDA, Some(s)) => Ok(Some(s)),
+        (DeviceType::CUDA | DeviceType::CUDA_MANAGED, Some(s)) => Ok(Some(s)),
         (DeviceType::ROCM, None) => Ok(Some(0)),
         (DeviceType::ROCM, Some(1 | 2)) => {
             refuse("ROCm has no stream 1 or 2; use 0 for the default stream")
@@ -203,7 +222,7 @@ fn int(value: &Bound<'_, PyAny>, name: &str) -> Result<i64, DLPackError> {
             describe(value)
         ))
     };
-    if !value.is_instance_of::<PyInt>() {
+    if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
         return Err(found());
     }
     value.extract::<i64>().map_err(|_| found())
@@ -341,6 +360,19 @@ mod tests {
         assert_eq!(rocm(Some(0)).unwrap().sync_stream, Some(0));
         assert!(rocm(Some(1)).is_err());
         assert!(rocm(Some(2)).is_err());
+        // Managed memory is a CUDA allocation: CuPy passes stream pointers for it.
+        let managed = |stream| {
+            plan(
+                ExportRequest {
+                    stream,
+                    ..versioned()
+                },
+                Device::cuda_managed(0),
+                false,
+            )
+        };
+        assert_eq!(managed(Some(0x7f00)).unwrap().sync_stream, Some(0x7f00));
+        assert!(managed(Some(0)).is_err());
     }
 
     #[test]
@@ -393,6 +425,13 @@ mod tests {
         };
         let p = copy(Some(true), Device::cpu(), Some((1, 0)), false).unwrap();
         assert!(p.copy);
+        // Copies are plain host memory: pinned sources are not copied into pinned memory.
+        assert_eq!(
+            copy(Some(true), Device::cuda_host(), Some((1, 0)), false)
+                .unwrap()
+                .device,
+            Device::cpu()
+        );
         assert_eq!(p.flags(), DLPACK_FLAG_BITMASK_IS_COPIED);
         assert!(
             !copy(Some(false), Device::cpu(), Some((1, 0)), false)

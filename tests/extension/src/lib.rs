@@ -1,4 +1,5 @@
-//! The Python extension the pytest suite drives (`tests/python/`).
+//! The Python extension the pytest suite drives (`tests/python/`): it
+//! exports tensors (with drop counting) and imports them (`PyTensor`).
 //!
 //! Every value it exports carries a [`Tracked`] guard that counts creations
 //! and drops, so tests can assert that each exported value is dropped exactly
@@ -8,14 +9,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
 use pyo3_dlpack::{
-    AlignedBuffer, CapsuleFormat, DLPackError, DLPackTensor, DataType, Device, IntoDLPack,
-    RawBuffer, TensorInfo,
+    AlignedBuffer, CapsuleFormat, DLPackError, DLPackTensor, DataType, Device, ImportOptions,
+    IntoDLPack, PyTensor, RawBuffer, TensorInfo,
 };
 
 static CREATED: AtomicUsize = AtomicUsize::new(0);
 static DROPPED: AtomicUsize = AtomicUsize::new(0);
+/// Drops that happened while the dropping thread held the GIL.
+static DROPPED_WITH_GIL: AtomicUsize = AtomicUsize::new(0);
 
 /// Counts one creation now and one drop when dropped.
 struct DropGuard;
@@ -29,6 +32,10 @@ impl DropGuard {
 
 impl Drop for DropGuard {
     fn drop(&mut self) {
+        // SAFETY: PyGILState_Check may be called on any thread, attached or not.
+        if unsafe { pyo3::ffi::PyGILState_Check() } == 1 {
+            DROPPED_WITH_GIL.fetch_add(1, Ordering::SeqCst);
+        }
         DROPPED.fetch_add(1, Ordering::SeqCst);
     }
 }
@@ -79,13 +86,46 @@ impl<D: pyo3_dlpack::TensorData + Send + Sync + 'static> IntoDLPack for Tracked<
     }
 }
 
-/// `(created, dropped)` counts of exported values so far.
+/// `(created, dropped, dropped while holding the GIL)` counts of exported values so far.
 #[pyfunction]
-fn drop_counts() -> (usize, usize) {
+fn drop_counts() -> (usize, usize, usize) {
     (
         CREATED.load(Ordering::SeqCst),
         DROPPED.load(Ordering::SeqCst),
+        DROPPED_WITH_GIL.load(Ordering::SeqCst),
     )
+}
+
+/// A bfloat16 value whose `Drop` runs Python code that clears any pending
+/// exception, as a careless `Drop` (or a `Py<…>` whose `__del__` runs) could.
+struct ClobbersErrorsOnDrop {
+    data: AlignedBuffer<half::bf16>,
+    _guard: DropGuard,
+}
+
+impl IntoDLPack for ClobbersErrorsOnDrop {
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        TensorInfo::builder(&self.data).build()
+    }
+}
+
+impl Drop for ClobbersErrorsOnDrop {
+    fn drop(&mut self) {
+        Python::attach(|py| {
+            let _ = PyErr::take(py);
+            let _ = py.run(c"import gc", None, None);
+        });
+    }
+}
+
+/// A versioned capsule that is the only owner of a `ClobbersErrorsOnDrop`.
+#[pyfunction]
+fn clobbering_capsule(py: Python<'_>, n: usize) -> PyResult<Bound<'_, PyCapsule>> {
+    let value = ClobbersErrorsOnDrop {
+        data: AlignedBuffer::zeroed(n),
+        _guard: DropGuard::new(),
+    };
+    value.into_capsule(py, CapsuleFormat::Versioned)
 }
 
 fn parse_dtype(name: &str) -> PyResult<DataType> {
@@ -235,15 +275,232 @@ fn read_byte(tensor: &DLPackTensor, index: usize) -> PyResult<u8> {
     Ok(unsafe { byte.read_volatile() })
 }
 
+// ---------------------------------------------------------------- import
+
+/// Everything a `PyTensor` reports, as a dict.
+#[pyfunction]
+fn describe<'py>(py: Python<'py>, tensor: PyTensor) -> PyResult<Bound<'py, PyDict>> {
+    describe_tensor(py, &tensor)
+}
+
+fn describe_tensor<'py>(py: Python<'py>, tensor: &PyTensor) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("shape", PyTuple::new(py, tensor.shape())?)?;
+    d.set_item("strides", PyTuple::new(py, tensor.strides())?)?;
+    d.set_item("ndim", tensor.ndim())?;
+    d.set_item("numel", tensor.numel())?;
+    d.set_item("nbytes", tensor.nbytes())?;
+    d.set_item("dtype", tensor.dtype().to_string())?;
+    let device = tensor.device();
+    d.set_item("device", (device.device_type.code(), device.device_id))?;
+    d.set_item("version", tensor.version().map(|v| (v.major, v.minor)))?;
+    d.set_item("read_only", tensor.is_read_only())?;
+    d.set_item("copied", tensor.is_copied())?;
+    d.set_item("contiguous", tensor.is_contiguous())?;
+    d.set_item("data_ptr", tensor.data_ptr() as usize)?;
+    Ok(d)
+}
+
+/// `describe`, importing with explicit options.
+#[pyfunction]
+#[pyo3(signature = (obj, *, max_version=None, stream=None, dl_device=None, copy=None))]
+fn import_with<'py>(
+    obj: &Bound<'py, PyAny>,
+    max_version: Option<(u32, u32)>,
+    stream: Option<i64>,
+    dl_device: Option<(i32, i32)>,
+    copy: Option<bool>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut options = ImportOptions::new();
+    if let Some((major, minor)) = max_version {
+        options = options.with_max_version(major, minor);
+    }
+    if let Some(stream) = stream {
+        options = options.stream(stream);
+    }
+    if let Some((device_type, id)) = dl_device {
+        options = options.dl_device(Device::new(
+            pyo3_dlpack::DeviceType::from_code(device_type),
+            id,
+        ));
+    }
+    if let Some(copy) = copy {
+        options = options.copy(copy);
+    }
+    describe_tensor(obj.py(), &PyTensor::from_pyany_with(obj, &options)?)
+}
+
+/// Runs `$body` with `$T` bound to the Rust type named `$name`, converting
+/// each element to a Python-friendly value with `$to_py`.
+macro_rules! with_type {
+    ($name:expr, |$T:ident| $body:expr) => {
+        match $name {
+            "int8" => {
+                type $T = i8;
+                $body
+            }
+            "int16" => {
+                type $T = i16;
+                $body
+            }
+            "int32" => {
+                type $T = i32;
+                $body
+            }
+            "int64" => {
+                type $T = i64;
+                $body
+            }
+            "uint8" => {
+                type $T = u8;
+                $body
+            }
+            "uint16" => {
+                type $T = u16;
+                $body
+            }
+            "uint32" => {
+                type $T = u32;
+                $body
+            }
+            "uint64" => {
+                type $T = u64;
+                $body
+            }
+            "float16" => {
+                type $T = half::f16;
+                $body
+            }
+            "bfloat16" => {
+                type $T = half::bf16;
+                $body
+            }
+            "float32" => {
+                type $T = f32;
+                $body
+            }
+            "float64" => {
+                type $T = f64;
+                $body
+            }
+            "complex64" => {
+                type $T = num_complex::Complex<f32>;
+                $body
+            }
+            "complex128" => {
+                type $T = num_complex::Complex<f64>;
+                $body
+            }
+            other => Err(PyValueError::new_err(format!(
+                "no Rust view type {other:?}"
+            ))),
+        }
+    };
+}
+
+/// A value Python can compare: numbers as float or int, complex as (re, im).
+trait ToPy {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
+}
+macro_rules! to_py_via {
+    ($($ty:ty => $conv:expr),*) => {$(
+        impl ToPy for $ty {
+            fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                let convert: fn(&$ty) -> _ = $conv;
+                Ok(convert(self).into_pyobject(py)?.into_any())
+            }
+        }
+    )*};
+}
+to_py_via!(
+    i8 => |v| i64::from(*v), i16 => |v| i64::from(*v), i32 => |v| i64::from(*v), i64 => |v| *v,
+    u8 => |v| u64::from(*v), u16 => |v| u64::from(*v), u32 => |v| u64::from(*v), u64 => |v| *v,
+    half::f16 => |v| v.to_f64(), half::bf16 => |v| v.to_f64(), f32 => |v| f64::from(*v), f64 => |v| *v,
+    num_complex::Complex<f32> => |v| (f64::from(v.re), f64::from(v.im)),
+    num_complex::Complex<f64> => |v| (v.re, v.im)
+);
+
+fn list<'py, T: ToPy>(
+    py: Python<'py>,
+    values: impl IntoIterator<Item = T>,
+) -> PyResult<Bound<'py, PyList>> {
+    let items = values
+        .into_iter()
+        .map(|v| v.to_py(py))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, items)
+}
+
+/// The elements, row-major, read with `to_vec::<type>()` (any strides).
+#[pyfunction]
+fn to_list<'py>(py: Python<'py>, tensor: PyTensor, as_type: &str) -> PyResult<Bound<'py, PyList>> {
+    with_type!(as_type, |T| list(py, tensor.to_vec::<T>()?))
+}
+
+/// The elements read with `as_slice::<type>()` (contiguous tensors only).
+#[pyfunction]
+fn slice_values<'py>(
+    py: Python<'py>,
+    tensor: PyTensor,
+    as_type: &str,
+) -> PyResult<Bound<'py, PyList>> {
+    with_type!(as_type, |T| list(
+        py,
+        tensor.as_slice::<T>()?.iter().copied()
+    ))
+}
+
+/// The elements in logical (row-major) order through an ndarray view.
+#[pyfunction]
+fn array_values<'py>(
+    py: Python<'py>,
+    tensor: PyTensor,
+    as_type: &str,
+) -> PyResult<Bound<'py, PyList>> {
+    with_type!(as_type, |T| list(
+        py,
+        tensor.as_array::<T>()?.iter().copied()
+    ))
+}
+
+/// Sets every element to `value` through `as_slice_mut` (or, when
+/// `through_ndarray`, through `as_array_mut`, which takes any strides).
+#[pyfunction]
+#[pyo3(signature = (tensor, value, through_ndarray=false))]
+fn fill(mut tensor: PyTensor, value: f64, through_ndarray: bool) -> PyResult<()> {
+    if through_ndarray {
+        tensor.as_array_mut::<f64>()?.fill(value);
+    } else {
+        tensor.as_slice_mut::<f64>()?.fill(value);
+    }
+    Ok(())
+}
+
+/// Imports `obj`, then drops the `PyTensor` on a new Rust thread that never
+/// attaches to Python, with this thread's GIL released meanwhile.
+#[pyfunction]
+fn drop_on_thread(py: Python<'_>, tensor: PyTensor) {
+    py.detach(|| std::thread::spawn(move || drop(tensor)).join())
+        .expect("the dropping thread panicked");
+}
+
 #[pymodule]
 fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DLPackTensor>()?;
     m.add_function(wrap_pyfunction!(drop_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(clobbering_capsule, m)?)?;
     m.add_function(wrap_pyfunction!(arange, m)?)?;
     m.add_function(wrap_pyfunction!(from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(on_device, m)?)?;
     m.add_function(wrap_pyfunction!(capsule, m)?)?;
     m.add_function(wrap_pyfunction!(capsule_of, m)?)?;
     m.add_function(wrap_pyfunction!(read_byte, m)?)?;
+    m.add_function(wrap_pyfunction!(describe, m)?)?;
+    m.add_function(wrap_pyfunction!(import_with, m)?)?;
+    m.add_function(wrap_pyfunction!(to_list, m)?)?;
+    m.add_function(wrap_pyfunction!(slice_values, m)?)?;
+    m.add_function(wrap_pyfunction!(array_values, m)?)?;
+    m.add_function(wrap_pyfunction!(fill, m)?)?;
+    m.add_function(wrap_pyfunction!(drop_on_thread, m)?)?;
     Ok(())
 }

@@ -1,0 +1,196 @@
+//! Asking a producer for a capsule: `__dlpack_device__`, then
+//! `__dlpack__(max_version=…, stream=…, dl_device=…, copy=…)`, and a legacy
+//! retry only when the producer rejected the keywords themselves.
+
+use pyo3::exceptions::{PyNotImplementedError, PyTypeError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict, PyInt, PySequence};
+
+use crate::{DLPackError, Device, DeviceType};
+
+/// How to ask a producer for its tensor: the keywords of `__dlpack__`.
+///
+/// The default asks for a versioned DLPack 1.3 capsule, on the tensor's own
+/// device, with no copy preference and the default stream.
+///
+/// ```
+/// use pyo3_dlpack::{Device, ImportOptions};
+///
+/// let options = ImportOptions::new().copy(true).dl_device(Device::cpu());
+/// assert_eq!(options.max_version(), (1, 3));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportOptions {
+    max_version: (u32, u32),
+    stream: Option<i64>,
+    dl_device: Option<Device>,
+    copy: Option<bool>,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        Self {
+            max_version: (1, 3),
+            stream: None,
+            dl_device: None,
+            copy: None,
+        }
+    }
+}
+
+impl ImportOptions {
+    /// The defaults: `max_version=(1, 3)`, default stream, no device or copy request.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The highest DLPack version to ask for. A major below 1 asks for the
+    /// legacy capsule (producers then send no flags, so nothing is read-only).
+    pub fn with_max_version(mut self, major: u32, minor: u32) -> Self {
+        self.max_version = (major, minor);
+        self
+    }
+
+    /// The consumer stream passed to CUDA and ROCm producers (a `cudaStream_t`
+    /// as an integer, or 1/2 for CUDA's legacy/per-thread default streams; -1
+    /// for no synchronisation). Without it, CUDA producers (device memory or
+    /// managed memory) get 1 and ROCm
+    /// producers 0: the legacy default stream. CPU producers never get a stream.
+    pub fn stream(mut self, stream: i64) -> Self {
+        self.stream = Some(stream);
+        self
+    }
+
+    /// Asks the producer for the tensor on this device (for example `Device::cpu()`).
+    pub fn dl_device(mut self, device: Device) -> Self {
+        self.dl_device = Some(device);
+        self
+    }
+
+    /// `true`: the producer must copy; `false`: it must not.
+    pub fn copy(mut self, copy: bool) -> Self {
+        self.copy = Some(copy);
+        self
+    }
+
+    /// The `max_version` that will be sent.
+    pub fn max_version(&self) -> (u32, u32) {
+        self.max_version
+    }
+
+    /// The stream `__dlpack__` gets for a tensor on `device`, if any.
+    fn stream_for(&self, device: Option<Device>) -> Option<i64> {
+        match device.map(|d| d.device_type) {
+            Some(DeviceType::CUDA | DeviceType::CUDA_MANAGED) => Some(self.stream.unwrap_or(1)),
+            Some(DeviceType::ROCM) => Some(self.stream.unwrap_or(0)),
+            _ => None,
+        }
+    }
+}
+
+/// Gets a capsule from `obj`: `obj` itself if it is one, else its `__dlpack__`'s.
+pub(crate) fn request_capsule<'py>(
+    obj: &Bound<'py, PyAny>,
+    options: &ImportOptions,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    if let Ok(capsule) = obj.cast::<PyCapsule>() {
+        return Ok(capsule.clone());
+    }
+    let py = obj.py();
+    let Ok(dlpack) = obj.getattr(intern!(py, "__dlpack__")) else {
+        return Err(DLPackError::NotDLPack {
+            type_name: type_name(obj),
+        }
+        .into());
+    };
+    let device = producer_device(obj)?;
+    let stream = options.stream_for(device);
+    let kwargs = PyDict::new(py);
+    kwargs.set_item(intern!(py, "max_version"), options.max_version)?;
+    if let Some(stream) = stream {
+        kwargs.set_item(intern!(py, "stream"), stream)?;
+    }
+    if let Some(device) = options.dl_device {
+        let pair = (device.device_type.code(), device.device_id);
+        kwargs.set_item(intern!(py, "dl_device"), pair)?;
+    }
+    if let Some(copy) = options.copy {
+        kwargs.set_item(intern!(py, "copy"), copy)?;
+    }
+    let result = match dlpack.call((), Some(&kwargs)) {
+        Err(err)
+            if rejected_keywords(py, &err)
+                && options.dl_device.is_none()
+                && options.copy.is_none() =>
+        {
+            // An older producer (`__dlpack__(self, stream=None)`): ask again
+            // with only what it understands.
+            let legacy = PyDict::new(py);
+            if let Some(stream) = stream {
+                legacy.set_item(intern!(py, "stream"), stream)?;
+            }
+            dlpack.call((), Some(&legacy))?
+        }
+        other => other?,
+    };
+    result.cast_into::<PyCapsule>().map_err(|err| {
+        DLPackError::InvalidCapsule(format!(
+            "{}.__dlpack__() returned {}, expected a DLPack capsule",
+            type_name(obj),
+            type_name(err.into_inner().as_any())
+        ))
+        .into()
+    })
+}
+
+/// `__dlpack_device__()` as a `Device`, or `None` if the producer has none.
+fn producer_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>> {
+    let py = obj.py();
+    let Ok(method) = obj.getattr(intern!(py, "__dlpack_device__")) else {
+        return Ok(None);
+    };
+    let result = method.call0()?;
+    let invalid = || {
+        DLPackError::InvalidCapsule(format!(
+            "{}.__dlpack_device__() returned {}, expected a (device_type, device_id) tuple",
+            type_name(obj),
+            result.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+        ))
+    };
+    let pair = result.cast::<PySequence>().map_err(|_| invalid())?;
+    if pair.len()? != 2 {
+        return Err(invalid().into());
+    }
+    let int = |i: usize| -> PyResult<i32> {
+        let item = pair.get_item(i)?;
+        if !item.is_instance_of::<PyInt>() {
+            return Err(invalid().into());
+        }
+        item.extract::<i32>().map_err(|_| invalid().into())
+    };
+    Ok(Some(Device::new(DeviceType::from_code(int(0)?), int(1)?)))
+}
+
+/// Whether `__dlpack__` failed because it does not take the new keywords:
+/// a `TypeError` raised while binding the arguments (it carries no traceback
+/// into the method's body, and its message speaks of arguments), or the
+/// `NotImplementedError` that array-api-strict raised for `max_version`.
+/// A `TypeError` from inside the producer's code has a traceback and is never
+/// mistaken for this, so the producer's own failures reach the caller.
+fn rejected_keywords(py: Python<'_>, err: &PyErr) -> bool {
+    if err.is_instance_of::<PyNotImplementedError>(py) {
+        return true;
+    }
+    if !err.is_instance_of::<PyTypeError>(py) || err.traceback(py).is_some() {
+        return false;
+    }
+    let message = err.value(py).to_string();
+    message.contains("keyword") || message.contains("argument")
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map_or_else(|_| "object".into(), |n| n.to_string())
+}

@@ -1,0 +1,292 @@
+//! `PyTensor`: an imported tensor, owned until dropped.
+
+use std::ffi::c_void;
+use std::fmt;
+
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+use crate::ffi::{
+    DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion, DLTensor,
+};
+use crate::import::consume::{Managed, take_from_capsule};
+use crate::import::layout::{self, Checked};
+use crate::import::negotiate::{ImportOptions, request_capsule};
+use crate::{DLPackError, DataType, Device};
+
+/// A tensor imported from any DLPack producer (a NumPy array, a torch or JAX
+/// tensor, a CuPy array, a raw capsule), owned by Rust: the producer's memory
+/// stays alive until the `PyTensor` is dropped, which calls the producer's
+/// deleter exactly once (on any thread; DLPack deleters must allow that).
+///
+/// Every field the producer sent is validated on import (rank, shape, strides,
+/// sizes, NULL pointers, dtype), so the accessors never read garbage. Typed
+/// access to host memory is safe: [`as_slice`](Self::as_slice),
+/// [`as_slice_mut`](Self::as_slice_mut), [`to_vec`](Self::to_vec) and, with
+/// the `ndarray` feature, [`as_array`](Self::as_array). It is a
+/// `#[pyfunction]` argument type as is:
+///
+/// ```
+/// use pyo3::prelude::*;
+/// use pyo3_dlpack::PyTensor;
+///
+/// /// Python: `total(np.arange(4.0, dtype="f4"))`, `total(torch.ones(3))`
+/// #[pyfunction]
+/// fn total(tensor: PyTensor) -> PyResult<f32> {
+///     Ok(tensor.to_vec::<f32>()?.iter().sum())
+/// }
+/// ```
+///
+/// Imported memory is shared with the producer: the NumPy array or torch
+/// tensor it came from may still exist and be written by Python code. The
+/// views borrow the `PyTensor`, but, like rust-numpy's, they cannot stop
+/// Python from writing through its own object meanwhile.
+pub struct PyTensor {
+    managed: Option<Managed>,
+    checked: Checked,
+}
+
+// SAFETY: a PyTensor owns its managed tensor exclusively (the capsule was
+// renamed), and DLPack requires deleters to be callable from any thread, with
+// or without the GIL ("the GIL must be acquired explicitly if it uses Python
+// objects or API", dlpack PR #140), which is how torch and TensorFlow free
+// tensors. Its fields are plain data.
+unsafe impl Send for PyTensor {}
+// SAFETY: `&PyTensor` only reads the validated, immutable description;
+// mutation of the elements needs `&mut PyTensor`.
+unsafe impl Sync for PyTensor {}
+
+impl PyTensor {
+    /// Imports from any object with `__dlpack__`, or a DLPack capsule of
+    /// either name, with the default [`ImportOptions`].
+    ///
+    /// Errors: `TypeError` for an object that speaks no DLPack, the
+    /// producer's own exception when its `__dlpack__` fails, and a
+    /// [`DLPackError`] (as `BufferError` or `ValueError`) for a capsule that
+    /// is consumed, malformed or of an unsupported version.
+    pub fn from_pyany(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Self::from_pyany_with(obj, &ImportOptions::default())
+    }
+
+    /// Imports with explicit `stream`, `max_version`, `dl_device` and `copy`.
+    pub fn from_pyany_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
+        let capsule = request_capsule(obj, options)?;
+        Ok(Self::from_capsule(&capsule)?)
+    }
+
+    /// Takes the tensor out of a `dltensor` or `dltensor_versioned` capsule,
+    /// which is renamed `used_…` so no one else can take it.
+    pub fn from_capsule(capsule: &Bound<'_, PyCapsule>) -> Result<Self, DLPackError> {
+        let managed = take_from_capsule(capsule)?;
+        Self::from_managed(managed)
+    }
+
+    /// Owns `managed` from here on: any error below drops it, which runs the
+    /// deleter once.
+    fn from_managed(managed: Managed) -> Result<Self, DLPackError> {
+        let mut tensor = Self {
+            managed: Some(managed),
+            checked: Checked::EMPTY,
+        };
+        if let Some(Managed::Versioned(versioned)) = &tensor.managed {
+            // SAFETY: a live struct we own; `version` is its first field, which
+            // the header says stays stable across majors.
+            let version = unsafe { versioned.as_ref() }.version;
+            if version.major != 1 {
+                return Err(DLPackError::UnsupportedVersion {
+                    major: version.major,
+                    minor: version.minor,
+                });
+            }
+        }
+        // SAFETY: the struct is live and of a version whose layout we know;
+        // its shape and strides are `ndim` long per the header.
+        tensor.checked = unsafe { layout::check(tensor.dl_tensor()) }?;
+        Ok(tensor)
+    }
+
+    fn dl_tensor(&self) -> &DLTensor {
+        match self.managed.as_ref().expect("present until drop") {
+            // SAFETY: we own the live struct until drop; `&self` borrows it.
+            Managed::Legacy(managed) => &unsafe { managed.as_ref() }.dl_tensor,
+            // SAFETY: as above; the major version was checked to be 1.
+            Managed::Versioned(managed) => &unsafe { managed.as_ref() }.dl_tensor,
+        }
+    }
+
+    fn flags(&self) -> u64 {
+        match self.managed.as_ref().expect("present until drop") {
+            Managed::Legacy(_) => 0,
+            // SAFETY: we own the live struct until drop.
+            Managed::Versioned(managed) => unsafe { managed.as_ref() }.flags,
+        }
+    }
+
+    /// Extents.
+    pub fn shape(&self) -> &[i64] {
+        let tensor = self.dl_tensor();
+        // SAFETY: validated: non-NULL when ndim > 0, `ndim` long, alive with `self`.
+        unsafe { layout::foreign_slice(tensor.shape, self.checked.ndim) }
+    }
+
+    /// Strides in elements; row-major ones when the producer sent none.
+    pub fn strides(&self) -> &[i64] {
+        if let Some(strides) = &self.checked.synthesized_strides {
+            return strides;
+        }
+        let tensor = self.dl_tensor();
+        // SAFETY: non-NULL when ndim > 0 (otherwise synthesized above), `ndim`
+        // long, alive with `self`.
+        unsafe { layout::foreign_slice(tensor.strides, self.checked.ndim) }
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.checked.ndim
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.checked.numel
+    }
+
+    /// Bytes of element storage (`numel × itemsize`; packed for sub-byte types).
+    pub fn nbytes(&self) -> usize {
+        self.checked.nbytes
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> DataType {
+        self.dl_tensor().dtype
+    }
+
+    /// Device of the memory; device codes outside DLPack 1.3 are kept as they are.
+    pub fn device(&self) -> Device {
+        self.dl_tensor().device
+    }
+
+    /// Address of the first element (`data + byte_offset`). Dereferencing it
+    /// is up to you; prefer the typed views.
+    pub fn data_ptr(&self) -> *mut c_void {
+        let tensor = self.dl_tensor();
+        // Validated not to wrap around the address space.
+        tensor.data.wrapping_byte_add(tensor.byte_offset as usize)
+    }
+
+    /// Whether the producer marked the tensor read-only (versioned capsules only).
+    pub fn is_read_only(&self) -> bool {
+        self.flags() & DLPACK_FLAG_BITMASK_READ_ONLY != 0
+    }
+
+    /// Whether the producer says it copied the data for us (versioned capsules
+    /// only; torch does not set it even when it copies).
+    pub fn is_copied(&self) -> bool {
+        self.flags() & DLPACK_FLAG_BITMASK_IS_COPIED != 0
+    }
+
+    /// The DLPack version of a versioned capsule; `None` for a legacy one.
+    pub fn version(&self) -> Option<DLPackVersion> {
+        match self.managed.as_ref().expect("present until drop") {
+            Managed::Legacy(_) => None,
+            // SAFETY: we own the live struct until drop.
+            Managed::Versioned(managed) => Some(unsafe { managed.as_ref() }.version),
+        }
+    }
+
+    /// Whether the elements are packed in row-major (C) order. Strides of
+    /// dimensions of extent 0 or 1 are ignored (torch rewrites them).
+    pub fn is_contiguous(&self) -> bool {
+        if self.numel() == 0 {
+            return true;
+        }
+        let mut expected = 1i64;
+        for (&dim, &stride) in self.shape().iter().zip(self.strides()).rev() {
+            if dim != 1 && stride != expected {
+                return false;
+            }
+            expected *= dim;
+        }
+        true
+    }
+
+    /// `Ok` if the tensor has this dtype, else [`DLPackError::Dtype`].
+    pub fn ensure_dtype(&self, expected: DataType) -> Result<(), DLPackError> {
+        let found = self.dtype();
+        if found == expected {
+            Ok(())
+        } else {
+            Err(DLPackError::Dtype { expected, found })
+        }
+    }
+
+    /// `Ok` if the tensor has `expected` dimensions, else [`DLPackError::Ndim`].
+    pub fn ensure_ndim(&self, expected: usize) -> Result<(), DLPackError> {
+        let found = self.ndim();
+        if found == expected {
+            Ok(())
+        } else {
+            Err(DLPackError::Ndim { expected, found })
+        }
+    }
+
+    /// `Ok` if the tensor is on this device, else [`DLPackError::Device`].
+    pub fn ensure_device(&self, expected: Device) -> Result<(), DLPackError> {
+        let found = self.device();
+        if found == expected {
+            Ok(())
+        } else {
+            Err(DLPackError::Device { expected, found })
+        }
+    }
+
+    /// `Ok` if the tensor is row-major contiguous, else [`DLPackError::Layout`].
+    pub fn ensure_contiguous(&self) -> Result<(), DLPackError> {
+        if self.is_contiguous() {
+            Ok(())
+        } else {
+            Err(DLPackError::Layout(format!(
+                "expected a contiguous (row-major) tensor, got shape {:?} with strides {:?}",
+                self.shape(),
+                self.strides()
+            )))
+        }
+    }
+
+    /// `Ok` unless the producer marked the tensor read-only ([`DLPackError::ReadOnly`]).
+    pub fn ensure_writable(&self) -> Result<(), DLPackError> {
+        if self.is_read_only() {
+            Err(DLPackError::ReadOnly)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Drop for PyTensor {
+    fn drop(&mut self) {
+        if let Some(managed) = self.managed.take() {
+            managed.delete();
+        }
+    }
+}
+
+impl fmt::Debug for PyTensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PyTensor")
+            .field("shape", &self.shape())
+            .field("strides", &self.strides())
+            .field("dtype", &self.dtype())
+            .field("device", &self.device())
+            .field("read_only", &self.is_read_only())
+            .field("version", &self.version())
+            .finish()
+    }
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for PyTensor {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Self::from_pyany(&obj)
+    }
+}

@@ -1,0 +1,218 @@
+//! Safe typed access to imported host memory.
+
+use std::ptr::NonNull;
+
+use crate::import::tensor::PyTensor;
+use crate::{DLPackError, DataType, PlainElement};
+
+impl PyTensor {
+    /// Checks that the elements can be read as `T` from the host: the device
+    /// is host-accessible and the dtype is `T`'s (a `bool` tensor reads as `u8`).
+    fn check_element<T: PlainElement>(&self) -> Result<(), DLPackError> {
+        let device = self.device();
+        if !device.is_host_accessible() {
+            return Err(DLPackError::Device {
+                expected: crate::Device::cpu(),
+                found: device,
+            });
+        }
+        let dtype = self.dtype();
+        if dtype == T::DTYPE || (dtype == DataType::BOOL && T::DTYPE == DataType::U8) {
+            Ok(())
+        } else {
+            Err(DLPackError::Dtype {
+                expected: T::DTYPE,
+                found: dtype,
+            })
+        }
+    }
+
+    /// The first element's address as a `T` pointer, checked for alignment;
+    /// a dangling, aligned pointer for empty tensors (whose data may be NULL).
+    fn element_ptr<T: PlainElement>(&self) -> Result<NonNull<T>, DLPackError> {
+        if self.numel() == 0 {
+            return Ok(NonNull::dangling());
+        }
+        let ptr = self.data_ptr().cast::<T>();
+        if !ptr.is_aligned() {
+            return Err(DLPackError::Layout(format!(
+                "the data at {ptr:p} is not aligned for {} ({} bytes)",
+                T::DTYPE,
+                align_of::<T>()
+            )));
+        }
+        NonNull::new(ptr).ok_or_else(|| DLPackError::InvalidCapsule("NULL data".into()))
+    }
+
+    /// The elements as a slice, for a contiguous host tensor of `T`'s dtype.
+    ///
+    /// ```
+    /// # use pyo3::prelude::*;
+    /// # use pyo3_dlpack::{DLPackTensor, PyTensor, CapsuleFormat};
+    /// # Python::attach(|py| -> PyResult<()> {
+    /// # let capsule = DLPackTensor::new(vec![1.0f32, 2.0, 3.0])?.to_capsule(py, CapsuleFormat::Versioned)?;
+    /// let tensor = PyTensor::from_capsule(&capsule)?; // or from a NumPy array, a torch tensor, …
+    /// assert_eq!(tensor.as_slice::<f32>()?, &[1.0, 2.0, 3.0]);
+    /// assert!(tensor.as_slice::<f64>().is_err()); // "expected a float64 tensor, got float32"
+    /// # Ok(()) }).unwrap();
+    /// ```
+    pub fn as_slice<T: PlainElement>(&self) -> Result<&[T], DLPackError> {
+        self.check_element::<T>()?;
+        self.ensure_contiguous()?;
+        let ptr = self.element_ptr::<T>()?;
+        // SAFETY: validated on import: `numel` elements of `T`'s size from the
+        // first element, contiguous (checked), host-readable (checked), aligned
+        // (checked), any bit pattern valid (`PlainElement`), alive while `self`
+        // is borrowed. An empty tensor gets a dangling aligned pointer.
+        Ok(unsafe { std::slice::from_raw_parts(ptr.as_ptr(), self.numel()) })
+    }
+
+    /// The elements as a mutable slice; also refuses read-only tensors.
+    pub fn as_slice_mut<T: PlainElement>(&mut self) -> Result<&mut [T], DLPackError> {
+        self.check_element::<T>()?;
+        self.ensure_contiguous()?;
+        self.ensure_writable()?;
+        let ptr = self.element_ptr::<T>()?;
+        // SAFETY: as in `as_slice`, plus: not read-only (checked), and
+        // `&mut self` excludes every other view through this tensor.
+        Ok(unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), self.numel()) })
+    }
+
+    /// A copy of the elements in row-major order, for any strides (negative,
+    /// zero, transposed) and any alignment.
+    ///
+    /// ```
+    /// # use pyo3::prelude::*;
+    /// # use pyo3_dlpack::{CapsuleFormat, DLPackTensor, PyTensor, TensorInfo};
+    /// # Python::attach(|py| -> PyResult<()> {
+    /// # struct T(Vec<i32>);
+    /// # impl pyo3_dlpack::IntoDLPack for T {
+    /// #     fn tensor_info(&self) -> Result<TensorInfo<'_>, pyo3_dlpack::DLPackError> {
+    /// #         TensorInfo::builder(&self.0).shape([3usize, 2]).strides([1i64, 3]).build()
+    /// #     }
+    /// # }
+    /// # let capsule = DLPackTensor::new(T(vec![0, 1, 2, 3, 4, 5]))?.to_capsule(py, CapsuleFormat::Legacy)?;
+    /// let transposed = PyTensor::from_capsule(&capsule)?; // a (3, 2) view with strides (1, 3)
+    /// assert_eq!(transposed.to_vec::<i32>()?, vec![0, 3, 1, 4, 2, 5]);
+    /// # Ok(()) }).unwrap();
+    /// ```
+    pub fn to_vec<T: PlainElement>(&self) -> Result<Vec<T>, DLPackError> {
+        self.check_element::<T>()?;
+        let numel = self.numel();
+        let mut out = Vec::with_capacity(numel);
+        if numel == 0 {
+            return Ok(out);
+        }
+        let base = self.data_ptr().cast::<T>().cast_const();
+        let (shape, strides) = (self.shape(), self.strides());
+        let mut index = vec![0i64; shape.len()];
+        for _ in 0..numel {
+            let offset: i64 = index.iter().zip(strides).map(|(i, s)| i * s).sum();
+            let element = base.wrapping_offset(offset as isize);
+            // SAFETY: `index` stays within `shape`, so `element` is one of the
+            // elements the validated layout describes: inside the producer's
+            // live, host-readable buffer (the extent was checked on import);
+            // `read_unaligned` needs no alignment; any bit pattern is a `T`.
+            out.push(unsafe { element.read_unaligned() });
+            for (i, &dim) in index.iter_mut().zip(shape).rev() {
+                *i += 1;
+                if *i < dim {
+                    break;
+                }
+                *i = 0;
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(feature = "ndarray")]
+mod ndarray_views {
+    use ndarray::{ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder};
+
+    use super::*;
+
+    /// Shape, non-negative strides, and the axes to invert, for a view that
+    /// starts at the lowest element (ndarray's constructors need strides ≥ 0).
+    struct Plan {
+        shape: Vec<usize>,
+        strides: Vec<usize>,
+        inverted: Vec<usize>,
+        lowest_offset: isize,
+    }
+
+    fn plan(tensor: &PyTensor) -> Plan {
+        let shape: Vec<usize> = tensor.shape().iter().map(|&d| d as usize).collect();
+        let mut strides = Vec::with_capacity(shape.len());
+        let mut inverted = Vec::new();
+        let mut lowest_offset = 0isize;
+        for (axis, (&dim, &stride)) in shape.iter().zip(tensor.strides()).enumerate() {
+            if stride < 0 && dim > 0 {
+                inverted.push(axis);
+                lowest_offset += (dim as isize - 1) * stride as isize;
+            }
+            strides.push(stride.unsigned_abs() as usize);
+        }
+        Plan {
+            shape,
+            strides,
+            inverted,
+            lowest_offset,
+        }
+    }
+
+    impl PyTensor {
+        /// An `ndarray` view with the tensor's strides (negative and zero ones
+        /// included), for a host tensor of `T`'s dtype. Feature `ndarray`.
+        pub fn as_array<T: PlainElement>(&self) -> Result<ArrayViewD<'_, T>, DLPackError> {
+            self.check_element::<T>()?;
+            let ptr = self.element_ptr::<T>()?;
+            let plan = plan(self);
+            let lowest = ptr.as_ptr().wrapping_offset(plan.lowest_offset);
+            let shape = IxDyn(&plan.shape).strides(IxDyn(&plan.strides));
+            // SAFETY: every element the shape and (absolute) strides reach from
+            // the lowest element is inside the producer's buffer (the extent was
+            // validated on import); host-readable, aligned, any bit pattern a
+            // `T` (checked); alive while `self` is borrowed. Axes with negative
+            // strides are inverted below, which restores the producer's order.
+            let mut view = unsafe { ArrayViewD::from_shape_ptr(shape, lowest) };
+            for &axis in &plan.inverted {
+                view.invert_axis(Axis(axis));
+            }
+            Ok(view)
+        }
+
+        /// A mutable `ndarray` view; also refuses read-only tensors, and
+        /// tensors whose strides make elements overlap (stride 0 on an axis
+        /// longer than 1). Feature `ndarray`.
+        pub fn as_array_mut<T: PlainElement>(
+            &mut self,
+        ) -> Result<ArrayViewMutD<'_, T>, DLPackError> {
+            self.check_element::<T>()?;
+            self.ensure_writable()?;
+            let overlapping = self
+                .shape()
+                .iter()
+                .zip(self.strides())
+                .any(|(&dim, &stride)| dim > 1 && stride == 0);
+            if overlapping {
+                return Err(DLPackError::Layout(format!(
+                    "a mutable view needs distinct elements, but strides {:?} repeat some",
+                    self.strides()
+                )));
+            }
+            let ptr = self.element_ptr::<T>()?;
+            let plan = plan(self);
+            let lowest = ptr.as_ptr().wrapping_offset(plan.lowest_offset);
+            let shape = IxDyn(&plan.shape).strides(IxDyn(&plan.strides));
+            // SAFETY: as in `as_array`, plus: writable (checked), `&mut self`
+            // excludes other views through this tensor, and ndarray's
+            // constructor rejects strides that alias distinct indices.
+            let mut view = unsafe { ArrayViewMutD::from_shape_ptr(shape, lowest) };
+            for &axis in &plan.inverted {
+                view.invert_axis(Axis(axis));
+            }
+            Ok(view)
+        }
+    }
+}

@@ -1,0 +1,427 @@
+"""PyTensor: imports from real and hand-made producers, validated and owned."""
+
+import gc
+import threading
+
+import numpy as np
+import pytest
+
+import dlpack_testext as ext
+from handmade import HandMade
+
+import torch
+
+
+# --- NumPy -------------------------------------------------------------------
+
+
+def test_numpy_contiguous():
+    a = np.arange(12, dtype="f4").reshape(3, 4)
+    d = ext.describe(a)
+    assert d["shape"] == (3, 4)
+    assert d["strides"] == (4, 1)
+    assert d["dtype"] == "float32"
+    assert d["device"] == (1, 0)
+    assert d["version"] == (1, 0), "NumPy exports DLPack 1.0 when asked for 1.3"
+    assert d["data_ptr"] == a.ctypes.data
+    assert (d["read_only"], d["copied"], d["contiguous"]) == (False, False, True)
+    assert (d["ndim"], d["numel"], d["nbytes"]) == (2, 12, 48)
+    assert ext.slice_values(a, "float32") == list(range(12))
+    assert ext.to_list(a, "float32") == list(range(12))
+
+
+def test_numpy_transposed_negative_and_broadcast_strides():
+    a = np.arange(6, dtype="i8").reshape(2, 3)
+    t = a.T
+    assert ext.describe(t)["strides"] == (1, 3)
+    assert ext.to_list(t, "int64") == t.ravel().tolist()
+    assert ext.array_values(t, "int64") == t.ravel().tolist()
+    with pytest.raises(ValueError, match=r"expected a contiguous \(row-major\) tensor, got shape \[3, 2\] with strides \[1, 3\]"):
+        ext.slice_values(t, "int64")
+    r = a[:, ::-1]
+    assert ext.describe(r)["strides"] == (3, -1)
+    assert ext.to_list(r, "int64") == r.ravel().tolist()
+    assert ext.array_values(r, "int64") == r.ravel().tolist()
+    b = np.broadcast_to(np.arange(3, dtype="u2"), (4, 3))
+    assert ext.describe(b)["strides"] == (0, 1)
+    assert ext.to_list(b, "uint16") == b.ravel().tolist()
+
+
+def test_numpy_read_only_is_reported_and_enforced():
+    a = np.arange(4, dtype="f8")
+    a.flags.writeable = False
+    d = ext.describe(a)
+    assert d["read_only"] is True
+    with pytest.raises(ValueError, match="expected a writable tensor, got a read-only one"):
+        ext.fill(a, 1.0)
+    assert ext.to_list(a, "float64") == [0, 1, 2, 3]
+
+
+def test_writes_through_as_slice_mut_reach_numpy():
+    a = np.zeros(5)
+    ext.fill(a, 2.5)
+    assert a.tolist() == [2.5] * 5
+    b = np.zeros((3, 4))[:, ::-2]  # strided, negative: only ndarray views can write it
+    ext.fill(b, 7.0, through_ndarray=True)
+    assert (b == 7.0).all()
+
+
+def test_dtype_mismatch_names_both():
+    with pytest.raises(ValueError, match="expected a float64 tensor, got float32"):
+        ext.to_list(np.zeros(2, dtype="f4"), "float64")
+
+
+def test_bool_reads_as_uint8():
+    a = np.array([True, False, True])
+    assert ext.describe(a)["dtype"] == "bool"
+    assert ext.to_list(a, "uint8") == [1, 0, 1]
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+     "float16", "float32", "float64"],
+)  # fmt: skip
+def test_numpy_every_dtype_reads_back(dtype):
+    a = (np.arange(7) * 3).astype(dtype)
+    assert ext.to_list(a, dtype) == a.astype("f8").tolist()
+
+
+def test_numpy_complex():
+    a = np.array([1 + 2j, -3.5 - 4j], dtype="c8")
+    assert ext.to_list(a, "complex64") == [(1.0, 2.0), (-3.5, -4.0)]
+
+
+# --- PyTorch -----------------------------------------------------------------
+
+
+def test_torch_zero_d_has_an_empty_shape():
+    d = ext.describe(torch.tensor(3.5))
+    assert (d["shape"], d["strides"], d["numel"]) == ((), (), 1)
+    assert d["version"] == (1, 3)
+    assert ext.to_list(torch.tensor(3.5), "float32") == [3.5]
+
+
+def test_torch_zero_size_with_null_data():
+    t = torch.empty(0, 4)
+    d = ext.describe(t)
+    assert d["shape"] == (0, 4)
+    assert d["data_ptr"] == 0, "torch exports NULL data for empty tensors"
+    assert ext.slice_values(t, "float32") == []
+    assert ext.to_list(t, "float32") == []
+    assert ext.array_values(t, "float32") == []
+
+
+def test_torch_expanded_stride_zero():
+    t = torch.arange(3, dtype=torch.int32).expand(4, 3)
+    assert ext.describe(t)["strides"] == (0, 1)
+    assert ext.to_list(t, "int32") == [0, 1, 2] * 4
+    broadcast = torch.zeros(1, dtype=torch.float64).expand(3)
+    with pytest.raises(ValueError, match=r"a mutable view needs distinct elements, but strides \[0\] repeat some"):
+        ext.fill(broadcast, 1.0, through_ndarray=True)
+
+
+def test_torch_bfloat16_and_zero_copy():
+    t = torch.arange(5, dtype=torch.bfloat16)
+    assert ext.describe(t)["data_ptr"] == t.data_ptr()
+    assert ext.to_list(t, "bfloat16") == [0, 1, 2, 3, 4]
+
+
+def test_torch_writes_through_as_slice_mut():
+    t = torch.zeros(3, dtype=torch.float64)
+    ext.fill(t, -1.0)
+    assert t.tolist() == [-1.0] * 3
+
+
+# --- JAX, array-api-strict, pyarrow, TensorFlow ------------------------------
+
+
+def test_jax_legacy_capsule_even_when_versioned_is_asked():
+    import jax.numpy as jnp
+    x = jnp.arange(6, dtype=jnp.float32).reshape(2, 3)
+    d = ext.describe(x)
+    assert d["shape"] == (2, 3)
+    import jax
+
+    if tuple(int(p) for p in jax.__version__.split(".")[:2]) < (0, 12):
+        assert d["version"] is None, "JAX < 0.12 always sends a legacy capsule"
+    assert ext.to_list(x, "float32") == list(range(6))
+
+
+def test_array_api_strict():
+    import array_api_strict as xp
+    x = xp.reshape(xp.arange(6, dtype=xp.int32), (3, 2))
+    assert ext.describe(x)["shape"] == (3, 2)
+    assert ext.to_list(x, "int32") == list(range(6))
+
+
+def test_pyarrow_is_read_only():
+    import pyarrow as pa
+    arr = pa.array([1.5, 2.5, 3.5], type=pa.float64())
+    d = ext.describe(arr)
+    assert d["read_only"] is True
+    assert d["version"] is not None
+    assert ext.to_list(arr, "float64") == [1.5, 2.5, 3.5]
+
+
+def test_tensorflow():
+    tf = pytest.importorskip("tensorflow")
+    t = tf.constant([[1, 2], [3, 4]], dtype=tf.int32)
+    assert ext.to_list(t, "int32") == [1, 2, 3, 4]
+
+
+# --- Python producers written here -------------------------------------------
+
+
+class OldProducer:
+    """A producer from before DLPack 1.0: `__dlpack__(self, stream=None)`."""
+
+    def __init__(self, array):
+        self.array = array
+        self.calls = []
+
+    def __dlpack__(self, stream=None):
+        self.calls.append(stream)
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_an_old_producer_gets_a_legacy_call():
+    p = OldProducer(np.arange(3, dtype="f4"))
+    d = ext.describe(p)
+    assert d["version"] is None
+    assert p.calls == [None]
+
+
+class RefusesMaxVersion:
+    """array-api-strict once raised NotImplementedError for max_version."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if max_version is not None:
+            raise NotImplementedError("max_version is not supported")
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_not_implemented_max_version_falls_back():
+    assert ext.describe(RefusesMaxVersion(np.arange(2.0)))["version"] is None
+
+
+class BrokenInside:
+    """Fails inside `__dlpack__` when given keywords, works without them: a
+    wrong legacy retry would hide the failure by succeeding."""
+
+    def __init__(self, error):
+        self.error = error
+
+    def __dlpack__(self, **kwargs):
+        if kwargs:
+            raise self.error
+        return np.arange(2.0).__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+@pytest.mark.parametrize("error", [TypeError("producer bug: bad operand"), ValueError("producer says no")])
+def test_a_producers_own_error_reaches_the_caller(error):
+    with pytest.raises(type(error)) as excinfo:
+        ext.describe(BrokenInside(error))
+    assert excinfo.value is error
+
+
+def test_options_are_forwarded():
+    seen = {}
+
+    class Recorder:
+        def __dlpack__(self, **kwargs):
+            seen.update(kwargs)
+            return np.arange(2.0).__dlpack__(max_version=kwargs.get("max_version"))
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    ext.import_with(Recorder(), max_version=(1, 1), dl_device=(1, 0), copy=True)
+    assert seen == {"max_version": (1, 1), "dl_device": (1, 0), "copy": True}
+    seen.clear()
+    ext.describe(Recorder())
+    assert seen == {"max_version": (1, 3)}, "no stream for CPU producers"
+
+
+def test_cuda_producers_get_a_stream():
+    seen = {}
+
+    class FakeCuda:
+        def __dlpack__(self, **kwargs):
+            seen.update(kwargs)
+            raise BufferError("no GPU here")
+
+        def __dlpack_device__(self):
+            return (2, 0)
+
+    with pytest.raises(BufferError):
+        ext.describe(FakeCuda())
+    assert seen["stream"] == 1, "the legacy default stream by default"
+    with pytest.raises(BufferError):
+        ext.import_with(FakeCuda(), stream=0x1234)
+    assert seen["stream"] == 0x1234
+
+
+def test_copy_option_gives_a_private_copy():
+    a = np.arange(4.0)
+    d = ext.import_with(a, copy=True)
+    assert d["copied"] is True
+    assert d["data_ptr"] != a.ctypes.data
+
+
+def test_not_dlpack_is_a_type_error():
+    with pytest.raises(TypeError, match="expected an object with __dlpack__ or a DLPack capsule, got list"):
+        ext.describe([1, 2, 3])
+
+
+def test_dlpack_returning_a_non_capsule():
+    class Liar:
+        def __dlpack__(self, **kwargs):
+            return 42
+
+    with pytest.raises(ValueError, match=r"Liar.__dlpack__\(\) returned int, expected a DLPack capsule"):
+        ext.describe(Liar())
+
+
+# --- hand-made capsules ------------------------------------------------------
+
+
+def test_handmade_valid_capsule_and_null_strides():
+    h = HandMade()
+    d = ext.describe(h.capsule)
+    assert (d["shape"], d["strides"], d["dtype"], d["version"]) == ((2, 3), (3, 1), "int16", (1, 3))
+    assert h.deleted == 1
+    h = HandMade()
+    assert ext.to_list(h.capsule, "int16") == [1, 2, 3, 4, 5, 6]
+    assert h.deleted == 1
+
+
+def test_handmade_legacy_and_byte_offset():
+    h = HandMade(name="dltensor", byte_offset=4, shape=(4,))
+    assert ext.to_list(h.capsule, "int16") == [3, 4, 5, 6]
+    assert h.deleted == 1
+
+
+@pytest.mark.parametrize(
+    "fields, error, message",
+    [
+        ({"version": (2, 0)}, BufferError, "unsupported DLPack version 2.0: expected major version 1"),
+        ({"version": (0, 8)}, BufferError, "unsupported DLPack version 0.8"),
+        ({"null_shape": True}, ValueError, "the tensor has 2 dimensions but a NULL shape"),
+        ({"shape": (2, -3)}, ValueError, r"shape \[2, -3\] has a negative extent -3 in dimension 1"),
+        ({"shape": (2**40, 2**40)}, ValueError, "more elements than fit in memory"),
+        ({"shape": (2, 3), "strides": (2**62, 1)}, ValueError, "reaches outside the address space"),
+        ({"ndim": -1}, ValueError, "ndim -1 is outside"),
+        ({"ndim": 5000, "shape": (1,)}, ValueError, "ndim 5000 is outside"),
+        ({"dtype": (99, 8, 1)}, ValueError, "unknown DLPack dtype code 99"),
+        ({"dtype": (2, 32, 2)}, ValueError, "2 lanes: vector dtypes"),
+        ({"dtype": (2, 0, 1)}, ValueError, "0 bits per element"),
+        ({"null_data": True}, ValueError, r"shape \[2, 3\] but a NULL data pointer"),
+    ],
+)
+def test_handmade_bad_fields_raise_and_delete_once(fields, error, message):
+    h = HandMade(**fields)
+    with pytest.raises(error, match=message):
+        ext.describe(h.capsule)
+    assert h.deleted == 1
+
+
+def test_minor_versions_from_the_future_are_fine():
+    h = HandMade(version=(1, 99))
+    assert ext.describe(h.capsule)["version"] == (1, 99)
+
+
+def test_wrong_name_and_used_capsules_are_refused_and_not_deleted():
+    for name, message in [
+        ("bogus", 'expected a capsule named "dltensor" or "dltensor_versioned", got "bogus"'),
+        ("used_dltensor", "already consumed"),
+        ("used_dltensor_versioned", "already consumed"),
+    ]:
+        h = HandMade(name=name)
+        with pytest.raises(ValueError, match=message):
+            ext.describe(h.capsule)
+        assert h.deleted == 0, "not ours to delete"
+
+
+def test_a_capsule_imports_once():
+    h = HandMade()
+    ext.describe(h.capsule)
+    with pytest.raises(ValueError, match="already consumed"):
+        ext.describe(h.capsule)
+    assert h.deleted == 1
+
+
+def test_zero_size_null_data_and_zero_d_null_shape():
+    h = HandMade(shape=(0, 5), null_data=True)
+    assert ext.to_list(h.capsule, "int16") == []
+    assert h.deleted == 1
+    h = HandMade(shape=(), null_shape=True)
+    d = ext.describe(h.capsule)
+    assert (d["shape"], d["numel"]) == ((), 1)
+
+
+@pytest.mark.parametrize("device, readable", [((3, 0), True), ((13, 0), True), ((20, 0), False), ((2, 1), False)])
+def test_device_codes_are_kept_and_only_host_memory_is_read(device, readable):
+    h = HandMade(device=device)
+    assert ext.describe(h.capsule)["device"] == device
+    h = HandMade(device=device)
+    if readable:
+        assert ext.to_list(h.capsule, "int16") == [1, 2, 3, 4, 5, 6]
+    else:
+        with pytest.raises(ValueError, match="expected a tensor on cpu:0"):
+            ext.to_list(h.capsule, "int16")
+    assert h.deleted == 1
+
+
+def test_misaligned_data_refuses_slices_but_not_to_vec():
+    h = HandMade(values=bytes(range(13)), dtype=(1, 32, 1), shape=(3,), byte_offset=1)
+    with pytest.raises(ValueError, match="not aligned for uint32"):
+        ext.slice_values(h.capsule, "uint32")
+    h = HandMade(values=bytes(range(13)), dtype=(1, 32, 1), shape=(3,), byte_offset=1)
+    assert ext.to_list(h.capsule, "uint32") == np.frombuffer(bytes(range(1, 13)), "u4").tolist()
+
+
+# --- ownership -----------------------------------------------------------------
+
+
+def test_dropped_on_a_thread_without_the_gil_deletes_once():
+    h = HandMade()
+    ext.drop_on_thread(h.capsule)
+    assert h.deleted == 1
+
+
+def test_torch_tensor_imported_and_dropped_on_another_thread():
+    t = torch.arange(1000, dtype=torch.float32)
+    before = t.untyped_storage()._weak_ref()
+    ext.drop_on_thread(t)
+    del t
+    gc.collect()
+    assert torch.Storage._expired(before), "the storage was freed: our share was released"
+
+
+def test_python_threads_importing_concurrently():
+    arrays = [np.arange(100, dtype="f8") for _ in range(8)]
+    results = []
+
+    def work(a):
+        for _ in range(200):
+            results.append(ext.to_list(a, "float64")[-1])
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in arrays]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [99.0] * 1600
