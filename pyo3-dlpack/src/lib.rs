@@ -36,6 +36,25 @@
 //! [`RawBuffer`] around a pointer from any GPU API. Plain buffers are
 //! `IntoDLPack` themselves, as 1-D tensors: `DLPackTensor::new(vec![1.0f32; 8])`.
 //!
+//! # Import: a Python tensor seen from Rust
+//!
+//! [`PyTensor`] takes a tensor from any producer (an object with
+//! `__dlpack__`, or a capsule), validates every field, and owns it until
+//! dropped. It is a `#[pyfunction]` argument as is; [`FromDLPack`] builds
+//! your own types from it, checking their constraints:
+//!
+//! ```
+//! use pyo3::prelude::*;
+//! use pyo3_dlpack::PyTensor;
+//!
+//! /// Python: `mean(np.arange(4.0))`, `mean(torch.ones(3, dtype=torch.float64))`
+//! #[pyfunction]
+//! fn mean(tensor: PyTensor) -> PyResult<f64> {
+//!     let values = tensor.to_vec::<f64>()?; // any strides; "expected a float64 tensor, got …"
+//!     Ok(values.iter().sum::<f64>() / values.len().max(1) as f64)
+//! }
+//! ```
+//!
 //! # Safety model
 //!
 //! - The only `unsafe` a user writes is the promise about memory:
@@ -48,6 +67,10 @@
 //! - Exported memory is shared: a consumer may write to it unless it was
 //!   exported read-only (`Arc<[T]>` always is).
 //! - No panic crosses into C: a panicking `Drop` in a deleter is caught and reported.
+//! - Imported fields are validated before use (rank, NULL pointers, negative
+//!   extents, size and address overflow, dtype codes); views check dtype,
+//!   contiguity, alignment and read-only flags, and never create `&[bool]`
+//!   over foreign bytes ([`PlainElement`]).
 //!
 //! # Features
 //!
