@@ -21,6 +21,11 @@ use crate::DataType;
 /// representation that DLPack gives `DTYPE` (native endianness), and the
 /// all-zero bit pattern must be a valid value. The crate exports `&[Self]`
 /// memory as `DTYPE` on the strength of this promise.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a DLPack element type",
+    label = "expected a scalar such as f32, i64, u8 or bool",
+    note = "Element is implemented for bool, i8-i64, u8-u64, f32, f64, half::f16/bf16 (feature `half`) and num_complex::Complex<f32/f64> (feature `num-complex`)"
+)]
 pub unsafe trait Element: Copy + Send + Sync + 'static {
     /// The DLPack type of this scalar.
     const DTYPE: DataType;

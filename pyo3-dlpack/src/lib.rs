@@ -80,6 +80,9 @@
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
 mod device;
 mod dtype;
 mod element;
@@ -97,6 +100,11 @@ pub use export::{
     TensorInfo, TensorInfoBuilder,
 };
 pub use import::{FromDLPack, ImportOptions, MAX_NDIM, PyTensor};
+
+/// `#[derive(IntoDLPack)]` and `#[derive(FromDLPack)]` (feature `derive`, on by default).
+#[cfg(feature = "derive")]
+#[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
+pub use pyo3_dlpack_derive::{FromDLPack, IntoDLPack};
 
 /// Re-exported so that users need no separate `ndarray` dependency of a matching version.
 #[cfg(feature = "ndarray")]

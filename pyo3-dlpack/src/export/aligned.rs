@@ -160,6 +160,7 @@ impl<T: Element + fmt::Debug> fmt::Debug for AlignedBuffer<T> {
 // initialized `T`s. The pointer is the buffer's own raw pointer (no reference
 // to the elements is involved), so consumers may write through it.
 unsafe impl<T: Element> TensorData for AlignedBuffer<T> {
+    const STATIC_DTYPE: Option<DataType> = Some(T::DTYPE);
     fn data_ptr(&self) -> *mut c_void {
         self.ptr.as_ptr().cast()
     }

@@ -30,7 +30,17 @@ use crate::{DataType, Device, Element};
 ///   invalidate;
 /// - when [`dtype`](Self::dtype) is `Some`, the memory holds elements of that
 ///   type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not tensor memory: it does not implement `TensorData`",
+    label = "a #[dlpack(data)] field must hold the tensor's memory",
+    note = "TensorData is implemented for Vec<T>, Box<[T]>, Arc<[T]>, AlignedBuffer<T>, RawBuffer and ndarray::Array<T, D>, with T an Element"
+)]
 pub unsafe trait TensorData {
+    /// The element type every value of this type holds, when the type says
+    /// (`Vec<f32>` → `float32`); `None` for raw memory. Lets the derive check
+    /// `#[dlpack(dtype = …)]` at compile time.
+    const STATIC_DTYPE: Option<DataType> = None;
+
     /// Address of the first byte of the buffer (dangling but non-null when empty).
     fn data_ptr(&self) -> *mut c_void;
 
@@ -59,6 +69,7 @@ pub unsafe trait TensorData {
 // pointer without creating a reference to the elements, so writes through it
 // are allowed. `len * size_of::<T>()` bytes are initialized elements of `T`.
 unsafe impl<T: Element> TensorData for Vec<T> {
+    const STATIC_DTYPE: Option<DataType> = Some(T::DTYPE);
     fn data_ptr(&self) -> *mut c_void {
         self.as_ptr().cast_mut().cast()
     }
@@ -73,6 +84,7 @@ unsafe impl<T: Element> TensorData for Vec<T> {
 // SAFETY: a boxed slice's heap buffer does not move when the box moves and lives
 // until the box is dropped; it holds `len` initialized `T`s.
 unsafe impl<T: Element> TensorData for Box<[T]> {
+    const STATIC_DTYPE: Option<DataType> = Some(T::DTYPE);
     fn data_ptr(&self) -> *mut c_void {
         self.as_ptr().cast_mut().cast()
     }
@@ -88,6 +100,7 @@ unsafe impl<T: Element> TensorData for Box<[T]> {
 // is reported read-only, because other clones of the Arc may read it through
 // shared references that a consumer's write would violate.
 unsafe impl<T: Element> TensorData for Arc<[T]> {
+    const STATIC_DTYPE: Option<DataType> = Some(T::DTYPE);
     fn data_ptr(&self) -> *mut c_void {
         self.as_ptr().cast_mut().cast()
     }

@@ -33,6 +33,7 @@ fn extent<T, D: Dimension>(array: &Array<T, D>) -> (usize, usize) {
 // shape and strides reach, all inside that buffer; `as_ptr` is the array's own
 // raw pointer (no reference to the elements), so consumers may write through it.
 unsafe impl<T: Element, D: Dimension> TensorData for Array<T, D> {
+    const STATIC_DTYPE: Option<DataType> = Some(T::DTYPE);
     fn data_ptr(&self) -> *mut c_void {
         let (below, _) = extent(self);
         self.as_ptr()

@@ -1,0 +1,209 @@
+//! Parsing of `#[dlpack(...)]` on the struct and on its fields.
+//!
+//! Both derives share one grammar, so a struct may derive both; each derive
+//! then validates the keys it uses (`valid` in `ast.rs`).
+
+use proc_macro2::Span;
+use syn::spanned::Spanned as _;
+use syn::{Attribute, LitInt, LitStr, Token};
+
+use crate::ctxt::Ctxt;
+use crate::device::{self, DeviceSpec};
+
+/// A value and where it was written.
+#[derive(Clone)]
+pub(crate) struct Spanned<T> {
+    pub(crate) value: T,
+    pub(crate) span: Span,
+}
+
+/// Struct-level `#[dlpack(...)]`.
+#[derive(Default)]
+pub(crate) struct ContainerAttrs {
+    /// `dtype = T`: a Rust `Element` type.
+    pub(crate) dtype: Option<syn::Type>,
+    /// `read_only` (IntoDLPack).
+    pub(crate) read_only: Option<Span>,
+    /// `crate = "path"`.
+    pub(crate) krate: Option<syn::Path>,
+    /// `ndim = N` (FromDLPack).
+    pub(crate) ndim: Option<Spanned<usize>>,
+    /// `device = "cuda:0"` (FromDLPack).
+    pub(crate) device: Option<Spanned<DeviceSpec>>,
+    /// `contiguous` (FromDLPack).
+    pub(crate) contiguous: Option<Span>,
+    /// `writable` (FromDLPack).
+    pub(crate) writable: Option<Span>,
+}
+
+/// What a field is to the derives.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Role {
+    Data,
+    Shape,
+    Strides,
+    Device,
+    Dtype,
+    ReadOnly,
+    Tensor,
+}
+
+impl Role {
+    const ALL: &'static [(&'static str, Role)] = &[
+        ("data", Role::Data),
+        ("shape", Role::Shape),
+        ("strides", Role::Strides),
+        ("device", Role::Device),
+        ("dtype", Role::Dtype),
+        ("read_only", Role::ReadOnly),
+        ("tensor", Role::Tensor),
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, role)| *role == self)
+            .map(|(name, _)| *name)
+            .unwrap_or("?")
+    }
+}
+
+const CONTAINER_KEYS: &str = "dtype, read_only, ndim, device, contiguous, writable, crate";
+const FIELD_KEYS: &str = "data, shape, strides, device, dtype, read_only, tensor";
+
+fn set_once<T>(ctxt: &Ctxt, slot: &mut Option<T>, value: T, path: &syn::Path, key: &str) {
+    if slot.is_some() {
+        ctxt.error_spanned_by(path, format!("duplicate dlpack attribute `{key}`"));
+    } else {
+        *slot = Some(value);
+    }
+}
+
+/// A flag (`contiguous`) must not be given a value (`contiguous = true`).
+fn flag(meta: &syn::meta::ParseNestedMeta<'_>, key: &str) -> syn::Result<Span> {
+    if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
+        return Err(meta.error(format!("`{key}` takes no value: write #[dlpack({key})]")));
+    }
+    Ok(meta.path.span())
+}
+
+/// Parses the struct's `#[dlpack(...)]` attributes.
+pub(crate) fn container(ctxt: &Ctxt, attrs: &[Attribute]) -> ContainerAttrs {
+    let mut out = ContainerAttrs::default();
+    for attr in attrs.iter().filter(|a| a.path().is_ident("dlpack")) {
+        let result = attr.parse_nested_meta(|meta| {
+            let path = meta.path.clone();
+            let key = path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+            match key.as_str() {
+                "dtype" => {
+                    let value = meta.value()?;
+                    if value.peek(LitStr) {
+                        let lit: LitStr = value.parse()?;
+                        return Err(syn::Error::new(
+                            lit.span(),
+                            format!(
+                                "`dtype` takes a Rust element type, not a string: write `dtype = {}`",
+                                lit.value()
+                            ),
+                        ));
+                    }
+                    let ty: syn::Type = value.parse()?;
+                    set_once(ctxt, &mut out.dtype, ty, &path, "dtype");
+                }
+                "read_only" => set_once(ctxt, &mut out.read_only, flag(&meta, "read_only")?, &path, "read_only"),
+                "contiguous" => set_once(ctxt, &mut out.contiguous, flag(&meta, "contiguous")?, &path, "contiguous"),
+                "writable" => set_once(ctxt, &mut out.writable, flag(&meta, "writable")?, &path, "writable"),
+                "crate" => {
+                    let lit: LitStr = meta.value()?.parse().map_err(|e| {
+                        syn::Error::new(e.span(), "`crate` takes a path in a string: write `crate = \"::pyo3_dlpack\"`")
+                    })?;
+                    let krate = lit.parse::<syn::Path>().map_err(|_| {
+                        syn::Error::new(
+                            lit.span(),
+                            format!("`crate = {:?}` is not a path: write `crate = \"::pyo3_dlpack\"` or the path you re-export it under", lit.value()),
+                        )
+                    })?;
+                    set_once(ctxt, &mut out.krate, krate, &path, "crate");
+                }
+                "ndim" => {
+                    let lit: LitInt = meta.value()?.parse().map_err(|e| {
+                        syn::Error::new(e.span(), "`ndim` takes a non-negative integer: write `ndim = 2`")
+                    })?;
+                    let value = lit.base10_parse::<usize>().map_err(|_| {
+                        syn::Error::new(lit.span(), "`ndim` takes a non-negative integer: write `ndim = 2`")
+                    })?;
+                    set_once(ctxt, &mut out.ndim, Spanned { value, span: lit.span() }, &path, "ndim");
+                }
+                "device" => {
+                    let lit: LitStr = meta.value()?.parse().map_err(|e| {
+                        syn::Error::new(e.span(), "`device` takes a string: write `device = \"cuda\"` or `device = \"cuda:0\"`")
+                    })?;
+                    let value = device::parse(&lit.value()).map_err(|msg| syn::Error::new(lit.span(), msg))?;
+                    set_once(ctxt, &mut out.device, Spanned { value, span: lit.span() }, &path, "device");
+                }
+                "data" | "shape" | "strides" | "tensor" => {
+                    return Err(meta.error(format!(
+                        "`{key}` belongs on a field: put #[dlpack({key})] on the field that holds it"
+                    )));
+                }
+                _ => {
+                    return Err(meta.error(format!(
+                        "unknown dlpack attribute `{}` on the struct; expected one of: {CONTAINER_KEYS}",
+                        quote::quote!(#path)
+                    )));
+                }
+            }
+            Ok(())
+        });
+        if let Err(error) = result {
+            ctxt.syn_error(error);
+        }
+    }
+    out
+}
+
+/// Parses a field's `#[dlpack(...)]` attributes: its role, if any.
+pub(crate) fn field(ctxt: &Ctxt, attrs: &[Attribute]) -> Option<Spanned<Role>> {
+    let mut role: Option<Spanned<Role>> = None;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("dlpack")) {
+        let result = attr.parse_nested_meta(|meta| {
+            let path = &meta.path;
+            let key = path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+            let Some((_, found)) = Role::ALL.iter().find(|(name, _)| *name == key) else {
+                let hint = match key.as_str() {
+                    "crate" | "ndim" | "contiguous" | "writable" => format!(
+                        "`{key}` belongs on the struct: put #[dlpack({key}…)] above `struct`"
+                    ),
+                    _ => format!(
+                        "unknown dlpack attribute `{}` on a field; expected one of: {FIELD_KEYS}",
+                        quote::quote!(#path)
+                    ),
+                };
+                return Err(meta.error(hint));
+            };
+            if meta.input.peek(Token![=]) {
+                return Err(meta.error(format!(
+                    "field attribute `{key}` takes no value: write #[dlpack({key})] (a struct-level `dtype = T` goes above `struct`)"
+                )));
+            }
+            match &role {
+                Some(existing) if existing.value == *found => {
+                    ctxt.error_spanned_by(path, format!("duplicate dlpack attribute `{key}`"));
+                }
+                Some(existing) => ctxt.error_spanned_by(
+                    path,
+                    format!(
+                        "a field has one dlpack role, and this one is already `{}`; use a separate field for `{key}`",
+                        existing.value.name()
+                    ),
+                ),
+                None => role = Some(Spanned { value: *found, span: path.span() }),
+            }
+            Ok(())
+        });
+        if let Err(error) = result {
+            ctxt.syn_error(error);
+        }
+    }
+    role
+}

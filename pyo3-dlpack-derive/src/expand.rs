@@ -1,0 +1,77 @@
+//! Code generation shared by both derives: the runtime crate's path, the
+//! `const _` wrapper, and the fallback emitted when the input is invalid.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::DeriveInput;
+
+use crate::ast::{Derive, Input};
+use crate::ctxt::Ctxt;
+use crate::{expand_from, expand_into};
+
+/// Expands `#[derive(…)]`: the impls, or every error found plus stub impls
+/// (so that one mistake does not cascade into errors at every use site).
+pub(crate) fn derive(derive: Derive, input: &DeriveInput) -> TokenStream {
+    let ctxt = Ctxt::default();
+    let expanded = Input::from_syn(&ctxt, derive, input).and_then(|parsed| match derive {
+        Derive::IntoDLPack => expand_into::expand(&ctxt, &parsed),
+        Derive::FromDLPack => expand_from::expand(&ctxt, &parsed),
+    });
+    match (ctxt.check(), expanded) {
+        (Ok(()), Some(tokens)) => wrap(tokens),
+        (Err(errors), _) => {
+            let errors = errors.into_compile_error();
+            let stub = wrap(fallback(derive, input));
+            quote!(#errors #stub)
+        }
+        (Ok(()), None) => unreachable!("an expansion that fails records an error"),
+    }
+}
+
+/// The path generated code uses for the runtime crate.
+pub(crate) fn krate(input: &Input<'_>) -> TokenStream {
+    match &input.attrs.krate {
+        Some(path) => quote!(#path),
+        None => quote!(::pyo3_dlpack),
+    }
+}
+
+/// The runtime crate's path for an input that may not have parsed.
+fn raw_krate(input: &DeriveInput) -> TokenStream {
+    let ctxt = Ctxt::default();
+    let path = crate::attr::container(&ctxt, &input.attrs).krate;
+    path.map_or_else(|| quote!(::pyo3_dlpack), |p| quote!(#p))
+}
+
+fn wrap(tokens: TokenStream) -> TokenStream {
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals, unused_qualifications, clippy::needless_lifetimes)]
+        const _: () = {
+            #tokens
+        };
+    }
+}
+
+/// Impls that compile whatever the input, so only the real errors show.
+fn fallback(derive: Derive, input: &DeriveInput) -> TokenStream {
+    let krate = raw_krate(input);
+    let ident = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    match derive {
+        Derive::IntoDLPack => quote! {
+            impl #impl_generics #krate::IntoDLPack for #ident #ty_generics #where_clause {
+                fn tensor_info(&self) -> #krate::__private::core::result::Result<#krate::TensorInfo<'_>, #krate::DLPackError> {
+                    #krate::__private::core::unimplemented!()
+                }
+            }
+        },
+        Derive::FromDLPack => quote! {
+            impl #impl_generics #krate::FromDLPack for #ident #ty_generics #where_clause {
+                fn from_dlpack(_: #krate::PyTensor) -> #krate::__private::core::result::Result<Self, #krate::DLPackError> {
+                    #krate::__private::core::unimplemented!()
+                }
+            }
+        },
+    }
+}

@@ -1,0 +1,122 @@
+//! `#[derive(FromDLPack)]`: `FromDLPack` and `FromPyObject` (any DLPack producer).
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use crate::ast::{Field, Input};
+use crate::ctxt::Ctxt;
+use crate::expand::krate;
+
+pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
+    let Some(plan) = input.plan_from_dlpack(ctxt) else {
+        input.missing_tensor(ctxt);
+        return None;
+    };
+    let krate = krate(input);
+    let private = quote!(#krate::__private);
+    let ident = &input.original.ident;
+    let (impl_generics, ty_generics, where_clause) = input.original.generics.split_for_impl();
+    let attrs = &input.attrs;
+
+    // Constraints, in the order their errors are most useful.
+    let mut checks = Vec::new();
+    if let Some(element) = &attrs.dtype {
+        checks.push(quote_spanned!(element.span()=> tensor.ensure_dtype(<#element as #krate::Element>::DTYPE)?;));
+    }
+    if let Some(ndim) = &attrs.ndim {
+        let n = ndim.value;
+        checks.push(quote!(tensor.ensure_ndim(#n)?;));
+    }
+    if let Some(device) = &attrs.device {
+        let code = device.value.code;
+        let id = match device.value.id {
+            Some(id) => quote!(#private::core::option::Option::Some(#id)),
+            None => quote!(#private::core::option::Option::None),
+        };
+        checks.push(quote!(#private::check_device(&tensor, #code, #id)?;));
+    }
+    if attrs.contiguous.is_some() {
+        checks.push(quote!(tensor.ensure_contiguous()?;));
+    }
+    if attrs.writable.is_some() {
+        checks.push(quote!(tensor.ensure_writable()?;));
+    }
+
+    // One local per field, computed before the tensor moves into its field.
+    let local = |field: &Field<'_>| format_ident!("__{}", crate::ast::member_name(&field.member));
+    let mut lets = Vec::new();
+    let typed = |field: &Field<'_>, value: TokenStream| {
+        let (name, ty) = (local(field), field.ty);
+        quote_spanned!(ty.span()=> let #name: #ty = #value;)
+    };
+    if let Some(shape) = plan.shape {
+        let ty = shape.ty;
+        lets.push(typed(shape, quote_spanned!(ty.span()=> <#ty as #private::DimsField>::from_entries(tensor.shape(), "shape")?)));
+    }
+    if let Some(strides) = plan.strides {
+        let ty = strides.ty;
+        lets.push(typed(strides, quote_spanned!(ty.span()=> <#ty as #private::StridesField>::from_entries(tensor.strides())?)));
+    }
+    if let Some(device) = plan.device {
+        lets.push(typed(device, quote!(tensor.device())));
+    }
+    if let Some(dtype) = plan.dtype {
+        lets.push(typed(dtype, quote!(tensor.dtype())));
+    }
+    if let Some(read_only) = plan.read_only {
+        lets.push(typed(read_only, quote!(tensor.is_read_only())));
+    }
+    if let Some(data) = plan.data {
+        let ty = data.ty;
+        lets.push(typed(
+            data,
+            quote_spanned!(ty.span()=> <#ty as #private::DataField>::from_tensor(&tensor)?),
+        ));
+        if let Some(element) = &attrs.dtype {
+            lets.push(quote_spanned!(ty.span()=>
+                #private::assert_same_element::<<#ty as #private::DataField>::Elem, #element>();));
+        }
+    }
+    let tensor_field = plan.tensor;
+    lets.push(typed(tensor_field, quote!(#private::tensor_field(tensor))));
+    let assigned: Vec<_> = input
+        .fields
+        .iter()
+        .filter(|f| f.role.is_some())
+        .map(|field| {
+            let (member, name) = (&field.member, local(field));
+            quote!(#member: #name)
+        })
+        .collect();
+    let defaults = input.others().map(|field| {
+        let (member, ty) = (&field.member, field.ty);
+        quote_spanned!(ty.span()=> #member: <#ty as #private::core::default::Default>::default())
+    });
+
+    let mut py_generics = input.original.generics.clone();
+    py_generics.params.insert(0, syn::parse_quote!('py));
+    py_generics.params.insert(0, syn::parse_quote!('a));
+    let (py_impl_generics, _, _) = py_generics.split_for_impl();
+    let pyo3 = quote!(#private::pyo3);
+
+    Some(quote! {
+        #[automatically_derived]
+        impl #impl_generics #krate::FromDLPack for #ident #ty_generics #where_clause {
+            fn from_dlpack(tensor: #krate::PyTensor) -> #private::core::result::Result<Self, #krate::DLPackError> {
+                #(#checks)*
+                #(#lets)*
+                #private::core::result::Result::Ok(Self { #(#assigned,)* #(#defaults,)* })
+            }
+        }
+
+        #[automatically_derived]
+        impl #py_impl_generics #pyo3::FromPyObject<'a, 'py> for #ident #ty_generics #where_clause {
+            type Error = #pyo3::PyErr;
+
+            fn extract(obj: #pyo3::Borrowed<'a, 'py, #pyo3::PyAny>) -> #private::core::result::Result<Self, Self::Error> {
+                #private::extract(&obj)
+            }
+        }
+    })
+}

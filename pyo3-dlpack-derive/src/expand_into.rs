@@ -1,0 +1,87 @@
+//! `#[derive(IntoDLPack)]`: `IntoDLPack` and `IntoPyObject` (as a `DLPackTensor`).
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use crate::ast::Input;
+use crate::ctxt::Ctxt;
+use crate::expand::krate;
+
+pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
+    let plan = input.plan_into_dlpack(ctxt)?;
+    let krate = krate(input);
+    let private = quote!(#krate::__private);
+    let ident = &input.original.ident;
+    let (impl_generics, ty_generics, where_clause) = input.original.generics.split_for_impl();
+
+    // Every field travels with the value to whichever thread drops it.
+    let exportable = input.fields.iter().map(|field| {
+        let ty = field.ty;
+        quote_spanned!(ty.span()=> #private::assert_field_is_exportable::<#ty>();)
+    });
+
+    let data = &plan.data.member;
+    let data_ty = plan.data.ty;
+    let mut steps =
+        vec![quote_spanned!(data_ty.span()=> let builder = #private::builder(&self.#data);)];
+    if let Some(shape) = plan.shape {
+        let (member, ty) = (&shape.member, shape.ty);
+        steps.push(quote_spanned!(ty.span()=>
+            let builder = builder.shape(<#ty as #private::DimsField>::dims(&self.#member));));
+    }
+    if let Some(strides) = plan.strides {
+        let (member, ty) = (&strides.member, strides.ty);
+        steps.push(quote_spanned!(ty.span()=>
+            let builder = builder.maybe_strides(<#ty as #private::StridesField>::strides(&self.#member));));
+    }
+    if let Some(device) = plan.device {
+        let (member, ty) = (&device.member, device.ty);
+        steps.push(quote_spanned!(ty.span()=> let builder = builder.device(#private::device_field(&self.#member));));
+    }
+    if let Some(dtype) = plan.dtype {
+        let (member, ty) = (&dtype.member, dtype.ty);
+        steps.push(quote_spanned!(ty.span()=> let builder = builder.dtype(#private::dtype_field(&self.#member));));
+    }
+    if let Some(element) = &input.attrs.dtype {
+        // Checked at compile time against a typed data field (`Vec<i64>` with `dtype = f32`).
+        steps.push(quote_spanned!(element.span()=>
+            const { #private::check_static_dtype(<#data_ty as #krate::TensorData>::STATIC_DTYPE, <#element as #krate::Element>::DTYPE) };
+            let builder = builder.dtype(<#element as #krate::Element>::DTYPE);
+        ));
+    }
+    if let Some(read_only) = plan.read_only {
+        let (member, ty) = (&read_only.member, read_only.ty);
+        steps.push(quote_spanned!(ty.span()=> let builder = builder.read_only(#private::read_only_flag(&self.#member));));
+    }
+    if input.attrs.read_only.is_some() {
+        steps.push(quote!(let builder = builder.read_only(true);));
+    }
+
+    let mut py_generics = input.original.generics.clone();
+    py_generics.params.insert(0, syn::parse_quote!('py));
+    let (py_impl_generics, _, _) = py_generics.split_for_impl();
+    let pyo3 = quote!(#private::pyo3);
+
+    Some(quote! {
+        #[automatically_derived]
+        impl #impl_generics #krate::IntoDLPack for #ident #ty_generics #where_clause {
+            fn tensor_info(&self) -> #private::core::result::Result<#krate::TensorInfo<'_>, #krate::DLPackError> {
+                #(#exportable)*
+                #(#steps)*
+                builder.build()
+            }
+        }
+
+        #[automatically_derived]
+        impl #py_impl_generics #pyo3::IntoPyObject<'py> for #ident #ty_generics #where_clause {
+            type Target = #krate::DLPackTensor;
+            type Output = #pyo3::Bound<'py, #krate::DLPackTensor>;
+            type Error = #pyo3::PyErr;
+
+            fn into_pyobject(self, py: #pyo3::Python<'py>) -> #private::core::result::Result<Self::Output, Self::Error> {
+                #private::into_pyobject(self, py)
+            }
+        }
+    })
+}

@@ -1,0 +1,251 @@
+//! Support for the code `#[derive(IntoDLPack, FromDLPack)]` generates.
+//!
+//! Not public API: no semver guarantee. The derive crate is pinned to this
+//! crate's exact version, so both always agree on what is here. Everything is
+//! safe code; the traits exist so that a misused field type fails to compile
+//! with a message about that field.
+
+use std::ptr::NonNull;
+
+pub use ::core;
+pub use ::pyo3;
+
+pub use crate::{
+    DLPackError, DLPackTensor, DataType, Device, DeviceType, Dims, Element, FromDLPack, IntoDLPack,
+    PyTensor, TensorData, TensorInfo, TensorInfoBuilder,
+};
+
+use pyo3::prelude::*;
+
+// ------------------------------------------------------------------ export
+
+/// Starts the description of a `#[dlpack(data)]` field.
+pub fn builder<D: TensorData + ?Sized>(data: &D) -> TensorInfoBuilder<'_> {
+    TensorInfo::builder(data)
+}
+
+/// A type a `#[dlpack(shape)]` or `#[dlpack(strides)]` field may have.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot hold a tensor's shape or strides",
+    label = "unsupported type for #[dlpack(shape)] / #[dlpack(strides)]",
+    note = "use [usize; N], [i64; N], Vec<usize>, Vec<i64>, Box<[usize]> or Box<[i64]> (strides may also be an Option of one)"
+)]
+pub trait DimsField {
+    /// The entries, borrowed.
+    fn dims(&self) -> Dims<'_>;
+    /// Built from an imported tensor's entries (FromDLPack), or why not.
+    fn from_entries(entries: &[i64], what: &str) -> Result<Self, DLPackError>
+    where
+        Self: Sized;
+}
+
+/// A type a `#[dlpack(strides)]` field may have: a [`DimsField`] or an `Option` of one.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot hold a tensor's strides",
+    label = "unsupported type for #[dlpack(strides)]",
+    note = "use [i64; N], Vec<i64>, Box<[i64]> (or the usize forms), or an Option of one"
+)]
+pub trait StridesField {
+    /// The strides, or `None` for row-major.
+    fn strides(&self) -> Option<Dims<'_>>;
+    /// Built from an imported tensor's strides.
+    fn from_entries(entries: &[i64]) -> Result<Self, DLPackError>
+    where
+        Self: Sized;
+}
+
+fn negative(what: &str, entries: &[i64]) -> DLPackError {
+    DLPackError::Layout(format!(
+        "the {what} {entries:?} has negative entries, which a usize field cannot hold"
+    ))
+}
+
+macro_rules! dims_fields {
+    ($($elem:ty),*) => {$(
+        impl<const N: usize> DimsField for [$elem; N] {
+            fn dims(&self) -> Dims<'_> { Dims::from(self) }
+            fn from_entries(entries: &[i64], what: &str) -> Result<Self, DLPackError> {
+                if entries.len() != N {
+                    return Err(DLPackError::Ndim { expected: N, found: entries.len() });
+                }
+                let converted = entries.iter().map(|&e| <$elem>::try_from(e).ok()).collect::<Option<Vec<$elem>>>();
+                let converted = converted.ok_or_else(|| negative(what, entries))?;
+                Ok(converted.try_into().unwrap_or_else(|_| unreachable!("length checked above")))
+            }
+        }
+        impl DimsField for Vec<$elem> {
+            fn dims(&self) -> Dims<'_> { Dims::from(self) }
+            fn from_entries(entries: &[i64], what: &str) -> Result<Self, DLPackError> {
+                entries.iter().map(|&e| <$elem>::try_from(e).ok()).collect::<Option<Vec<$elem>>>()
+                    .ok_or_else(|| negative(what, entries))
+            }
+        }
+        impl DimsField for Box<[$elem]> {
+            fn dims(&self) -> Dims<'_> { Dims::from(self) }
+            fn from_entries(entries: &[i64], what: &str) -> Result<Self, DLPackError> {
+                <Vec<$elem> as DimsField>::from_entries(entries, what).map(Vec::into_boxed_slice)
+            }
+        }
+        impl<const N: usize> StridesField for [$elem; N] {
+            fn strides(&self) -> Option<Dims<'_>> { Some(self.dims()) }
+            fn from_entries(entries: &[i64]) -> Result<Self, DLPackError> { DimsField::from_entries(entries, "strides") }
+        }
+        impl StridesField for Vec<$elem> {
+            fn strides(&self) -> Option<Dims<'_>> { Some(self.dims()) }
+            fn from_entries(entries: &[i64]) -> Result<Self, DLPackError> { DimsField::from_entries(entries, "strides") }
+        }
+        impl StridesField for Box<[$elem]> {
+            fn strides(&self) -> Option<Dims<'_>> { Some(self.dims()) }
+            fn from_entries(entries: &[i64]) -> Result<Self, DLPackError> { DimsField::from_entries(entries, "strides") }
+        }
+    )*};
+}
+dims_fields!(usize, i64);
+
+impl<T: DimsField> StridesField for Option<T> {
+    fn strides(&self) -> Option<Dims<'_>> {
+        self.as_ref().map(DimsField::dims)
+    }
+    fn from_entries(entries: &[i64]) -> Result<Self, DLPackError> {
+        T::from_entries(entries, "strides").map(Some)
+    }
+}
+
+/// A `#[dlpack(read_only)]` field must be a `bool`.
+pub fn read_only_flag(flag: &bool) -> bool {
+    *flag
+}
+
+/// A `#[dlpack(device)]` field must be a `Device`.
+pub fn device_field(device: &Device) -> Device {
+    *device
+}
+
+/// A `#[dlpack(dtype)]` field must be a `DataType`.
+pub fn dtype_field(dtype: &DataType) -> DataType {
+    *dtype
+}
+
+/// Every field of an exported value travels to whichever thread frees it.
+pub fn assert_field_is_exportable<T: ?Sized + Send + Sync + 'static>() {}
+
+/// `#[dlpack(dtype = T)]` against a typed data field, at compile time.
+pub const fn check_static_dtype(data: Option<DataType>, declared: DataType) {
+    if let Some(data) = data {
+        let bytes = data.code.code() == 1 && data.bits == 8 && data.lanes == 1;
+        let same = data.code.code() == declared.code.code()
+            && data.bits == declared.bits
+            && data.lanes == declared.lanes;
+        assert!(
+            same || bytes,
+            "#[dlpack(dtype = …)] differs from the element type of the #[dlpack(data)] field \
+             (only u8 byte buffers may hold another dtype)"
+        );
+    }
+}
+
+/// The `IntoPyObject` of a derived type: a checked `DLPackTensor`.
+pub fn into_pyobject<T: IntoDLPack>(value: T, py: Python<'_>) -> PyResult<Bound<'_, DLPackTensor>> {
+    Bound::new(py, DLPackTensor::new(value)?)
+}
+
+// ------------------------------------------------------------------ import
+
+/// The `FromPyObject` of a derived type.
+pub fn extract<T: FromDLPack>(obj: &Bound<'_, PyAny>) -> PyResult<T> {
+    let tensor = PyTensor::from_pyany(obj)?;
+    Ok(T::from_dlpack(tensor)?)
+}
+
+/// `#[dlpack(device = "…")]`: the type, and the index when one was given.
+pub fn check_device(
+    tensor: &PyTensor,
+    device_type: i32,
+    device_id: Option<i32>,
+) -> Result<(), DLPackError> {
+    let found = tensor.device();
+    let expected = Device::new(
+        DeviceType::from_code(device_type),
+        device_id.unwrap_or(found.device_id),
+    );
+    if found.device_type == expected.device_type && found.device_id == expected.device_id {
+        Ok(())
+    } else {
+        Err(DLPackError::Device { expected, found })
+    }
+}
+
+/// A `#[dlpack(tensor)]` field must be a `PyTensor`.
+pub fn tensor_field(tensor: PyTensor) -> PyTensor {
+    tensor
+}
+
+/// A type a FromDLPack `#[dlpack(data)]` field may have: a pointer to the
+/// first element (its element type checked against the dtype), or an address.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot hold an imported tensor's data",
+    label = "unsupported type for a FromDLPack #[dlpack(data)] field",
+    note = "use *const T, *mut T or NonNull<T> (T an Element matching the dtype), or a u64/usize address"
+)]
+pub trait DataField: Sized {
+    /// The element type the pointer claims, if any (`()` for addresses).
+    type Elem;
+    /// The field's value for `tensor`, or why the tensor does not fit it.
+    fn from_tensor(tensor: &PyTensor) -> Result<Self, DLPackError>;
+}
+
+fn typed_pointer<T: Element>(tensor: &PyTensor) -> Result<*mut T, DLPackError> {
+    tensor.ensure_dtype(T::DTYPE)?;
+    Ok(tensor.data_ptr().cast())
+}
+
+impl<T: Element> DataField for *const T {
+    type Elem = T;
+    fn from_tensor(tensor: &PyTensor) -> Result<Self, DLPackError> {
+        typed_pointer::<T>(tensor).map(<*mut T>::cast_const)
+    }
+}
+
+impl<T: Element> DataField for *mut T {
+    type Elem = T;
+    fn from_tensor(tensor: &PyTensor) -> Result<Self, DLPackError> {
+        tensor.ensure_writable()?;
+        typed_pointer::<T>(tensor)
+    }
+}
+
+impl<T: Element> DataField for NonNull<T> {
+    type Elem = T;
+    fn from_tensor(tensor: &PyTensor) -> Result<Self, DLPackError> {
+        tensor.ensure_writable()?;
+        let ptr = typed_pointer::<T>(tensor)?;
+        NonNull::new(ptr).ok_or_else(|| {
+            DLPackError::Layout("the tensor's data pointer is NULL (an empty tensor)".into())
+        })
+    }
+}
+
+impl DataField for u64 {
+    type Elem = ();
+    fn from_tensor(tensor: &PyTensor) -> Result<Self, DLPackError> {
+        Ok(tensor.data_ptr() as usize as u64)
+    }
+}
+
+impl DataField for usize {
+    type Elem = ();
+    fn from_tensor(tensor: &PyTensor) -> Result<Self, DLPackError> {
+        Ok(tensor.data_ptr() as usize)
+    }
+}
+
+/// `#[dlpack(dtype = T)]` against a data pointer to `U`: `T` and `U` must be one type.
+#[diagnostic::on_unimplemented(
+    message = "the #[dlpack(data)] pointer's element type `{Self}` differs from #[dlpack(dtype = {T})]",
+    label = "expected a pointer to `{T}`"
+)]
+pub trait SameElement<T> {}
+impl<T> SameElement<T> for T {}
+
+/// Compile-time check that `Pointee` is `Declared`.
+pub fn assert_same_element<Pointee: SameElement<Declared>, Declared>() {}
