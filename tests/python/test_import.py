@@ -117,8 +117,49 @@ def test_torch_expanded_stride_zero():
     assert ext.describe(t)["strides"] == (0, 1)
     assert ext.to_list(t, "int32") == [0, 1, 2] * 4
     broadcast = torch.zeros(1, dtype=torch.float64).expand(3)
-    with pytest.raises(ValueError, match=r"a mutable view needs distinct elements, but strides \[0\] repeat some"):
+    with pytest.raises(ValueError, match=r"needs distinct elements, but shape \[3\] with strides \[0\] reaches some twice"):
         ext.fill(broadcast, 1.0, through_ndarray=True)
+
+
+def test_overlapping_windows_refuse_mutable_views():
+    windows = np.lib.stride_tricks.as_strided(np.zeros(3), (2, 2), (8, 8))  # [[a, b], [b, c]]
+    with pytest.raises(ValueError, match="reaches some twice"):
+        ext.fill(windows, 1.0, through_ndarray=True)
+    assert ext.array_values(windows, "float64") == [0.0] * 4, "reading is fine"
+    disjoint = np.zeros((3, 4))[:, ::2]
+    ext.fill(disjoint, 2.0, through_ndarray=True)
+    assert disjoint.tolist() == [[2.0, 2.0]] * 3
+
+
+def test_the_same_array_twice_refuses_a_mutable_view():
+    a = np.ones(3)
+    with pytest.raises(ValueError, match="another imported tensor shares this memory"):
+        ext.add_into(a, a)
+    with pytest.raises(ValueError, match="another imported tensor shares this memory"):
+        ext.add_into(a[1:], a[:2])  # overlapping halves
+    b = np.ones(3)
+    ext.add_into(a, b)
+    assert a.tolist() == [2.0] * 3
+    ext.add_into(a[:1], a[2:])  # disjoint parts of one buffer are fine
+    assert a.tolist() == [4.0, 2.0, 2.0]
+
+
+def test_bool_tensors_are_read_as_bytes_but_never_written():
+    a = np.array([True, False])
+    assert ext.to_list(a, "uint8") == [1, 0]
+    with pytest.raises(ValueError, match="expected a uint8 tensor, got bool"):
+        ext.fill(a, 2.0, as_type="uint8")
+    with pytest.raises(ValueError, match="expected a uint8 tensor, got bool"):
+        ext.fill(a, 2.0, as_type="uint8", through_ndarray=True)
+    assert a.tolist() == [True, False]
+
+
+def test_empty_tensors_with_negative_strides_give_empty_views():
+    h = HandMade(values=b"", dtype=(2, 32, 1), shape=(2, 0), strides=(-1, 1), null_data=True)
+    assert ext.array_values(h.capsule, "float32") == []
+    h = HandMade(values=b"", dtype=(2, 64, 1), shape=(2**40, 0), strides=(-(2**40), 1))
+    ext.fill(h.capsule, 1.0, through_ndarray=True)
+    assert h.deleted == 1
 
 
 def test_torch_bfloat16_and_zero_copy():
@@ -230,11 +271,91 @@ class BrokenInside:
         return (1, 0)
 
 
-@pytest.mark.parametrize("error", [TypeError("producer bug: bad operand"), ValueError("producer says no")])
+@pytest.mark.parametrize(
+    "error",
+    [
+        TypeError("producer bug: bad operand"),
+        TypeError("helper() got an unexpected keyword argument 'x'"),  # looks like a signature error
+        ValueError("producer says no"),
+        NotImplementedError("float8 export is not implemented"),
+    ],
+)
 def test_a_producers_own_error_reaches_the_caller(error):
     with pytest.raises(type(error)) as excinfo:
         ext.describe(BrokenInside(error))
     assert excinfo.value is error
+
+
+def test_a_decorated_old_producer_still_gets_the_legacy_call():
+    import functools
+
+    def logged(method):
+        @functools.wraps(method)
+        def wrapper(self, *args, **kwargs):
+            return method(self, *args, **kwargs)
+
+        return wrapper
+
+    class Decorated(OldProducer):
+        __dlpack__ = logged(OldProducer.__dlpack__)
+
+    p = Decorated(np.arange(2.0))
+    assert ext.describe(p)["version"] is None
+    assert p.calls == [None]
+
+
+def test_array_api_strict_style_value_error_falls_back():
+    class OldApiVersion(RefusesMaxVersion):
+        def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+            if max_version is not None:
+                raise ValueError("The max_version argument to __dlpack__ requires at least version 2023.12")
+            return self.array.__dlpack__()
+
+    assert ext.describe(OldApiVersion(np.arange(2.0)))["version"] is None
+
+
+def test_no_legacy_retry_when_dl_device_or_copy_is_asked():
+    with pytest.raises(TypeError, match="max_version"):
+        ext.import_with(OldProducer(np.arange(2.0)), copy=True)
+    with pytest.raises(TypeError, match="max_version"):
+        ext.import_with(OldProducer(np.arange(2.0)), dl_device=(1, 0))
+
+
+def test_attribute_errors_mean_absent_other_errors_propagate():
+    class Exploding:
+        @property
+        def __dlpack__(self):
+            raise RuntimeError("lookup failed")
+
+    with pytest.raises(RuntimeError, match="lookup failed"):
+        ext.describe(Exploding())
+
+    class DeviceExplodes:
+        def __dlpack__(self, **kwargs):
+            return np.arange(2.0).__dlpack__(**kwargs)
+
+        @property
+        def __dlpack_device__(self):
+            raise RuntimeError("device lookup failed")
+
+    with pytest.raises(RuntimeError, match="device lookup failed"):
+        ext.describe(DeviceExplodes())
+
+
+def test_dlpack_device_is_asked_first():
+    calls = []
+
+    class Ordered:
+        def __dlpack_device__(self):
+            calls.append("device")
+            return (1, 0)
+
+        def __dlpack__(self, **kwargs):
+            calls.append("dlpack")
+            return np.arange(2.0).__dlpack__(**kwargs)
+
+    ext.describe(Ordered())
+    assert calls == ["device", "dlpack"]
 
 
 def test_options_are_forwarded():
@@ -272,6 +393,35 @@ def test_cuda_producers_get_a_stream():
     with pytest.raises(BufferError):
         ext.import_with(FakeCuda(), stream=0x1234)
     assert seen["stream"] == 0x1234
+    seen.clear()
+    with pytest.raises(BufferError):
+        ext.import_with(FakeCuda(), dl_device=(1, 0))
+    assert "stream" not in seen, "a CPU target gets no stream"
+
+    class FakeRocm(FakeCuda):
+        def __dlpack_device__(self):
+            return (10, 0)
+
+    seen.clear()
+    with pytest.raises(BufferError):
+        ext.describe(FakeRocm())
+    assert seen["stream"] == 0, "ROCm's default stream is 0"
+
+
+def test_the_legacy_retry_keeps_the_cuda_stream():
+    calls = []
+
+    class OldCuda:
+        def __dlpack__(self, stream=None):
+            calls.append(stream)
+            raise BufferError("no GPU here")
+
+        def __dlpack_device__(self):
+            return (2, 0)
+
+    with pytest.raises(BufferError):
+        ext.describe(OldCuda())
+    assert calls == [1]
 
 
 def test_copy_option_gives_a_private_copy():
@@ -291,7 +441,7 @@ def test_dlpack_returning_a_non_capsule():
         def __dlpack__(self, **kwargs):
             return 42
 
-    with pytest.raises(ValueError, match=r"Liar.__dlpack__\(\) returned int, expected a DLPack capsule"):
+    with pytest.raises(TypeError, match=r"Liar.__dlpack__\(\) returned int, expected a DLPack capsule"):
         ext.describe(Liar())
 
 
@@ -338,6 +488,13 @@ def test_handmade_bad_fields_raise_and_delete_once(fields, error, message):
     assert h.deleted == 1
 
 
+def test_the_version_is_checked_before_any_other_field():
+    h = HandMade(version=(2, 0), ndim=-1, null_shape=True, dtype=(99, 0, 7))
+    with pytest.raises(BufferError, match="unsupported DLPack version 2.0"):
+        ext.describe(h.capsule)
+    assert h.deleted == 1
+
+
 def test_minor_versions_from_the_future_are_fine():
     h = HandMade(version=(1, 99))
     assert ext.describe(h.capsule)["version"] == (1, 99)
@@ -372,7 +529,11 @@ def test_zero_size_null_data_and_zero_d_null_shape():
     assert (d["shape"], d["numel"]) == ((), 1)
 
 
-@pytest.mark.parametrize("device, readable", [((3, 0), True), ((13, 0), True), ((20, 0), False), ((2, 1), False)])
+# Views read CPU memory only: pinned (3) and managed (13) memory may still be
+# written by GPU work, so they must be imported with dl_device=(1, 0).
+@pytest.mark.parametrize(
+    "device, readable", [((1, 0), True), ((3, 0), False), ((13, 0), False), ((20, 0), False), ((2, 1), False)]
+)
 def test_device_codes_are_kept_and_only_host_memory_is_read(device, readable):
     h = HandMade(device=device)
     assert ext.describe(h.capsule)["device"] == device

@@ -15,6 +15,8 @@ pub(crate) struct Checked {
     pub(crate) nbytes: usize,
     /// Row-major strides, when the producer gave NULL strides for ndim > 0.
     pub(crate) synthesized_strides: Option<Box<[i64]>>,
+    /// Addresses `[start, end)` of every byte the elements reach (empty for no elements).
+    pub(crate) span: (usize, usize),
 }
 
 impl Checked {
@@ -24,6 +26,7 @@ impl Checked {
         numel: 0,
         nbytes: 0,
         synthesized_strides: None,
+        span: (0, 0),
     };
 }
 
@@ -59,14 +62,17 @@ pub(crate) unsafe fn check(tensor: &DLTensor) -> Result<Checked, DLPackError> {
         None => unsafe { foreign_slice(tensor.strides, ndim) },
     };
     let nbytes = storage_bytes(numel, tensor.dtype)?;
-    if numel > 0 {
-        check_extent(tensor, shape, strides)?;
-    }
+    let span = if numel > 0 {
+        check_extent(tensor, shape, strides)?
+    } else {
+        (0, 0)
+    };
     Ok(Checked {
         ndim,
         numel,
         nbytes,
         synthesized_strides,
+        span,
     })
 }
 
@@ -155,7 +161,11 @@ fn storage_bytes(numel: usize, dtype: DataType) -> Result<usize, DLPackError> {
 
 /// The bytes the tensor reaches, from its first element's address plus the
 /// most negative and most positive stride reach, must be a real address range.
-fn check_extent(tensor: &DLTensor, shape: &[i64], strides: &[i64]) -> Result<(), DLPackError> {
+fn check_extent(
+    tensor: &DLTensor,
+    shape: &[i64],
+    strides: &[i64],
+) -> Result<(usize, usize), DLPackError> {
     if tensor.data.is_null() {
         return Err(DLPackError::InvalidCapsule(format!(
             "the tensor has shape {shape:?} but a NULL data pointer"
@@ -184,5 +194,5 @@ fn check_extent(tensor: &DLTensor, shape: &[i64], strides: &[i64]) -> Result<(),
     if high - low + itemsize > isize::MAX as i128 {
         return Err(overflow());
     }
-    Ok(())
+    Ok(((first + low) as usize, (first + high + itemsize) as usize))
 }

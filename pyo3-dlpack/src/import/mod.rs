@@ -4,6 +4,7 @@ mod consume;
 mod from_dlpack;
 mod layout;
 mod negotiate;
+mod registry;
 mod tensor;
 mod view;
 

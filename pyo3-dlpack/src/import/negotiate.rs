@@ -2,7 +2,7 @@
 //! `__dlpack__(max_version=…, stream=…, dl_device=…, copy=…)`, and a legacy
 //! retry only when the producer rejected the keywords themselves.
 
-use pyo3::exceptions::{PyNotImplementedError, PyTypeError};
+use pyo3::exceptions::{PyAttributeError, PyNotImplementedError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyInt, PySequence};
@@ -98,14 +98,15 @@ pub(crate) fn request_capsule<'py>(
         return Ok(capsule.clone());
     }
     let py = obj.py();
-    let Ok(dlpack) = obj.getattr(intern!(py, "__dlpack__")) else {
+    let Some(dlpack) = optional_attr(obj, intern!(py, "__dlpack__"))? else {
         return Err(DLPackError::NotDLPack {
             type_name: type_name(obj),
         }
         .into());
     };
     let device = producer_device(obj)?;
-    let stream = options.stream_for(device);
+    // The stream belongs to the device the consumer receives the data on.
+    let stream = options.stream_for(options.dl_device.or(device));
     let kwargs = PyDict::new(py);
     kwargs.set_item(intern!(py, "max_version"), options.max_version)?;
     if let Some(stream) = stream {
@@ -118,36 +119,45 @@ pub(crate) fn request_capsule<'py>(
     if let Some(copy) = options.copy {
         kwargs.set_item(intern!(py, "copy"), copy)?;
     }
+    let retry_allowed = options.dl_device.is_none() && options.copy.is_none();
     let result = match dlpack.call((), Some(&kwargs)) {
-        Err(err)
-            if rejected_keywords(py, &err)
-                && options.dl_device.is_none()
-                && options.copy.is_none() =>
-        {
+        Err(err) if retry_allowed && rejected_max_version(py, &err) => {
             // An older producer (`__dlpack__(self, stream=None)`): ask again
             // with only what it understands.
             let legacy = PyDict::new(py);
             if let Some(stream) = stream {
                 legacy.set_item(intern!(py, "stream"), stream)?;
             }
-            dlpack.call((), Some(&legacy))?
+            dlpack
+                .call((), Some(&legacy))
+                .inspect_err(|retry_err| retry_err.set_cause(py, Some(err)))?
         }
         other => other?,
     };
     result.cast_into::<PyCapsule>().map_err(|err| {
-        DLPackError::InvalidCapsule(format!(
+        PyTypeError::new_err(format!(
             "{}.__dlpack__() returned {}, expected a DLPack capsule",
             type_name(obj),
             type_name(err.into_inner().as_any())
         ))
-        .into()
     })
+}
+
+/// `obj.name`, `None` if it has no such attribute; other errors propagate.
+fn optional_attr<'py>(
+    obj: &Bound<'py, PyAny>,
+    name: &Bound<'py, pyo3::types::PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match obj.getattr(name) {
+        Ok(value) => Ok(Some(value)),
+        Err(err) if err.is_instance_of::<PyAttributeError>(obj.py()) => Ok(None),
+        Err(err) => Err(err),
+    }
 }
 
 /// `__dlpack_device__()` as a `Device`, or `None` if the producer has none.
 fn producer_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>> {
-    let py = obj.py();
-    let Ok(method) = obj.getattr(intern!(py, "__dlpack_device__")) else {
+    let Some(method) = optional_attr(obj, intern!(obj.py(), "__dlpack_device__"))? else {
         return Ok(None);
     };
     let result = method.call0()?;
@@ -172,21 +182,17 @@ fn producer_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>> {
     Ok(Some(Device::new(DeviceType::from_code(int(0)?), int(1)?)))
 }
 
-/// Whether `__dlpack__` failed because it does not take the new keywords:
-/// a `TypeError` raised while binding the arguments (it carries no traceback
-/// into the method's body, and its message speaks of arguments), or the
-/// `NotImplementedError` that array-api-strict raised for `max_version`.
-/// A `TypeError` from inside the producer's code has a traceback and is never
-/// mistaken for this, so the producer's own failures reach the caller.
-fn rejected_keywords(py: Python<'_>, err: &PyErr) -> bool {
-    if err.is_instance_of::<PyNotImplementedError>(py) {
-        return true;
-    }
-    if !err.is_instance_of::<PyTypeError>(py) || err.traceback(py).is_some() {
-        return false;
-    }
-    let message = err.value(py).to_string();
-    message.contains("keyword") || message.contains("argument")
+/// Whether `__dlpack__` failed because it does not take `max_version` (the
+/// only new keyword sent when a retry is allowed): a `TypeError` (signature
+/// mismatch, also through decorators or pybind11's "incompatible function
+/// arguments"), a `NotImplementedError` or a `ValueError` (array-api-strict)
+/// whose message names `max_version`. Any other failure is the producer's
+/// own and reaches the caller unchanged.
+fn rejected_max_version(py: Python<'_>, err: &PyErr) -> bool {
+    let kind_fits = err.is_instance_of::<PyTypeError>(py)
+        || err.is_instance_of::<PyNotImplementedError>(py)
+        || err.is_instance_of::<PyValueError>(py);
+    kind_fits && err.value(py).to_string().contains("max_version")
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {

@@ -12,6 +12,7 @@ use crate::ffi::{
 use crate::import::consume::{Managed, take_from_capsule};
 use crate::import::layout::{self, Checked};
 use crate::import::negotiate::{ImportOptions, request_capsule};
+use crate::import::registry::Registration;
 use crate::{DLPackError, DataType, Device};
 
 /// A tensor imported from any DLPack producer (a NumPy array, a torch or JAX
@@ -39,11 +40,24 @@ use crate::{DLPackError, DataType, Device};
 ///
 /// Imported memory is shared with the producer: the NumPy array or torch
 /// tensor it came from may still exist and be written by Python code. The
-/// views borrow the `PyTensor`, but, like rust-numpy's, they cannot stop
-/// Python from writing through its own object meanwhile.
+/// views borrow the `PyTensor`, so Rust code cannot alias them, and a mutable
+/// view is refused while another live `PyTensor` overlaps the same memory
+/// (the same array passed as two arguments); but no view can stop Python code
+/// from writing through its own object meanwhile, so do not run Python code
+/// that writes the array while you hold a view of it.
+///
+/// The typed views read host memory of device `cpu`. Pinned (`cuda_host`) and
+/// managed (`cuda_managed`) memory may still be written by GPU work: import it
+/// with [`ImportOptions::dl_device`]`(Device::cpu())`, which makes the producer
+/// synchronise and export it as CPU memory.
+///
+/// Like every DLPack consumer, `PyTensor` trusts that a capsule named
+/// `dltensor`/`dltensor_versioned` holds a DLPack struct whose pointers are
+/// valid: a capsule forged with another payload cannot be detected.
 pub struct PyTensor {
     managed: Option<Managed>,
     checked: Checked,
+    registration: Option<Registration>,
 }
 
 // SAFETY: a PyTensor owns its managed tensor exclusively (the capsule was
@@ -87,6 +101,7 @@ impl PyTensor {
         let mut tensor = Self {
             managed: Some(managed),
             checked: Checked::EMPTY,
+            registration: None,
         };
         if let Some(Managed::Versioned(versioned)) = &tensor.managed {
             // SAFETY: a live struct we own; `version` is its first field, which
@@ -102,6 +117,7 @@ impl PyTensor {
         // SAFETY: the struct is live and of a version whose layout we know;
         // its shape and strides are `ndim` long per the header.
         tensor.checked = unsafe { layout::check(tensor.dl_tensor()) }?;
+        tensor.registration = Registration::new(tensor.checked.span);
         Ok(tensor)
     }
 
@@ -249,6 +265,19 @@ impl PyTensor {
                 self.shape(),
                 self.strides()
             )))
+        }
+    }
+
+    /// `Ok` if no other live `PyTensor` shares this tensor's memory (a mutable
+    /// view needs exclusive access), else [`DLPackError::Layout`].
+    pub(crate) fn ensure_exclusive(&self) -> Result<(), DLPackError> {
+        match &self.registration {
+            Some(registration) if !registration.is_exclusive() => Err(DLPackError::Layout(
+                "another imported tensor shares this memory (the same array passed twice?): \
+                 a mutable view needs it alone"
+                    .into(),
+            )),
+            _ => Ok(()),
         }
     }
 

@@ -6,18 +6,20 @@ use crate::import::tensor::PyTensor;
 use crate::{DLPackError, DataType, PlainElement};
 
 impl PyTensor {
-    /// Checks that the elements can be read as `T` from the host: the device
-    /// is host-accessible and the dtype is `T`'s (a `bool` tensor reads as `u8`).
-    fn check_element<T: PlainElement>(&self) -> Result<(), DLPackError> {
+    /// Checks that the elements can be accessed as `T` from the host: the
+    /// device is the CPU and the dtype is `T`'s. A `bool` tensor may be read
+    /// as `u8`, never written (a byte other than 0 or 1 would break it).
+    fn check_element<T: PlainElement>(&self, mutable: bool) -> Result<(), DLPackError> {
         let device = self.device();
-        if !device.is_host_accessible() {
+        if device.device_type != crate::DeviceType::CPU {
             return Err(DLPackError::Device {
                 expected: crate::Device::cpu(),
                 found: device,
             });
         }
         let dtype = self.dtype();
-        if dtype == T::DTYPE || (dtype == DataType::BOOL && T::DTYPE == DataType::U8) {
+        let bool_as_bytes = dtype == DataType::BOOL && T::DTYPE == DataType::U8 && !mutable;
+        if dtype == T::DTYPE || bool_as_bytes {
             Ok(())
         } else {
             Err(DLPackError::Dtype {
@@ -57,7 +59,7 @@ impl PyTensor {
     /// # Ok(()) }).unwrap();
     /// ```
     pub fn as_slice<T: PlainElement>(&self) -> Result<&[T], DLPackError> {
-        self.check_element::<T>()?;
+        self.check_element::<T>(false)?;
         self.ensure_contiguous()?;
         let ptr = self.element_ptr::<T>()?;
         // SAFETY: validated on import: `numel` elements of `T`'s size from the
@@ -67,14 +69,17 @@ impl PyTensor {
         Ok(unsafe { std::slice::from_raw_parts(ptr.as_ptr(), self.numel()) })
     }
 
-    /// The elements as a mutable slice; also refuses read-only tensors.
+    /// The elements as a mutable slice; also refuses read-only tensors, bool
+    /// tensors, and memory another live `PyTensor` shares.
     pub fn as_slice_mut<T: PlainElement>(&mut self) -> Result<&mut [T], DLPackError> {
-        self.check_element::<T>()?;
+        self.check_element::<T>(true)?;
         self.ensure_contiguous()?;
         self.ensure_writable()?;
+        self.ensure_exclusive()?;
         let ptr = self.element_ptr::<T>()?;
-        // SAFETY: as in `as_slice`, plus: not read-only (checked), and
-        // `&mut self` excludes every other view through this tensor.
+        // SAFETY: as in `as_slice`, plus: not read-only (checked), no other
+        // live import overlaps it (checked), and `&mut self` excludes every
+        // other view through this tensor.
         Ok(unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), self.numel()) })
     }
 
@@ -97,7 +102,7 @@ impl PyTensor {
     /// # Ok(()) }).unwrap();
     /// ```
     pub fn to_vec<T: PlainElement>(&self) -> Result<Vec<T>, DLPackError> {
-        self.check_element::<T>()?;
+        self.check_element::<T>(false)?;
         let numel = self.numel();
         let mut out = Vec::with_capacity(numel);
         if numel == 0 {
@@ -132,6 +137,28 @@ mod ndarray_views {
 
     use super::*;
 
+    /// A sufficient condition for no two indices to reach the same element:
+    /// ordered by |stride|, each axis longer than 1 steps past everything the
+    /// smaller axes reach.
+    fn elements_are_distinct(shape: &[i64], strides: &[i64]) -> bool {
+        let mut axes: Vec<(u64, u64)> = shape
+            .iter()
+            .zip(strides)
+            .filter(|&(&dim, _)| dim > 1)
+            .map(|(&dim, &stride)| (stride.unsigned_abs(), dim as u64))
+            .collect();
+        axes.sort_unstable();
+        let mut reach: u64 = 0;
+        for (stride, dim) in axes {
+            if stride <= reach {
+                return false;
+            }
+            // Bounded by the validated extent, so no overflow.
+            reach += (dim - 1) * stride;
+        }
+        true
+    }
+
     /// Shape, non-negative strides, and the axes to invert, for a view that
     /// starts at the lowest element (ndarray's constructors need strides ≥ 0).
     struct Plan {
@@ -165,7 +192,12 @@ mod ndarray_views {
         /// An `ndarray` view with the tensor's strides (negative and zero ones
         /// included), for a host tensor of `T`'s dtype. Feature `ndarray`.
         pub fn as_array<T: PlainElement>(&self) -> Result<ArrayViewD<'_, T>, DLPackError> {
-            self.check_element::<T>()?;
+            self.check_element::<T>(false)?;
+            if self.numel() == 0 {
+                let shape: Vec<usize> = self.shape().iter().map(|&d| d as usize).collect();
+                return Ok(ArrayViewD::from_shape(IxDyn(&shape), &[])
+                    .expect("an empty shape fits an empty slice"));
+            }
             let ptr = self.element_ptr::<T>()?;
             let plan = plan(self);
             let lowest = ptr.as_ptr().wrapping_offset(plan.lowest_offset);
@@ -182,22 +214,25 @@ mod ndarray_views {
             Ok(view)
         }
 
-        /// A mutable `ndarray` view; also refuses read-only tensors, and
-        /// tensors whose strides make elements overlap (stride 0 on an axis
-        /// longer than 1). Feature `ndarray`.
+        /// A mutable `ndarray` view; also refuses read-only and bool tensors,
+        /// memory another live `PyTensor` shares, and strides under which two
+        /// indices reach the same element (broadcasts, overlapping windows).
+        /// Feature `ndarray`.
         pub fn as_array_mut<T: PlainElement>(
             &mut self,
         ) -> Result<ArrayViewMutD<'_, T>, DLPackError> {
-            self.check_element::<T>()?;
+            self.check_element::<T>(true)?;
             self.ensure_writable()?;
-            let overlapping = self
-                .shape()
-                .iter()
-                .zip(self.strides())
-                .any(|(&dim, &stride)| dim > 1 && stride == 0);
-            if overlapping {
+            self.ensure_exclusive()?;
+            if self.numel() == 0 {
+                let shape: Vec<usize> = self.shape().iter().map(|&d| d as usize).collect();
+                return Ok(ArrayViewMutD::from_shape(IxDyn(&shape), &mut [])
+                    .expect("an empty shape fits an empty slice"));
+            }
+            if !elements_are_distinct(self.shape(), self.strides()) {
                 return Err(DLPackError::Layout(format!(
-                    "a mutable view needs distinct elements, but strides {:?} repeat some",
+                    "a mutable view needs distinct elements, but shape {:?} with strides {:?} reaches some twice",
+                    self.shape(),
                     self.strides()
                 )));
             }
@@ -205,9 +240,10 @@ mod ndarray_views {
             let plan = plan(self);
             let lowest = ptr.as_ptr().wrapping_offset(plan.lowest_offset);
             let shape = IxDyn(&plan.shape).strides(IxDyn(&plan.strides));
-            // SAFETY: as in `as_array`, plus: writable (checked), `&mut self`
-            // excludes other views through this tensor, and ndarray's
-            // constructor rejects strides that alias distinct indices.
+            // SAFETY: as in `as_array`, plus: writable (checked), no other live
+            // import overlaps it (checked), no two indices reach the same
+            // element (`elements_are_distinct`), and `&mut self` excludes
+            // other views through this tensor.
             let mut view = unsafe { ArrayViewMutD::from_shape_ptr(shape, lowest) };
             for &axis in &plan.inverted {
                 view.invert_axis(Axis(axis));

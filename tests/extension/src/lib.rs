@@ -463,15 +463,31 @@ fn array_values<'py>(
     ))
 }
 
-/// Sets every element to `value` through `as_slice_mut` (or, when
-/// `through_ndarray`, through `as_array_mut`, which takes any strides).
+/// Sets every element to `value` (as `as_type`) through `as_slice_mut` (or,
+/// when `through_ndarray`, through `as_array_mut`, which takes any strides).
 #[pyfunction]
-#[pyo3(signature = (tensor, value, through_ndarray=false))]
-fn fill(mut tensor: PyTensor, value: f64, through_ndarray: bool) -> PyResult<()> {
-    if through_ndarray {
-        tensor.as_array_mut::<f64>()?.fill(value);
-    } else {
-        tensor.as_slice_mut::<f64>()?.fill(value);
+#[pyo3(signature = (tensor, value, as_type="float64", through_ndarray=false))]
+fn fill(mut tensor: PyTensor, value: f64, as_type: &str, through_ndarray: bool) -> PyResult<()> {
+    match as_type {
+        "float64" if through_ndarray => tensor.as_array_mut::<f64>()?.fill(value),
+        "float64" => tensor.as_slice_mut::<f64>()?.fill(value),
+        "uint8" if through_ndarray => tensor.as_array_mut::<u8>()?.fill(value as u8),
+        "uint8" => tensor.as_slice_mut::<u8>()?.fill(value as u8),
+        other => return Err(PyValueError::new_err(format!("fill: no {other:?}"))),
+    }
+    Ok(())
+}
+
+/// `out += inp`, elementwise, for float64 tensors of one length.
+#[pyfunction]
+fn add_into(mut out: PyTensor, inp: PyTensor) -> PyResult<()> {
+    let source = inp.as_slice::<f64>()?;
+    let target = out.as_slice_mut::<f64>()?;
+    if source.len() != target.len() {
+        return Err(PyValueError::new_err("add_into: lengths differ"));
+    }
+    for (t, s) in target.iter_mut().zip(source) {
+        *t += s;
     }
     Ok(())
 }
@@ -501,6 +517,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(slice_values, m)?)?;
     m.add_function(wrap_pyfunction!(array_values, m)?)?;
     m.add_function(wrap_pyfunction!(fill, m)?)?;
+    m.add_function(wrap_pyfunction!(add_into, m)?)?;
     m.add_function(wrap_pyfunction!(drop_on_thread, m)?)?;
     Ok(())
 }
