@@ -98,14 +98,17 @@ pub(crate) fn container(ctxt: &Ctxt, attrs: &[Attribute]) -> ContainerAttrs {
                 "dtype" => {
                     let value = meta.value()?;
                     if value.peek(LitStr) {
+                        // Recorded, not returned: parsing goes on, so later
+                        // mistakes are reported too.
                         let lit: LitStr = value.parse()?;
-                        return Err(syn::Error::new(
+                        ctxt.syn_error(syn::Error::new(
                             lit.span(),
                             format!(
                                 "`dtype` takes a Rust element type, not a string: write `dtype = {}`",
                                 lit.value()
                             ),
                         ));
+                        return Ok(());
                     }
                     let ty: syn::Type = value.parse()?;
                     set_once(ctxt, &mut out.dtype, ty, &path, "dtype");
@@ -117,13 +120,13 @@ pub(crate) fn container(ctxt: &Ctxt, attrs: &[Attribute]) -> ContainerAttrs {
                     let lit: LitStr = meta.value()?.parse().map_err(|e| {
                         syn::Error::new(e.span(), "`crate` takes a path in a string: write `crate = \"::pyo3_dlpack\"`")
                     })?;
-                    let krate = lit.parse::<syn::Path>().map_err(|_| {
-                        syn::Error::new(
+                    match lit.parse::<syn::Path>() {
+                        Ok(krate) => set_once(ctxt, &mut out.krate, krate, &path, "crate"),
+                        Err(_) => ctxt.syn_error(syn::Error::new(
                             lit.span(),
                             format!("`crate = {:?}` is not a path: write `crate = \"::pyo3_dlpack\"` or the path you re-export it under", lit.value()),
-                        )
-                    })?;
-                    set_once(ctxt, &mut out.krate, krate, &path, "crate");
+                        )),
+                    }
                 }
                 "ndim" => {
                     let lit: LitInt = meta.value()?.parse().map_err(|e| {
@@ -138,8 +141,10 @@ pub(crate) fn container(ctxt: &Ctxt, attrs: &[Attribute]) -> ContainerAttrs {
                     let lit: LitStr = meta.value()?.parse().map_err(|e| {
                         syn::Error::new(e.span(), "`device` takes a string: write `device = \"cuda\"` or `device = \"cuda:0\"`")
                     })?;
-                    let value = device::parse(&lit.value()).map_err(|msg| syn::Error::new(lit.span(), msg))?;
-                    set_once(ctxt, &mut out.device, Spanned { value, span: lit.span() }, &path, "device");
+                    match device::parse(&lit.value()) {
+                        Ok(value) => set_once(ctxt, &mut out.device, Spanned { value, span: lit.span() }, &path, "device"),
+                        Err(message) => ctxt.syn_error(syn::Error::new(lit.span(), message)),
+                    }
                 }
                 "data" | "shape" | "strides" | "tensor" => {
                     return Err(meta.error(format!(

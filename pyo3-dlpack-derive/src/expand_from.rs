@@ -44,7 +44,15 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
     }
 
     // One local per field, computed before the tensor moves into its field.
-    let local = |field: &Field<'_>| format_ident!("__{}", crate::ast::member_name(&field.member));
+    // Named by position: field names may be raw identifiers (`r#type`).
+    let position = |field: &Field<'_>| {
+        input
+            .fields
+            .iter()
+            .position(|f| f.member == field.member)
+            .expect("a field of this input")
+    };
+    let local = |field: &Field<'_>| format_ident!("__field{}", position(field));
     let mut lets = Vec::new();
     let typed = |field: &Field<'_>, value: TokenStream| {
         let (name, ty) = (local(field), field.ty);
@@ -58,14 +66,18 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
         let ty = strides.ty;
         lets.push(typed(strides, quote_spanned!(ty.span()=> <#ty as #private::StridesField>::from_entries(tensor.strides())?)));
     }
-    if let Some(device) = plan.device {
-        lets.push(typed(device, quote!(tensor.device())));
-    }
-    if let Some(dtype) = plan.dtype {
-        lets.push(typed(dtype, quote!(tensor.dtype())));
-    }
-    if let Some(read_only) = plan.read_only {
-        lets.push(typed(read_only, quote!(tensor.is_read_only())));
+    for (field, role_trait) in [
+        (plan.device, quote!(DeviceField)),
+        (plan.dtype, quote!(DtypeField)),
+        (plan.read_only, quote!(ReadOnlyField)),
+    ] {
+        if let Some(field) = field {
+            let ty = field.ty;
+            lets.push(typed(
+                field,
+                quote_spanned!(ty.span()=> <#ty as #private::#role_trait>::from_tensor(&tensor)),
+            ));
+        }
     }
     if let Some(data) = plan.data {
         let ty = data.ty;
@@ -79,7 +91,11 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
         }
     }
     let tensor_field = plan.tensor;
-    lets.push(typed(tensor_field, quote!(#private::tensor_field(tensor))));
+    let tensor_ty = tensor_field.ty;
+    lets.push(typed(
+        tensor_field,
+        quote_spanned!(tensor_ty.span()=> <#tensor_ty as #private::TensorField>::from_tensor(tensor)),
+    ));
     let assigned: Vec<_> = input
         .fields
         .iter()

@@ -37,11 +37,13 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
     }
     if let Some(device) = plan.device {
         let (member, ty) = (&device.member, device.ty);
-        steps.push(quote_spanned!(ty.span()=> let builder = builder.device(#private::device_field(&self.#member));));
+        steps.push(quote_spanned!(ty.span()=>
+            let builder = builder.device(<#ty as #private::DeviceField>::device(&self.#member));));
     }
     if let Some(dtype) = plan.dtype {
         let (member, ty) = (&dtype.member, dtype.ty);
-        steps.push(quote_spanned!(ty.span()=> let builder = builder.dtype(#private::dtype_field(&self.#member));));
+        steps.push(quote_spanned!(ty.span()=>
+            let builder = builder.dtype(<#ty as #private::DtypeField>::dtype(&self.#member));));
     }
     if let Some(element) = &input.attrs.dtype {
         // Checked at compile time against a typed data field (`Vec<i64>` with `dtype = f32`).
@@ -52,7 +54,8 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
     }
     if let Some(read_only) = plan.read_only {
         let (member, ty) = (&read_only.member, read_only.ty);
-        steps.push(quote_spanned!(ty.span()=> let builder = builder.read_only(#private::read_only_flag(&self.#member));));
+        steps.push(quote_spanned!(ty.span()=>
+            let builder = builder.read_only(<#ty as #private::ReadOnlyField>::flag(&self.#member));));
     }
     if input.attrs.read_only.is_some() {
         steps.push(quote!(let builder = builder.read_only(true);));

@@ -111,19 +111,83 @@ impl<T: DimsField> StridesField for Option<T> {
     }
 }
 
-/// A `#[dlpack(read_only)]` field must be a `bool`.
-pub fn read_only_flag(flag: &bool) -> bool {
-    *flag
+/// The type of a `#[dlpack(read_only)]` field.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a #[dlpack(read_only)] field",
+    label = "expected `bool`"
+)]
+pub trait ReadOnlyField {
+    /// The flag to export.
+    fn flag(&self) -> bool;
+    /// The imported tensor's flag.
+    fn from_tensor(tensor: &PyTensor) -> Self;
 }
 
-/// A `#[dlpack(device)]` field must be a `Device`.
-pub fn device_field(device: &Device) -> Device {
-    *device
+impl ReadOnlyField for bool {
+    fn flag(&self) -> bool {
+        *self
+    }
+    fn from_tensor(tensor: &PyTensor) -> Self {
+        tensor.is_read_only()
+    }
 }
 
-/// A `#[dlpack(dtype)]` field must be a `DataType`.
-pub fn dtype_field(dtype: &DataType) -> DataType {
-    *dtype
+/// The type of a `#[dlpack(device)]` field.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a #[dlpack(device)] field",
+    label = "expected `pyo3_dlpack::Device`"
+)]
+pub trait DeviceField {
+    /// The device to export.
+    fn device(&self) -> Device;
+    /// The imported tensor's device.
+    fn from_tensor(tensor: &PyTensor) -> Self;
+}
+
+impl DeviceField for Device {
+    fn device(&self) -> Device {
+        *self
+    }
+    fn from_tensor(tensor: &PyTensor) -> Self {
+        tensor.device()
+    }
+}
+
+/// The type of a `#[dlpack(dtype)]` field.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a #[dlpack(dtype)] field",
+    label = "expected `pyo3_dlpack::DataType` (a struct-level `#[dlpack(dtype = f32)]` takes a Rust type)"
+)]
+pub trait DtypeField {
+    /// The dtype to export.
+    fn dtype(&self) -> DataType;
+    /// The imported tensor's dtype.
+    fn from_tensor(tensor: &PyTensor) -> Self;
+}
+
+impl DtypeField for DataType {
+    fn dtype(&self) -> DataType {
+        *self
+    }
+    fn from_tensor(tensor: &PyTensor) -> Self {
+        tensor.dtype()
+    }
+}
+
+/// The type of a `#[dlpack(tensor)]` field.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a #[dlpack(tensor)] field",
+    label = "expected `pyo3_dlpack::PyTensor`, which owns the imported memory"
+)]
+pub trait TensorField {
+    /// Takes the imported tensor.
+    fn from_tensor(tensor: PyTensor) -> Self;
+}
+
+impl TensorField for PyTensor {
+    fn from_tensor(tensor: PyTensor) -> Self {
+        tensor
+    }
 }
 
 /// Every field of an exported value travels to whichever thread frees it.
@@ -173,11 +237,6 @@ pub fn check_device(
     } else {
         Err(DLPackError::Device { expected, found })
     }
-}
-
-/// A `#[dlpack(tensor)]` field must be a `PyTensor`.
-pub fn tensor_field(tensor: PyTensor) -> PyTensor {
-    tensor
 }
 
 /// A type a FromDLPack `#[dlpack(data)]` field may have: a pointer to the

@@ -1,0 +1,49 @@
+#[doc(hidden)]
+#[allow(non_upper_case_globals, unused_qualifications, clippy::needless_lifetimes)]
+const _: () = {
+    #[automatically_derived]
+    impl<S: TensorData + Send + Sync + 'static> ::pyo3_dlpack::IntoDLPack for Samples<S>
+    where
+        S: Clone,
+    {
+        fn tensor_info(
+            &self,
+        ) -> ::pyo3_dlpack::__private::core::result::Result<
+            ::pyo3_dlpack::TensorInfo<'_>,
+            ::pyo3_dlpack::DLPackError,
+        > {
+            ::pyo3_dlpack::__private::assert_field_is_exportable::<S>();
+            let builder = ::pyo3_dlpack::__private::builder(&self.storage);
+            const {
+                ::pyo3_dlpack::__private::check_static_dtype(
+                    <S as ::pyo3_dlpack::TensorData>::STATIC_DTYPE,
+                    <f32 as ::pyo3_dlpack::Element>::DTYPE,
+                )
+            };
+            let builder = builder.dtype(<f32 as ::pyo3_dlpack::Element>::DTYPE);
+            let builder = builder.read_only(true);
+            builder.build()
+        }
+    }
+    #[automatically_derived]
+    impl<
+        'py,
+        S: TensorData + Send + Sync + 'static,
+    > ::pyo3_dlpack::__private::pyo3::IntoPyObject<'py> for Samples<S>
+    where
+        S: Clone,
+    {
+        type Target = ::pyo3_dlpack::DLPackTensor;
+        type Output = ::pyo3_dlpack::__private::pyo3::Bound<
+            'py,
+            ::pyo3_dlpack::DLPackTensor,
+        >;
+        type Error = ::pyo3_dlpack::__private::pyo3::PyErr;
+        fn into_pyobject(
+            self,
+            py: ::pyo3_dlpack::__private::pyo3::Python<'py>,
+        ) -> ::pyo3_dlpack::__private::core::result::Result<Self::Output, Self::Error> {
+            ::pyo3_dlpack::__private::into_pyobject(self, py)
+        }
+    }
+};

@@ -1,0 +1,20 @@
+::core::compile_error! {
+    "unknown dlpack attribute `pixels` on a field; expected one of: data, shape, strides, device, dtype, read_only, tensor"
+}
+::core::compile_error! {
+    "#[derive(IntoDLPack)] needs a #[dlpack(data)] field: mark the field that holds the tensor's memory (a Vec<T>, AlignedBuffer<T>, RawBuffer, …)"
+}
+#[doc(hidden)]
+#[allow(non_upper_case_globals, unused_qualifications, clippy::needless_lifetimes)]
+const _: () = {
+    impl ::pyo3_dlpack::IntoDLPack for Broken {
+        fn tensor_info(
+            &self,
+        ) -> ::pyo3_dlpack::__private::core::result::Result<
+            ::pyo3_dlpack::TensorInfo<'_>,
+            ::pyo3_dlpack::DLPackError,
+        > {
+            ::pyo3_dlpack::__private::core::unimplemented!()
+        }
+    }
+};

@@ -1,0 +1,10 @@
+//! Every misuse of the derives is a compile error on the offending token
+//! with a message that says what to write instead (`ui/fail`), and correct
+//! uses compile in hostile settings (`ui/pass`).
+
+#[test]
+fn ui() {
+    let cases = trybuild::TestCases::new();
+    cases.compile_fail("tests/ui/fail/*.rs");
+    cases.pass("tests/ui/pass/*.rs");
+}

@@ -1,0 +1,13 @@
+#![allow(unused_imports, dead_code)]
+use pyo3_dlpack::{FromDLPack, IntoDLPack, PyTensor};
+
+#[derive(IntoDLPack)]
+#[dlpack(dtype = "f32", colour)]
+struct Image {
+    #[dlpack(pixels)]
+    pixels: Vec<u8>,
+    #[dlpack(strides)]
+    strides: Vec<i64>,
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+#![allow(unused_imports, dead_code)]
+use pyo3_dlpack::{FromDLPack, IntoDLPack, PyTensor};
+
+#[derive(IntoDLPack)]
+struct Image {
+    #[dlpack(data = true)]
+    pixels: Vec<u8>,
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+#![allow(unused_imports, dead_code)]
+use pyo3_dlpack::{FromDLPack, IntoDLPack, PyTensor};
+
+#[derive(IntoDLPack)]
+struct Image {
+    pixels: Vec<u8>,
+}
+
+fn main() {}

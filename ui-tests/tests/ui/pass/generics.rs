@@ -1,0 +1,38 @@
+//! Generic structs derive both traits; bounds are the user's own.
+#![allow(dead_code)]
+
+use pyo3_dlpack::{Element, FromDLPack, IntoDLPack, PyTensor, TensorData};
+
+#[derive(IntoDLPack)]
+struct Signal<E: Element> {
+    #[dlpack(data)]
+    samples: Vec<E>,
+}
+
+#[derive(IntoDLPack)]
+struct Any<D: TensorData + Send + Sync + 'static, const N: usize> {
+    #[dlpack(data)]
+    data: D,
+    #[dlpack(shape)]
+    shape: [usize; N],
+    #[dlpack(dtype)]
+    dtype: pyo3_dlpack::DataType,
+}
+
+#[derive(FromDLPack)]
+struct Typed<T: Element> {
+    #[dlpack(tensor)]
+    tensor: PyTensor,
+    #[dlpack(data)]
+    data: *const T,
+}
+
+fn assert_into<T: IntoDLPack>() {}
+fn assert_from<T: FromDLPack>() {}
+
+fn main() {
+    assert_into::<Signal<f32>>();
+    assert_into::<Signal<bool>>();
+    assert_into::<Any<Vec<u8>, 2>>();
+    assert_from::<Typed<i64>>();
+}
