@@ -233,7 +233,10 @@ def test_an_old_producer_gets_a_legacy_call():
     p = OldProducer(np.arange(3, dtype="f4"))
     d = ext.describe(p)
     assert d["version"] is None
+    assert d["read_only"] is True, "a legacy capsule cannot say writes are allowed"
     assert p.calls == [None]
+    with pytest.raises(ValueError, match="expected a writable tensor, got a read-only one"):
+        ext.fill(OldProducer(np.zeros(3)), 1.0)
 
 
 class RefusesMaxVersion:

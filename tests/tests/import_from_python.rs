@@ -113,6 +113,10 @@ fn options_reach_the_producer() {
         let legacy =
             PyTensor::from_pyany_with(&a, &ImportOptions::new().with_max_version(0, 8)).unwrap();
         assert_eq!(legacy.version(), None);
+        assert!(
+            legacy.is_read_only(),
+            "legacy capsules cannot say writes are allowed"
+        );
     });
 }
 

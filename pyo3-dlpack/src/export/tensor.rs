@@ -5,6 +5,7 @@ use std::sync::Arc;
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
+use pyo3::{PyClass, PyClassInitializer};
 
 use crate::DLPackError;
 use crate::export::export_capsule;
@@ -54,7 +55,7 @@ use crate::export::request::{CapsuleFormat, ExportRequest};
 /// #     assert_eq!(t.repr().unwrap().to_string(), "DLPackTensor(shape=(4,), dtype=float32, device=cpu:0)");
 /// # });
 /// ```
-#[pyclass(frozen, module = "pyo3_dlpack", name = "DLPackTensor")]
+#[pyclass(frozen, subclass, module = "pyo3_dlpack", name = "DLPackTensor")]
 pub struct DLPackTensor {
     value: Arc<dyn IntoDLPack>,
 }
@@ -79,6 +80,48 @@ impl DLPackTensor {
     pub fn from_arc(value: Arc<dyn IntoDLPack>) -> Result<Self, DLPackError> {
         value.tensor_info()?;
         Ok(Self { value })
+    }
+
+    /// The initializer of a `#[pyclass(extends = DLPackTensor)]`: your own
+    /// Python class, with your own methods, that also speaks DLPack. Keep
+    /// an `Arc` of the value in your class to use it from Rust.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use pyo3::prelude::*;
+    /// use pyo3_dlpack::{AlignedBuffer, DLPackTensor, IntoDLPack};
+    ///
+    /// #[derive(IntoDLPack)]
+    /// struct Samples {
+    ///     #[dlpack(data)]
+    ///     values: AlignedBuffer<f32>,
+    /// }
+    ///
+    /// #[pyclass(extends = DLPackTensor)]               // 1. extend DLPackTensor
+    /// struct Signal {
+    ///     samples: Arc<Samples>,                        // 2. share the value with it
+    /// }
+    ///
+    /// #[pymethods]
+    /// impl Signal {
+    ///     #[new]
+    ///     fn new(n: usize) -> PyResult<PyClassInitializer<Self>> {
+    ///         let samples = Arc::new(Samples { values: AlignedBuffer::zeroed(n) });
+    ///         DLPackTensor::with_subclass(samples.clone(), Self { samples }) // 3. build both
+    ///     }
+    ///
+    ///     fn total(&self) -> f32 {                       // your own methods
+    ///         self.samples.values.iter().sum()
+    ///     }
+    /// }
+    /// // Python: s = Signal(4); s.total(); np.from_dlpack(s); torch.from_dlpack(s)
+    /// ```
+    pub fn with_subclass<T, S>(value: Arc<T>, subclass: S) -> PyResult<PyClassInitializer<S>>
+    where
+        T: IntoDLPack,
+        S: PyClass<BaseType = DLPackTensor>,
+    {
+        Ok(PyClassInitializer::from(Self::from_arc(value)?).add_subclass(subclass))
     }
 
     /// The value's current description.

@@ -130,9 +130,10 @@ impl PyTensor {
         }
     }
 
+    /// The versioned flags; a legacy capsule counts as read-only (see `is_read_only`).
     fn flags(&self) -> u64 {
         match self.managed.as_ref().expect("present until drop") {
-            Managed::Legacy(_) => 0,
+            Managed::Legacy(_) => DLPACK_FLAG_BITMASK_READ_ONLY,
             // SAFETY: we own the live struct until drop.
             Managed::Versioned(managed) => unsafe { managed.as_ref() }.flags,
         }
@@ -189,7 +190,10 @@ impl PyTensor {
         tensor.data.wrapping_byte_add(tensor.byte_offset as usize)
     }
 
-    /// Whether the producer marked the tensor read-only (versioned capsules only).
+    /// Whether the tensor must not be written: the producer set the read-only
+    /// flag, or sent a legacy capsule. A legacy capsule cannot say whether
+    /// writes are allowed (JAX before 0.12 exports its immutable arrays that
+    /// way), so, as NumPy ≥ 2.3 does, legacy imports are read-only.
     pub fn is_read_only(&self) -> bool {
         self.flags() & DLPACK_FLAG_BITMASK_READ_ONLY != 0
     }

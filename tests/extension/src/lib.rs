@@ -7,12 +7,13 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use pyo3::PyClassInitializer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
 use pyo3_dlpack::{
-    AlignedBuffer, CapsuleFormat, DLPackError, DLPackTensor, DataType, Device, ImportOptions,
-    IntoDLPack, PyTensor, RawBuffer, TensorInfo,
+    AlignedBuffer, CapsuleFormat, DLPackError, DLPackTensor, DataType, Device, FromDLPack,
+    ImportOptions, IntoDLPack, PyTensor, RawBuffer, TensorInfo,
 };
 
 static CREATED: AtomicUsize = AtomicUsize::new(0);
@@ -275,6 +276,167 @@ fn read_byte(tensor: &DLPackTensor, index: usize) -> PyResult<u8> {
     Ok(unsafe { byte.read_volatile() })
 }
 
+// ---------------------------------------------------------------- derive
+
+/// A derived exporter: an image whose layout and flags come from its fields.
+#[derive(IntoDLPack)]
+struct DerivedImage {
+    #[dlpack(data)]
+    pixels: AlignedBuffer<u8>,
+    #[dlpack(shape)]
+    shape: [usize; 3],
+    #[dlpack(strides)]
+    strides: Option<[i64; 3]>,
+    #[dlpack(read_only)]
+    frozen: bool,
+    _guard: DropGuard,
+}
+
+/// `height × width × 3` bytes, pixel `i` holding `i % 256`; `channels_first`
+/// describes the same bytes as `(3, H, W)` through strides.
+#[pyfunction]
+#[pyo3(signature = (height, width, channels_first=false, frozen=false))]
+fn derived_image(height: usize, width: usize, channels_first: bool, frozen: bool) -> DerivedImage {
+    let n = height * width * 3;
+    let (shape, strides) = if channels_first {
+        ([3, height, width], Some([1, 3 * width as i64, 3]))
+    } else {
+        ([height, width, 3], None)
+    };
+    DerivedImage {
+        pixels: AlignedBuffer::from_fn(n, |i| (i % 256) as u8),
+        shape,
+        strides,
+        frozen,
+        _guard: DropGuard::new(),
+    }
+}
+
+/// Raw memory with a runtime dtype and a declared device (host memory that
+/// claims `device_type:device_id`, to test device handling without one).
+#[derive(IntoDLPack)]
+struct DerivedRaw {
+    #[dlpack(data)]
+    raw: RawBuffer,
+    #[dlpack(shape)]
+    shape: Vec<i64>,
+    #[dlpack(dtype)]
+    dtype: DataType,
+    #[dlpack(device)]
+    device: Device,
+    _memory: AlignedBuffer<u8>,
+}
+
+#[pyfunction]
+fn derived_raw(
+    nbytes: usize,
+    dtype: &str,
+    shape: Vec<i64>,
+    device_type: i32,
+    device_id: i32,
+) -> PyResult<DerivedRaw> {
+    let memory = AlignedBuffer::<u8>::zeroed(nbytes);
+    // SAFETY: the memory is stored in the same value as the RawBuffer, so it
+    // lives exactly as long; nothing else touches it.
+    let raw = unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), nbytes, Device::cpu()) };
+    Ok(DerivedRaw {
+        raw,
+        shape,
+        dtype: parse_dtype(dtype)?,
+        device: Device::new(pyo3_dlpack::DeviceType::from_code(device_type), device_id),
+        _memory: memory,
+    })
+}
+
+/// A derived importer with every constraint.
+#[derive(FromDLPack)]
+#[dlpack(dtype = f32, ndim = 2, device = "cpu", contiguous, writable)]
+struct Matrix {
+    #[dlpack(tensor)]
+    tensor: PyTensor,
+    #[dlpack(shape)]
+    shape: [usize; 2],
+    #[dlpack(data)]
+    data: *mut f32,
+}
+
+/// Adds `value` to the diagonal in place; returns the old trace.
+#[pyfunction]
+fn add_to_diagonal(mut m: Matrix, value: f32) -> PyResult<f32> {
+    let [rows, cols] = m.shape;
+    let _ = m.data; // the derived pointer equals the slice's start
+    let cells = m.tensor.as_slice_mut::<f32>()?;
+    let mut trace = 0.0;
+    for i in 0..rows.min(cols) {
+        trace += cells[i * cols + i];
+        cells[i * cols + i] += value;
+    }
+    Ok(trace)
+}
+
+/// What a lenient derived importer saw.
+#[derive(FromDLPack)]
+struct Anything {
+    #[dlpack(tensor)]
+    tensor: PyTensor,
+    #[dlpack(shape)]
+    shape: Vec<usize>,
+    #[dlpack(strides)]
+    strides: Vec<i64>,
+    #[dlpack(device)]
+    device: Device,
+    #[dlpack(dtype)]
+    dtype: DataType,
+    #[dlpack(read_only)]
+    read_only: bool,
+    #[dlpack(data)]
+    address: usize,
+}
+
+#[pyfunction]
+fn derived_describe(t: Anything) -> (Vec<usize>, Vec<i64>, String, String, bool, bool) {
+    let same_address = t.address == t.tensor.data_ptr() as usize;
+    (
+        t.shape,
+        t.strides,
+        t.device.to_string(),
+        t.dtype.to_string(),
+        t.read_only,
+        same_address,
+    )
+}
+
+/// The #[pyclass] pattern: a Python class with its own methods that also
+/// speaks DLPack, by extending `DLPackTensor`.
+#[pyclass(extends = DLPackTensor)]
+struct Spectrum {
+    samples: std::sync::Arc<Samples>,
+}
+
+#[derive(IntoDLPack)]
+struct Samples {
+    #[dlpack(data)]
+    values: AlignedBuffer<f32>,
+    _guard: DropGuard,
+}
+
+#[pymethods]
+impl Spectrum {
+    #[new]
+    fn new(n: usize) -> PyResult<PyClassInitializer<Self>> {
+        let samples = std::sync::Arc::new(Samples {
+            values: AlignedBuffer::from_fn(n, |i| i as f32),
+            _guard: DropGuard::new(),
+        });
+        DLPackTensor::with_subclass(samples.clone(), Self { samples })
+    }
+
+    /// A method of the class itself, reading the shared samples from Rust.
+    fn total(&self) -> f32 {
+        self.samples.values.iter().sum()
+    }
+}
+
 // ---------------------------------------------------------------- import
 
 /// Everything a `PyTensor` reports, as a dict.
@@ -504,6 +666,11 @@ fn drop_on_thread(py: Python<'_>, tensor: PyTensor) {
 fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DLPackTensor>()?;
     m.add_function(wrap_pyfunction!(drop_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(derived_image, m)?)?;
+    m.add_function(wrap_pyfunction!(derived_raw, m)?)?;
+    m.add_function(wrap_pyfunction!(add_to_diagonal, m)?)?;
+    m.add_function(wrap_pyfunction!(derived_describe, m)?)?;
+    m.add_class::<Spectrum>()?;
     m.add_function(wrap_pyfunction!(clobbering_capsule, m)?)?;
     m.add_function(wrap_pyfunction!(arange, m)?)?;
     m.add_function(wrap_pyfunction!(from_bytes, m)?)?;

@@ -1,0 +1,160 @@
+"""Derived types: returned from and taken by #[pyfunction]s, checked against real frameworks."""
+
+import numpy as np
+import pytest
+import torch
+
+import dlpack_testext as ext
+from conftest import READ_ONLY
+
+
+# --- #[derive(IntoDLPack)] -----------------------------------------------------
+
+
+def expected_pixels(height, width):
+    return (np.arange(height * width * 3) % 256).astype("u1").reshape(height, width, 3)
+
+
+def test_a_derived_value_returned_from_a_pyfunction_is_a_dlpack_tensor():
+    x = ext.derived_image(4, 5)
+    assert isinstance(x, ext.DLPackTensor)
+    assert (x.shape, x.dtype, x.device, x.read_only) == ((4, 5, 3), "uint8", "cpu:0", False)
+
+
+def test_numpy_torch_and_jax_import_it_zero_copy():
+    import jax.numpy as jnp
+
+    x = ext.derived_image(4, 5)
+    a, t, j = np.from_dlpack(x), torch.from_dlpack(x), jnp.from_dlpack(x)
+    np.testing.assert_array_equal(a, expected_pixels(4, 5))
+    assert a.ctypes.data == t.data_ptr() == j.addressable_data(0).unsafe_buffer_pointer() == x.data_ptr
+    assert a.flags.writeable
+    a[0, 0, 0] = 200
+    assert t[0, 0, 0] == 200
+
+
+def test_strides_from_a_field():
+    x = ext.derived_image(2, 3, channels_first=True)
+    t = torch.from_dlpack(x)
+    assert tuple(t.shape) == (3, 2, 3)
+    assert t.stride() == (1, 9, 3)
+    np.testing.assert_array_equal(t.numpy(), expected_pixels(2, 3).transpose(2, 0, 1))
+
+
+def test_read_only_from_a_field(capsule_view):
+    x = ext.derived_image(2, 2, frozen=True)
+    assert capsule_view(x.__dlpack__(max_version=(1, 0))).flags == READ_ONLY
+    assert not np.from_dlpack(x).flags.writeable
+    with pytest.raises(BufferError, match="read-only"):
+        x.__dlpack__()
+
+
+def test_runtime_dtype_and_device_from_fields(capsule_view):
+    x = ext.derived_raw(16, "bfloat16", [2, 4], 1, 0)
+    t = torch.from_dlpack(x)
+    assert (t.dtype, tuple(t.shape)) == (torch.bfloat16, (2, 4))
+    gpu = ext.derived_raw(16, "float32", [4], 2, 3)
+    assert gpu.__dlpack_device__() == (2, 3)
+    assert capsule_view(gpu.__dlpack__(stream=None)).device == (2, 3)
+
+
+def test_a_shape_that_does_not_fit_fails_in_the_pyfunction():
+    with pytest.raises(ValueError, match=r"shape \[4\] of float64 needs 32 bytes, but the buffer holds 16 bytes"):
+        ext.derived_raw(16, "float64", [4], 1, 0)
+
+
+def test_derived_values_are_dropped_once(drops):
+    x = ext.derived_image(3, 3)
+    t = torch.from_dlpack(x)
+    del x
+    assert drops.dropped == 0
+    del t
+    assert (drops.created, drops.dropped) == (1, 1)
+
+
+# --- #[derive(FromDLPack)] -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: np.arange(9, dtype="f4").reshape(3, 3),
+        lambda: torch.arange(9, dtype=torch.float32).reshape(3, 3),
+    ],
+    ids=["numpy", "torch"],
+)
+def test_a_derived_argument_accepts_numpy_and_torch(make):
+    m = make()
+    assert ext.add_to_diagonal(m, 10.0) == 0 + 4 + 8
+    assert [float(m[i, i]) for i in range(3)] == [10.0, 14.0, 18.0], "written in place"
+
+
+def test_jax_arrays_are_read_only_so_writable_refuses_them():
+    # JAX >= 0.12 flags its exports read-only; older JAX sends legacy capsules,
+    # which are read-only on import because they cannot say otherwise.
+    import jax.numpy as jnp
+
+    x = jnp.eye(2, dtype=jnp.float32)
+    with pytest.raises(ValueError, match="expected a writable tensor, got a read-only one"):
+        ext.add_to_diagonal(x, 1.0)
+    assert ext.derived_describe(x)[4] is True
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (np.eye(2), "expected a float32 tensor, got float64"),
+        (torch.eye(2, dtype=torch.int32), "expected a float32 tensor, got int32"),
+        (np.zeros(3, dtype="f4"), "expected a 2-dimensional tensor, got 1 dimensions"),
+        (torch.zeros(2, 2, 2), "expected a 2-dimensional tensor, got 3 dimensions"),
+        (np.zeros((3, 2), dtype="f4").T, r"expected a contiguous \(row-major\) tensor, got shape \[2, 3\] with strides \[1, 2\]"),
+    ],
+    ids=["numpy-f64", "torch-i32", "rank-1", "rank-3", "transposed"],
+)
+def test_constraint_failures_are_value_errors_naming_expected_and_found(value, message):
+    with pytest.raises(ValueError, match=message):
+        ext.add_to_diagonal(value, 1.0)
+
+
+def test_read_only_input_fails_writable():
+    a = np.eye(2, dtype="f4")
+    a.flags.writeable = False
+    with pytest.raises(ValueError, match="expected a writable tensor, got a read-only one"):
+        ext.add_to_diagonal(a, 1.0)
+
+
+def test_device_constraint():
+    with pytest.raises(ValueError, match="expected a tensor on cpu:0, got one on cuda:0"):
+        ext.add_to_diagonal(ext.derived_raw(16, "float32", [2, 2], 2, 0), 1.0)
+
+
+@pytest.mark.parametrize("value", [[[1.0, 0.0], [0.0, 1.0]], "eye", 3.0, None])
+def test_non_tensors_are_type_errors(value):
+    with pytest.raises(TypeError, match="expected an object with __dlpack__ or a DLPack capsule"):
+        ext.add_to_diagonal(value, 1.0)
+
+
+def test_every_field_kind_is_filled():
+    a = np.arange(6, dtype="i2").reshape(2, 3)[:, ::-1]
+    a.flags.writeable = False
+    shape, strides, device, dtype, read_only, same_address = ext.derived_describe(a)
+    assert (shape, strides, device, dtype, read_only, same_address) == ([2, 3], [3, -1], "cpu:0", "int16", True, True)
+
+
+# --- the #[pyclass] pattern ---------------------------------------------------------
+
+
+def test_a_pyclass_extending_dlpack_tensor(drops):
+    s = ext.Spectrum(5)
+    assert isinstance(s, ext.DLPackTensor)
+    assert s.total() == 10.0, "its own methods read the shared value"
+    a = np.from_dlpack(s)
+    t = torch.from_dlpack(s)
+    assert a.ctypes.data == t.data_ptr() == s.data_ptr
+    a[0] = 100.0
+    assert s.total() == 110.0, "Rust sees the consumer's write"
+    assert s.shape == (5,) and repr(s).startswith("DLPackTensor(shape=(5,)")
+    del s, a
+    assert drops.dropped == 0
+    del t
+    assert drops.dropped == 1
