@@ -44,7 +44,7 @@ rust-test: $(VENV_STAMP)
 # pytest against real frameworks, over the test extension and the examples.
 py-test: $(VENV_STAMP)
 	maturin develop --quiet -m tests/extension/Cargo.toml
-	maturin develop --quiet -m examples/image-buffer/Cargo.toml
+	for example in examples/*/; do maturin develop --quiet -m $$example/Cargo.toml || exit 1; done
 	$(VENV_PY) -m pytest -q tests/python examples
 
 clean-venv:

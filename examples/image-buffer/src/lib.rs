@@ -9,55 +9,57 @@
 //! - `sine(n, cycles)`: a float32 signal in a plain `Vec<f32>` (a 1-D tensor).
 
 use pyo3::prelude::*;
-use pyo3_dlpack::{AlignedBuffer, DLPackError, DLPackTensor, IntoDLPack, TensorInfo};
+use pyo3_dlpack::{AlignedBuffer, IntoDLPack};
 
-/// An RGB image: interleaved `height × width × 3` bytes.
+/// An RGB image: interleaved `height × width × 3` bytes. The derive makes it
+/// a tensor: returned from a `#[pyfunction]`, it is a `DLPackTensor`.
+#[derive(IntoDLPack)]
 struct Image {
-    pixels: AlignedBuffer<u8>,
-    height: usize,
-    width: usize,
-    channels_first: bool,
+    #[dlpack(data)]
+    pixels: AlignedBuffer<u8>, // 64-byte aligned: JAX imports it without a copy
+    #[dlpack(shape)]
+    shape: [usize; 3],
+    /// `None`: row-major. `Some`: the channels-first view `(3, H, W)` of the
+    /// same interleaved bytes (channel c of pixel (y, x) is byte (y*W + x)*3 + c).
+    #[dlpack(strides)]
+    strides: Option<[i64; 3]>,
 }
 
-impl IntoDLPack for Image {
-    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
-        let (h, w) = (self.height, self.width);
-        if self.channels_first {
-            // Channel c of pixel (y, x) is at byte (y * w + x) * 3 + c.
-            TensorInfo::builder(&self.pixels)
-                .shape([3, h, w])
-                .strides([1, 3 * w as i64, 3])
-                .build()
-        } else {
-            TensorInfo::new(&self.pixels, [h, w, 3])
-        }
-    }
+/// A float32 signal: a plain `Vec<f32>` is tensor memory too.
+#[derive(IntoDLPack)]
+struct Signal {
+    #[dlpack(data)]
+    samples: Vec<f32>,
 }
 
 /// A horizontal red ramp, a vertical green ramp and a constant blue.
 #[pyfunction]
 #[pyo3(signature = (height, width, channels_first=false))]
-fn gradient(height: usize, width: usize, channels_first: bool) -> PyResult<DLPackTensor> {
+fn gradient(height: usize, width: usize, channels_first: bool) -> Image {
     let ramp = |i: usize, n: usize| (i * 255 / n.saturating_sub(1).max(1)) as u8;
     let mut pixels = AlignedBuffer::<u8>::zeroed(height * width * 3);
     for (i, rgb) in pixels.chunks_exact_mut(3).enumerate() {
         rgb.copy_from_slice(&[ramp(i % width, width), ramp(i / width, height), 128]);
     }
-    let image = Image {
-        pixels,
-        height,
-        width,
-        channels_first,
+    let (shape, strides) = if channels_first {
+        ([3, height, width], Some([1, 3 * width as i64, 3]))
+    } else {
+        ([height, width, 3], None)
     };
-    Ok(DLPackTensor::new(image)?)
+    Image {
+        pixels,
+        shape,
+        strides,
+    }
 }
 
 /// `n` samples of a sine wave with `cycles` periods, as float32.
 #[pyfunction]
-fn sine(n: usize, cycles: f32) -> PyResult<DLPackTensor> {
+fn sine(n: usize, cycles: f32) -> Signal {
     let step = std::f32::consts::TAU * cycles / n.max(1) as f32;
-    let samples: Vec<f32> = (0..n).map(|i| (i as f32 * step).sin()).collect();
-    Ok(DLPackTensor::new(samples)?)
+    Signal {
+        samples: (0..n).map(|i| (i as f32 * step).sin()).collect(),
+    }
 }
 
 #[pymodule]
