@@ -34,6 +34,7 @@ lint: $(VENV_STAMP)
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p pyo3-dlpack --all-targets --all-features -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p pyo3-dlpack --all-features
 
 # Unit, integration, doc (README included) and ui tests.
 rust-test: $(VENV_STAMP)

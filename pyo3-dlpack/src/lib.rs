@@ -2,9 +2,45 @@
 //! (NumPy, PyTorch, JAX, CuPy, TensorFlow, array-api-strict, pyarrow) over
 //! [DLPack](https://dmlc.github.io/dlpack/latest/), for PyO3 extensions.
 //!
+//! # Derive: your own tensor types
+//!
+//! `#[derive(IntoDLPack)]` on a struct whose fields hold the memory and its
+//! description makes it a tensor a `#[pyfunction]` can return;
+//! `#[derive(FromDLPack)]` makes a struct a `#[pyfunction]` argument that any
+//! DLPack producer can fill, with constraints checked at import. The
+//! attributes are listed on [`IntoDLPack`] and [`FromDLPack`].
+//!
+//! ```
+//! use pyo3::prelude::*;
+//! use pyo3_dlpack::{AlignedBuffer, FromDLPack, IntoDLPack, PyTensor};
+//!
+//! #[derive(IntoDLPack)]
+//! struct Image {
+//!     #[dlpack(data)]  pixels: AlignedBuffer<u8>,
+//!     #[dlpack(shape)] shape: [usize; 3],
+//! }
+//!
+//! #[derive(FromDLPack)]
+//! #[dlpack(dtype = f32, ndim = 2)]
+//! struct Matrix {
+//!     #[dlpack(tensor)] tensor: PyTensor,
+//!     #[dlpack(shape)]  shape: [usize; 2],
+//! }
+//!
+//! #[pyfunction]
+//! fn load() -> Image {
+//!     Image { pixels: AlignedBuffer::zeroed(2 * 2 * 3), shape: [2, 2, 3] }
+//! }
+//!
+//! #[pyfunction]
+//! fn rows(m: Matrix) -> usize {
+//!     m.shape[0]
+//! }
+//! ```
+//!
 //! # Export: a Rust tensor becomes a Python one
 //!
-//! Describe your tensor with [`IntoDLPack`] and return it as a
+//! Or describe your tensor by hand with [`IntoDLPack`] and return it as a
 //! [`DLPackTensor`]; every DLPack consumer imports it without copying:
 //!
 //! ```
@@ -74,7 +110,7 @@
 //!
 //! # Features
 //!
-//! - `derive` (default): `#[derive(IntoDLPack, FromDLPack)]` (in progress).
+//! - `derive` (default): `#[derive(IntoDLPack, FromDLPack)]`.
 //! - `ndarray`: export `ndarray::Array<T, D>` with its own strides.
 //! - `half`: `f16` and `bf16` elements. `num-complex`: `Complex<f32>`/`Complex<f64>`.
 #![deny(missing_docs)]

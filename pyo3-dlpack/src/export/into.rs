@@ -13,6 +13,47 @@ use crate::{DLPackError, Element};
 /// your tensor type, and the value can be returned to Python as a
 /// [`DLPackTensor`] that every DLPack consumer imports without a copy.
 ///
+/// # Deriving
+///
+/// `#[derive(IntoDLPack)]` implements this trait and `IntoPyObject` (the
+/// value becomes a [`DLPackTensor`], so a `#[pyfunction]` returns it as is):
+///
+/// | field attribute | field type | meaning |
+/// |---|---|---|
+/// | `#[dlpack(data)]` | any [`TensorData`](crate::TensorData) | the memory; exactly one |
+/// | `#[dlpack(shape)]` | `[usize; N]`, `[i64; N]`, `Vec<usize>`, `Vec<i64>`, `Box<[…]>` | optional for 1-D typed data |
+/// | `#[dlpack(strides)]` | as shape, or an `Option` of it | in elements; `None`: row-major |
+/// | `#[dlpack(device)]` | [`Device`](crate::Device) | overrides the buffer's own |
+/// | `#[dlpack(dtype)]` | [`DataType`](crate::DataType) | runtime dtype, for untyped buffers |
+/// | `#[dlpack(read_only)]` | `bool` | export read-only when true |
+///
+/// Struct attributes: `#[dlpack(dtype = T)]` (an [`Element`] type, checked at
+/// compile time against typed data; only `u8` byte buffers may hold another
+/// type), `#[dlpack(read_only)]`, `#[dlpack(crate = "path")]` (when the
+/// runtime crate is renamed or re-exported). Other fields are kept alive
+/// with the value and must, like every field, be `Send + Sync + 'static`.
+/// A shape that does not fit the buffer is an error when the value is
+/// returned (a `ValueError`), never an export of memory it does not own.
+///
+/// ```
+/// use pyo3_dlpack::{DataType, IntoDLPack};
+///
+/// #[derive(IntoDLPack)]
+/// #[dlpack(dtype = f32)]
+/// struct Spectrogram {
+///     #[dlpack(data)]
+///     bytes: Vec<u8>, // f32 values stored as bytes
+///     #[dlpack(shape)]
+///     shape: [usize; 2],
+///     frame_rate: f64, // kept with the value
+/// }
+///
+/// let s = Spectrogram { bytes: vec![0; 24], shape: [2, 3], frame_rate: 100.0 };
+/// assert_eq!(s.tensor_info().unwrap().dtype(), DataType::F32);
+/// ```
+///
+/// # Implementing by hand
+///
 /// Implementing it is safe: the memory promise lives in the
 /// [`TensorData`](crate::TensorData) the [`TensorInfo`] is built from, and
 /// `TensorInfo`'s constructors check that the description fits the buffer.
