@@ -149,8 +149,8 @@ fn a_consumer_may_run_the_deleter_on_another_thread_without_the_gil() {
 }
 
 #[test]
-fn a_description_that_goes_bad_after_wrapping_is_a_buffer_error() {
-    /// Valid when wrapped, invalid afterwards: `__dlpack__` must refuse, not export a lie.
+fn exports_use_the_description_checked_when_wrapped() {
+    /// Valid when wrapped, invalid afterwards (through interior mutability).
     struct Shrinks {
         data: Vec<u8>,
         calls: AtomicUsize,
@@ -175,7 +175,16 @@ fn a_description_that_goes_bad_after_wrapping_is_a_buffer_error() {
             .unwrap(),
         )
         .unwrap();
-        let err = tensor.call_method0("__dlpack__").unwrap_err();
+        // Zero-copy exports use the checked description: shape [4], never [99].
+        let shape: Vec<i64> = tensor.getattr("shape").unwrap().extract().unwrap();
+        assert_eq!(shape, vec![4]);
+        tensor.call_method0("__dlpack__").unwrap();
+        // A copy describes the value again, and refuses the bad description.
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("copy", true).unwrap();
+        let err = tensor
+            .call_method("__dlpack__", (), Some(&kwargs))
+            .unwrap_err();
         assert!(
             err.is_instance_of::<pyo3::exceptions::PyBufferError>(py),
             "{err}"

@@ -22,7 +22,9 @@ use crate::{DataType, Device, Element};
 ///
 /// An implementation promises, for as long as the value lives and whether or
 /// not it is moved:
-/// - [`data_ptr`](Self::data_ptr) returns the same address every time;
+/// - [`data_ptr`](Self::data_ptr) returns the same address every time, and
+///   [`byte_len`](Self::byte_len) the same length (exports keep a checked
+///   description of the value);
 /// - when [`byte_len`](Self::byte_len) is `Some(n)`, the `n` bytes from that
 ///   address are allocated memory on [`device`](Self::device) (readable, and
 ///   writable unless [`is_read_only`](Self::is_read_only) is true), and no

@@ -300,31 +300,21 @@ impl<'a> TensorInfo<'a> {
         self.shape.iter()
     }
 
-    /// Strides in elements, synthesising row-major ones when none were given.
+    /// Strides in elements, synthesising row-major ones when none were given
+    /// (stride `i` is the product of the extents after `i`; no allocation,
+    /// as this runs on every export).
     pub(crate) fn strides_iter(
         &self,
     ) -> impl DoubleEndedIterator<Item = i64> + ExactSizeIterator + '_ {
-        let row_major = self
-            .strides
-            .is_none()
-            .then(|| row_major_strides(&self.shape));
-        let given = self.strides.as_ref();
-        (0..self.ndim()).map(move |i| match (&row_major, given) {
-            (Some(row_major), _) => row_major[i],
-            (None, Some(strides)) => strides.get(i).unwrap_or(i64::MAX),
-            (None, None) => unreachable!("row_major is set when no strides were given"),
+        (0..self.ndim()).map(move |i| match &self.strides {
+            Some(strides) => strides.get(i).unwrap_or(i64::MAX),
+            None => self
+                .shape
+                .iter()
+                .skip(i + 1)
+                .fold(1i64, |step, dim| step.saturating_mul(dim.max(1))),
         })
     }
-}
-
-fn row_major_strides(shape: &Dims<'_>) -> Vec<i64> {
-    let mut strides = vec![0i64; shape.len()];
-    let mut step = 1i64;
-    for (i, dim) in shape.iter().enumerate().rev() {
-        strides[i] = step;
-        step = step.saturating_mul(dim.max(1));
-    }
-    strides
 }
 
 impl<'a> TensorInfoBuilder<'a> {
@@ -513,6 +503,13 @@ fn extent(
         return Ok((0, (bits + 7) / 8));
     }
     let itemsize = info.dtype.itemsize() as i128;
+    if info.strides.is_none() {
+        // Row-major: exactly the elements, packed (the common case, on every export).
+        return Some(numel * itemsize)
+            .filter(|&n| n <= LIMIT)
+            .map(|n| (0, n))
+            .ok_or_else(overflow);
+    }
     let (mut low, mut high) = (0i128, itemsize);
     for (dim, stride) in info.shape.iter().zip(info.strides_iter()) {
         let reach = i128::from(dim - 1)

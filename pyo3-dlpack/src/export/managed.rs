@@ -17,7 +17,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{self, NonNull};
 
 use crate::Device;
+#[cfg(test)]
 use crate::export::info::TensorInfo;
+use crate::export::template::Description;
 use crate::ffi::{self, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor};
 
 /// The two managed-tensor structs a capsule can carry.
@@ -103,7 +105,7 @@ pub(crate) struct PendingBlock<M, O> {
 
 impl<M: ManagedTensor, O: Send + 'static> PendingBlock<M, O> {
     /// Allocates the block and writes the shape and strides after its header.
-    pub(crate) fn new(info: &TensorInfo<'_>, device: Device, flags: u64) -> Self {
+    pub(crate) fn new(info: &impl Description, device: Device, flags: u64) -> Self {
         let ndim = info.ndim();
         let (layout, tail) = block_layout::<M, O>(ndim);
         // SAFETY: the layout is at least the size of `ExportBlock`, which holds

@@ -10,6 +10,7 @@ mod managed;
 #[cfg(feature = "ndarray")]
 mod ndarray;
 mod request;
+mod template;
 mod tensor;
 
 pub use aligned::{ALIGNMENT, AlignedBuffer};
@@ -24,9 +25,12 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned};
+use std::sync::Arc;
+
 use copy::CopiedTensor;
 use managed::PendingBlock;
 use request::{ExportPlan, ExportRequest};
+use template::{Description, Template};
 
 /// Exports `owner` as the request asks: checks its description, plans the
 /// export (format, device, stream, copy, read-only), synchronises streams,
@@ -52,6 +56,24 @@ pub(crate) fn export_capsule<'py, O: IntoDLPack>(
     pending.seal(py, owner)
 }
 
+/// Exports a `DLPackTensor`'s shared value from its cached template: no
+/// description or validation per export (copies take the general path).
+pub(crate) fn export_shared<'py>(
+    py: Python<'py>,
+    value: &Arc<dyn IntoDLPack>,
+    template: &Template,
+    request: &ExportRequest,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    let plan = request.plan(template)?;
+    if plan.copy {
+        return export_capsule(py, into::Shared(value.clone()), request);
+    }
+    if let Some(stream) = plan.sync_stream {
+        value.synchronize(stream)?;
+    }
+    Pending::new(template, &plan).seal(py, value.clone())
+}
+
 /// A block of the planned format, waiting for its owner.
 enum Pending<O> {
     Legacy(PendingBlock<DLManagedTensor, O>),
@@ -59,7 +81,7 @@ enum Pending<O> {
 }
 
 impl<O: Send + 'static> Pending<O> {
-    fn new(info: &TensorInfo<'_>, plan: &ExportPlan) -> Self {
+    fn new(info: &impl Description, plan: &ExportPlan) -> Self {
         match plan.format {
             CapsuleFormat::Legacy => Self::Legacy(PendingBlock::new(info, plan.device, 0)),
             CapsuleFormat::Versioned => {

@@ -6,9 +6,11 @@
 //! keywords (hiding the real problem).
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyInt, PySequence};
+use pyo3::types::{PyBool, PyInt, PySequence, PyTuple};
 
+#[cfg(test)]
 use crate::export::info::TensorInfo;
+use crate::export::template::Description;
 use crate::ffi::{DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY};
 use crate::{DLPackError, Device, DeviceType};
 
@@ -117,7 +119,7 @@ impl ExportRequest {
     }
 
     /// Decides how to export `info` for this request, or why it cannot be done.
-    pub(crate) fn plan(&self, info: &TensorInfo<'_>) -> Result<ExportPlan, DLPackError> {
+    pub(crate) fn plan(&self, info: &impl Description) -> Result<ExportPlan, DLPackError> {
         let format = CapsuleFormat::for_max_version(self.max_version);
         let source = info.device();
         let device = self.target_device(source)?;
@@ -162,7 +164,7 @@ impl ExportRequest {
 
 /// `copy=True` reads the elements on the host into a new CPU buffer: the
 /// source must be host memory of checked extent, and the target the CPU.
-fn check_copyable(info: &TensorInfo<'_>, dl_device: Option<Device>) -> Result<(), DLPackError> {
+fn check_copyable(info: &impl Description, dl_device: Option<Device>) -> Result<(), DLPackError> {
     let source = info.device();
     if !source.is_host_accessible() {
         return Err(DLPackError::Export(format!(
@@ -229,6 +231,16 @@ fn int(value: &Bound<'_, PyAny>, name: &str) -> Result<i64, DLPackError> {
 }
 
 fn int_pair(value: &Bound<'_, PyAny>, name: &str, form: &str) -> Result<(i64, i64), DLPackError> {
+    // Fast path: the exact 2-tuple of exact ints every consumer sends.
+    if let Ok(tuple) = value.cast_exact::<PyTuple>() {
+        if tuple.len() == 2 {
+            let first = tuple.get_borrowed_item(0).ok().and_then(|i| exact_int(&i));
+            let second = tuple.get_borrowed_item(1).ok().and_then(|i| exact_int(&i));
+            if let (Some(first), Some(second)) = (first, second) {
+                return Ok((first, second));
+            }
+        }
+    }
     let wrong = || {
         DLPackError::InvalidArgument(format!(
             "{name} must be a {form} tuple of integers, got {}",
@@ -243,6 +255,11 @@ fn int_pair(value: &Bound<'_, PyAny>, name: &str, form: &str) -> Result<(i64, i6
     let first = int(&item(0)?, name).map_err(|_| wrong())?;
     let second = int(&item(1)?, name).map_err(|_| wrong())?;
     Ok((first, second))
+}
+
+/// An exact `int` (not a subclass) that fits an `i64`.
+fn exact_int(value: &Bound<'_, PyAny>) -> Option<i64> {
+    value.cast_exact::<PyInt>().ok()?.extract::<i64>().ok()
 }
 
 fn boolean(value: &Bound<'_, PyAny>) -> Result<bool, DLPackError> {

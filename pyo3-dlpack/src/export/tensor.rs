@@ -2,16 +2,16 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 use pyo3::{PyClass, PyClassInitializer};
 
 use crate::DLPackError;
-use crate::export::export_capsule;
+use crate::export::export_shared;
 use crate::export::info::TensorInfo;
-use crate::export::into::{IntoDLPack, Shared};
+use crate::export::into::IntoDLPack;
 use crate::export::request::{CapsuleFormat, ExportRequest};
+use crate::export::template::{Description, Template};
 
 /// A Rust tensor as a Python object that speaks DLPack: `__dlpack__` and
 /// `__dlpack_device__`, so `numpy.from_dlpack`, `torch.from_dlpack`,
@@ -58,14 +58,13 @@ use crate::export::request::{CapsuleFormat, ExportRequest};
 #[pyclass(frozen, subclass, module = "pyo3_dlpack", name = "DLPackTensor")]
 pub struct DLPackTensor {
     value: Arc<dyn IntoDLPack>,
+    /// The value's description, checked once when wrapped.
+    template: Template,
 }
 
 impl std::fmt::Debug for DLPackTensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.value.tensor_info() {
-            Ok(info) => write!(f, "{}", describe(&info)),
-            Err(err) => write!(f, "DLPackTensor(<invalid: {err}>)"),
-        }
+        f.write_str(&describe(&self.template))
     }
 }
 
@@ -77,9 +76,13 @@ impl DLPackTensor {
     }
 
     /// Wraps a value that is already shared.
+    ///
+    /// The value is described ([`IntoDLPack::tensor_info`]) and checked once,
+    /// here; every export uses that description (the value is behind an
+    /// `Arc` and cannot change).
     pub fn from_arc(value: Arc<dyn IntoDLPack>) -> Result<Self, DLPackError> {
-        value.tensor_info()?;
-        Ok(Self { value })
+        let template = Template::of(&value.tensor_info()?);
+        Ok(Self { value, template })
     }
 
     /// The initializer of a `#[pyclass(extends = DLPackTensor)]`: your own
@@ -140,18 +143,12 @@ impl DLPackTensor {
             max_version: (format == CapsuleFormat::Versioned).then_some((1, 3)),
             ..ExportRequest::default()
         };
-        export_capsule(py, Shared(self.value.clone()), &request)
-    }
-
-    fn info(&self) -> PyResult<TensorInfo<'_>> {
-        self.value
-            .tensor_info()
-            .map_err(|err| PyBufferError::new_err(err.to_string()))
+        export_shared(py, &self.value, &self.template, &request)
     }
 }
 
-fn describe(info: &TensorInfo<'_>) -> String {
-    let shape: Vec<String> = info.shape().iter().map(i64::to_string).collect();
+fn describe(info: &impl Description) -> String {
+    let shape: Vec<String> = info.shape_iter().map(|d| d.to_string()).collect();
     let trailing_comma = if shape.len() == 1 { "," } else { "" };
     let read_only = if info.is_read_only() {
         ", read_only=True"
@@ -179,58 +176,58 @@ impl DLPackTensor {
         copy: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let request = ExportRequest::from_python(stream, max_version, dl_device, copy)?;
-        export_capsule(py, Shared(self.value.clone()), &request)
+        export_shared(py, &self.value, &self.template, &request)
     }
 
     /// `(device_type, device_id)` as DLPack codes, e.g. `(1, 0)` for the CPU.
-    fn __dlpack_device__(&self) -> PyResult<(i32, i32)> {
-        let device = self.info()?.device();
-        Ok((device.device_type.code(), device.device_id))
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        let device = self.template.device();
+        (device.device_type.code(), device.device_id)
     }
 
     /// Extents, as a tuple of ints.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.info()?.shape())
+        PyTuple::new(py, self.template.shape())
     }
 
     /// Strides in elements, as a tuple of ints.
     #[getter]
     fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.info()?.strides())
+        PyTuple::new(py, self.template.strides())
     }
 
     /// Number of dimensions.
     #[getter]
-    fn ndim(&self) -> PyResult<usize> {
-        Ok(self.info()?.ndim())
+    fn ndim(&self) -> usize {
+        self.template.ndim()
     }
 
     /// Element type name, such as `"float32"` or `"bfloat16"`.
     #[getter]
-    fn dtype(&self) -> PyResult<String> {
-        Ok(self.info()?.dtype().to_string())
+    fn dtype(&self) -> String {
+        self.template.dtype().to_string()
     }
 
     /// Device, such as `"cpu:0"` or `"cuda:1"`.
     #[getter]
-    fn device(&self) -> PyResult<String> {
-        Ok(self.info()?.device().to_string())
+    fn device(&self) -> String {
+        self.template.device().to_string()
     }
 
     /// Whether consumers get a read-only tensor.
     #[getter]
-    fn read_only(&self) -> PyResult<bool> {
-        Ok(self.info()?.is_read_only())
+    fn read_only(&self) -> bool {
+        self.template.is_read_only()
     }
 
     /// Address of the first element, to compare with a consumer's (zero-copy checks).
     #[getter]
-    fn data_ptr(&self) -> PyResult<usize> {
-        Ok(self.info()?.data_ptr() as usize)
+    fn data_ptr(&self) -> usize {
+        self.template.data_ptr() as usize
     }
 
-    fn __repr__(&self) -> PyResult<String> {
-        Ok(describe(&self.info()?))
+    fn __repr__(&self) -> String {
+        describe(&self.template)
     }
 }

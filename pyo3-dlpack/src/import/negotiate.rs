@@ -5,7 +5,10 @@
 use pyo3::exceptions::{PyAttributeError, PyNotImplementedError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict, PyInt, PySequence};
+use pyo3::sync::PyOnceLock;
+#[cfg(not(any(Py_3_12, not(any(Py_LIMITED_API, PyPy)))))]
+use pyo3::types::PyDict;
+use pyo3::types::{PyBool, PyCapsule, PyInt, PySequence, PyString, PyTuple};
 
 use crate::{DLPackError, Device, DeviceType};
 
@@ -98,38 +101,42 @@ pub(crate) fn request_capsule<'py>(
         return Ok(capsule.clone());
     }
     let py = obj.py();
-    let Some(dlpack) = optional_attr(obj, intern!(py, "__dlpack__"))? else {
-        return Err(DLPackError::NotDLPack {
-            type_name: type_name(obj),
-        }
-        .into());
+    let device = if is_host_only_type(obj) {
+        None
+    } else {
+        producer_device(obj)?
     };
-    let device = producer_device(obj)?;
     // The stream belongs to the device the consumer receives the data on.
     let stream = options.stream_for(options.dl_device.or(device));
-    let kwargs = PyDict::new(py);
-    kwargs.set_item(intern!(py, "max_version"), options.max_version)?;
+    let mut keywords = Keywords::new(py);
+    keywords.push(
+        intern!(py, "max_version"),
+        max_version_object(py, options.max_version)?,
+    );
     if let Some(stream) = stream {
-        kwargs.set_item(intern!(py, "stream"), stream)?;
+        keywords.push(intern!(py, "stream"), stream.into_pyobject(py)?.into_any());
     }
     if let Some(device) = options.dl_device {
-        let pair = (device.device_type.code(), device.device_id);
-        kwargs.set_item(intern!(py, "dl_device"), pair)?;
+        let pair = (device.device_type.code(), device.device_id).into_pyobject(py)?;
+        keywords.push(intern!(py, "dl_device"), pair.into_any());
     }
     if let Some(copy) = options.copy {
-        kwargs.set_item(intern!(py, "copy"), copy)?;
+        keywords.push(
+            intern!(py, "copy"),
+            PyBool::new(py, copy).to_owned().into_any(),
+        );
     }
     let retry_allowed = options.dl_device.is_none() && options.copy.is_none();
-    let result = match dlpack.call((), Some(&kwargs)) {
+    let result = match keywords.call_dlpack(obj) {
         Err(err) if retry_allowed && rejected_max_version(py, &err) => {
             // An older producer (`__dlpack__(self, stream=None)`): ask again
             // with only what it understands.
-            let legacy = PyDict::new(py);
+            let mut legacy = Keywords::new(py);
             if let Some(stream) = stream {
-                legacy.set_item(intern!(py, "stream"), stream)?;
+                legacy.push(intern!(py, "stream"), stream.into_pyobject(py)?.into_any());
             }
-            dlpack
-                .call((), Some(&legacy))
+            legacy
+                .call_dlpack(obj)
                 .inspect_err(|retry_err| retry_err.set_cause(py, Some(err)))?
         }
         other => other?,
@@ -141,6 +148,112 @@ pub(crate) fn request_capsule<'py>(
             type_name(err.into_inner().as_any())
         ))
     })
+}
+
+/// `(1, 3)` as a Python tuple, made once; other versions on the fly.
+fn max_version_object(py: Python<'_>, (major, minor): (u32, u32)) -> PyResult<Bound<'_, PyAny>> {
+    static DEFAULT: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+    if (major, minor) == (1, 3) {
+        let default =
+            DEFAULT.get_or_try_init(py, || PyTuple::new(py, [1u32, 3]).map(Bound::unbind))?;
+        return Ok(default.bind(py).clone().into_any());
+    }
+    Ok((major, minor).into_pyobject(py)?.into_any())
+}
+
+/// Keyword arguments for `__dlpack__`, passed by vectorcall (no dict, no
+/// bound method) where the C API allows it.
+struct Keywords<'py> {
+    py: Python<'py>,
+    names: Vec<Bound<'py, PyString>>,
+    values: Vec<Bound<'py, PyAny>>,
+}
+
+impl<'py> Keywords<'py> {
+    fn new(py: Python<'py>) -> Self {
+        Self {
+            py,
+            names: Vec::with_capacity(4),
+            values: Vec::with_capacity(4),
+        }
+    }
+
+    fn push(&mut self, name: &Bound<'py, PyString>, value: Bound<'py, PyAny>) {
+        self.names.push(name.clone());
+        self.values.push(value);
+    }
+
+    /// `obj.__dlpack__(**self)`; a missing `__dlpack__` is `NotDLPack`.
+    fn call_dlpack(&self, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let result = self.call_method(obj, intern!(self.py, "__dlpack__"));
+        match result {
+            Err(err) if err.is_instance_of::<PyAttributeError>(self.py) => {
+                if optional_attr(obj, intern!(self.py, "__dlpack__"))?.is_some() {
+                    return Err(err); // raised inside the producer
+                }
+                Err(DLPackError::NotDLPack {
+                    type_name: type_name(obj),
+                }
+                .into())
+            }
+            other => other,
+        }
+    }
+
+    #[cfg(any(Py_3_12, not(any(Py_LIMITED_API, PyPy))))]
+    fn call_method(
+        &self,
+        obj: &Bound<'py, PyAny>,
+        name: &Bound<'py, PyString>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let kwnames = PyTuple::new(self.py, &self.names)?;
+        let mut args = [std::ptr::null_mut(); 5];
+        args[0] = obj.as_ptr();
+        for (slot, value) in args[1..].iter_mut().zip(&self.values) {
+            *slot = value.as_ptr();
+        }
+        // SAFETY: attached; `args` holds `self` then one value per name in
+        // `kwnames` (at most 4 keywords are ever pushed), all borrowed
+        // references that outlive the call; nargsf 1 counts `self` only.
+        let result = unsafe {
+            pyo3::ffi::PyObject_VectorcallMethod(name.as_ptr(), args.as_ptr(), 1, kwnames.as_ptr())
+        };
+        // SAFETY: a new reference, or NULL with an exception set.
+        unsafe { Bound::from_owned_ptr_or_err(self.py, result) }
+    }
+
+    #[cfg(not(any(Py_3_12, not(any(Py_LIMITED_API, PyPy)))))]
+    fn call_method(
+        &self,
+        obj: &Bound<'py, PyAny>,
+        name: &Bound<'py, PyString>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let kwargs = PyDict::new(self.py);
+        for (name, value) in self.names.iter().zip(&self.values) {
+            kwargs.set_item(name, value)?;
+        }
+        obj.call_method(name, (), Some(&kwargs))
+    }
+}
+
+/// Types whose tensors always live in host memory, so `__dlpack_device__`
+/// (a Python call) can be skipped: NumPy has no device arrays. Compared by
+/// the type's C name, so NumPy need not be imported.
+fn is_host_only_type(obj: &Bound<'_, PyAny>) -> bool {
+    #[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy)))]
+    {
+        let ty = obj.get_type();
+        // SAFETY: a live type object (we hold a reference to it).
+        let tp_name = unsafe { (*ty.as_type_ptr()).tp_name };
+        // SAFETY: `tp_name` is a NUL-terminated string owned by the live type.
+        let name = unsafe { std::ffi::CStr::from_ptr(tp_name) };
+        name == c"numpy.ndarray"
+    }
+    #[cfg(any(Py_LIMITED_API, PyPy, GraalPy))]
+    {
+        let _ = obj;
+        false
+    }
 }
 
 /// `obj.name`, `None` if it has no such attribute; other errors propagate.

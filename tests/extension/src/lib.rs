@@ -662,10 +662,26 @@ fn drop_on_thread(py: Python<'_>, tensor: PyTensor) {
         .expect("the dropping thread panicked");
 }
 
+// ---------------------------------------------------------------- timing floors
+
+/// Takes any object and does nothing (the floor of a #[pyfunction] call).
+#[pyfunction]
+fn noop(obj: &Bound<'_, PyAny>) -> usize {
+    obj.as_ptr() as usize
+}
+
+/// Imports a tensor and drops it (the import path's cost).
+#[pyfunction]
+fn consume(tensor: PyTensor) -> usize {
+    tensor.ndim()
+}
+
 #[pymodule]
 fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DLPackTensor>()?;
     m.add_function(wrap_pyfunction!(drop_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(noop, m)?)?;
+    m.add_function(wrap_pyfunction!(consume, m)?)?;
     m.add_function(wrap_pyfunction!(derived_image, m)?)?;
     m.add_function(wrap_pyfunction!(derived_raw, m)?)?;
     m.add_function(wrap_pyfunction!(add_to_diagonal, m)?)?;
