@@ -61,12 +61,16 @@ const _: () = {
         }
     }
     #[automatically_derived]
-    impl<'a, 'py> ::pyo3_dlpack::__private::pyo3::FromPyObject<'a, 'py> for Matrix {
+    impl<
+        '__dlpack_a,
+        '__dlpack_py,
+    > ::pyo3_dlpack::__private::pyo3::FromPyObject<'__dlpack_a, '__dlpack_py>
+    for Matrix {
         type Error = ::pyo3_dlpack::__private::pyo3::PyErr;
         fn extract(
             obj: ::pyo3_dlpack::__private::pyo3::Borrowed<
-                'a,
-                'py,
+                '__dlpack_a,
+                '__dlpack_py,
                 ::pyo3_dlpack::__private::pyo3::PyAny,
             >,
         ) -> ::pyo3_dlpack::__private::core::result::Result<Self, Self::Error> {

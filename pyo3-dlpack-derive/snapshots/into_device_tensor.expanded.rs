@@ -40,13 +40,17 @@ const _: () = {
         }
     }
     #[automatically_derived]
-    impl<'py> crate::dl::__private::pyo3::IntoPyObject<'py> for DeviceTensor {
+    impl<'__dlpack_py> crate::dl::__private::pyo3::IntoPyObject<'__dlpack_py>
+    for DeviceTensor {
         type Target = crate::dl::DLPackTensor;
-        type Output = crate::dl::__private::pyo3::Bound<'py, crate::dl::DLPackTensor>;
+        type Output = crate::dl::__private::pyo3::Bound<
+            '__dlpack_py,
+            crate::dl::DLPackTensor,
+        >;
         type Error = crate::dl::__private::pyo3::PyErr;
         fn into_pyobject(
             self,
-            py: crate::dl::__private::pyo3::Python<'py>,
+            py: crate::dl::__private::pyo3::Python<'__dlpack_py>,
         ) -> crate::dl::__private::core::result::Result<Self::Output, Self::Error> {
             crate::dl::__private::into_pyobject(self, py)
         }

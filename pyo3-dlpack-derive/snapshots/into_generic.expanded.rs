@@ -27,21 +27,21 @@ const _: () = {
     }
     #[automatically_derived]
     impl<
-        'py,
+        '__dlpack_py,
         S: TensorData + Send + Sync + 'static,
-    > ::pyo3_dlpack::__private::pyo3::IntoPyObject<'py> for Samples<S>
+    > ::pyo3_dlpack::__private::pyo3::IntoPyObject<'__dlpack_py> for Samples<S>
     where
         S: Clone,
     {
         type Target = ::pyo3_dlpack::DLPackTensor;
         type Output = ::pyo3_dlpack::__private::pyo3::Bound<
-            'py,
+            '__dlpack_py,
             ::pyo3_dlpack::DLPackTensor,
         >;
         type Error = ::pyo3_dlpack::__private::pyo3::PyErr;
         fn into_pyobject(
             self,
-            py: ::pyo3_dlpack::__private::pyo3::Python<'py>,
+            py: ::pyo3_dlpack::__private::pyo3::Python<'__dlpack_py>,
         ) -> ::pyo3_dlpack::__private::core::result::Result<Self::Output, Self::Error> {
             ::pyo3_dlpack::__private::into_pyobject(self, py)
         }

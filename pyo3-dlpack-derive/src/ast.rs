@@ -167,6 +167,52 @@ impl<'a> Input<'a> {
                 ),
             ));
         }
+        let attrs = &self.attrs;
+        for (span, key, hint) in [
+            (
+                attrs.ndim.as_ref().map(|n| n.span),
+                "ndim",
+                "an exported tensor's rank comes from its #[dlpack(shape)] field",
+            ),
+            (
+                attrs.device.as_ref().map(|d| d.span),
+                "device",
+                "to export on a device, use a #[dlpack(device)] field or the buffer's own device",
+            ),
+            (
+                attrs.contiguous,
+                "contiguous",
+                "an export's layout comes from its shape and strides fields",
+            ),
+            (
+                attrs.writable,
+                "writable",
+                "exports are writable unless marked `read_only`",
+            ),
+        ] {
+            if let Some(span) = span {
+                ctxt.syn_error(syn::Error::new(
+                    span,
+                    format!("`{key}` constrains imports (#[derive(FromDLPack)]), not #[derive(IntoDLPack)]: {hint}"),
+                ));
+            }
+        }
+        for field in self
+            .fields
+            .iter()
+            .filter(|f| f.role.as_ref().map(|r| r.value) == Some(Role::Tensor))
+        {
+            ctxt.syn_error(role_error(
+                field,
+                "#[dlpack(tensor)] marks the PyTensor of a #[derive(FromDLPack)] struct; an export's memory is its #[dlpack(data)] field",
+            ));
+        }
+        if let Some(lifetime) = self.original.generics.lifetimes().next() {
+            ctxt.error_spanned_by(
+                lifetime,
+                "#[derive(IntoDLPack)] values outlive the call (consumers free them on any thread), so they must be 'static: own the data instead of borrowing it",
+            );
+        }
         let Some(data) = data else {
             ctxt.error_spanned_by(
                 &self.original.ident,
@@ -198,6 +244,12 @@ pub(crate) struct FromPlan<'i, 'a> {
 
 impl<'a> Input<'a> {
     pub(crate) fn plan_from_dlpack(&self, ctxt: &Ctxt) -> Option<FromPlan<'_, 'a>> {
+        if let Some(span) = self.attrs.read_only {
+            ctxt.syn_error(syn::Error::new(
+                span,
+                "`read_only` marks exports (#[derive(IntoDLPack)]); to require a writable input, write `writable`",
+            ));
+        }
         let plan = FromPlan {
             tensor: self.unique(ctxt, Role::Tensor)?,
             shape: self.unique(ctxt, Role::Shape),

@@ -1,7 +1,9 @@
 //! Parsing of `#[dlpack(...)]` on the struct and on its fields.
 //!
-//! Both derives share one grammar, so a struct may derive both; each derive
-//! then validates the keys it uses (`valid` in `ast.rs`).
+//! Both derives share one grammar; each derive then refuses the keys that
+//! belong to the other (`plan_into_dlpack` / `plan_from_dlpack` in `ast.rs`).
+//! A struct derives one of the two: `data` is memory for an export and a
+//! pointer for an import.
 
 use proc_macro2::Span;
 use syn::spanned::Spanned as _;

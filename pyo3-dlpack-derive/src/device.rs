@@ -50,12 +50,9 @@ pub(crate) fn parse(text: &str) -> Result<DeviceSpec, String> {
         .ok_or_else(expected)?;
     let id = match id {
         None => None,
-        Some(id) => Some(
-            id.parse::<i32>()
-                .ok()
-                .filter(|&i| i >= 0)
-                .ok_or_else(expected)?,
-        ),
+        Some(id) => Some(id.parse::<i32>().ok().filter(|&i| i >= 0).ok_or_else(|| {
+            format!("the device index {id:?} in {text:?} is not a non-negative integer: write \"{name}:0\"")
+        })?),
     };
     Ok(DeviceSpec { code, id })
 }
@@ -81,6 +78,9 @@ mod tests {
                 .starts_with("unknown device \"gpu\"")
         );
         assert!(parse("cuda:-1").is_err());
-        assert!(parse("cuda:x").is_err());
+        assert_eq!(
+            parse("cuda:x").unwrap_err(),
+            "the device index \"x\" in \"cuda:x\" is not a non-negative integer: write \"cuda:0\""
+        );
     }
 }

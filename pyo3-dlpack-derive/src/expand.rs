@@ -59,6 +59,9 @@ fn fallback(derive: Derive, input: &DeriveInput) -> TokenStream {
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     match derive {
+        // An export must be 'static: a stub for a borrowing struct would only
+        // add errors to the one that explains this.
+        Derive::IntoDLPack if input.generics.lifetimes().next().is_some() => TokenStream::new(),
         Derive::IntoDLPack => quote! {
             impl #impl_generics #krate::IntoDLPack for #ident #ty_generics #where_clause {
                 fn tensor_info(&self) -> #krate::__private::core::result::Result<#krate::TensorInfo<'_>, #krate::DLPackError> {

@@ -111,8 +111,10 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
     });
 
     let mut py_generics = input.original.generics.clone();
-    py_generics.params.insert(0, syn::parse_quote!('py));
-    py_generics.params.insert(0, syn::parse_quote!('a));
+    py_generics
+        .params
+        .insert(0, syn::parse_quote!('__dlpack_py));
+    py_generics.params.insert(0, syn::parse_quote!('__dlpack_a));
     let (py_impl_generics, _, _) = py_generics.split_for_impl();
     let pyo3 = quote!(#private::pyo3);
 
@@ -127,10 +129,10 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
         }
 
         #[automatically_derived]
-        impl #py_impl_generics #pyo3::FromPyObject<'a, 'py> for #ident #ty_generics #where_clause {
+        impl #py_impl_generics #pyo3::FromPyObject<'__dlpack_a, '__dlpack_py> for #ident #ty_generics #where_clause {
             type Error = #pyo3::PyErr;
 
-            fn extract(obj: #pyo3::Borrowed<'a, 'py, #pyo3::PyAny>) -> #private::core::result::Result<Self, Self::Error> {
+            fn extract(obj: #pyo3::Borrowed<'__dlpack_a, '__dlpack_py, #pyo3::PyAny>) -> #private::core::result::Result<Self, Self::Error> {
                 #private::extract(&obj)
             }
         }

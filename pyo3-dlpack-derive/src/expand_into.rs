@@ -62,7 +62,9 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
     }
 
     let mut py_generics = input.original.generics.clone();
-    py_generics.params.insert(0, syn::parse_quote!('py));
+    py_generics
+        .params
+        .insert(0, syn::parse_quote!('__dlpack_py));
     let (py_impl_generics, _, _) = py_generics.split_for_impl();
     let pyo3 = quote!(#private::pyo3);
 
@@ -77,12 +79,12 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
         }
 
         #[automatically_derived]
-        impl #py_impl_generics #pyo3::IntoPyObject<'py> for #ident #ty_generics #where_clause {
+        impl #py_impl_generics #pyo3::IntoPyObject<'__dlpack_py> for #ident #ty_generics #where_clause {
             type Target = #krate::DLPackTensor;
-            type Output = #pyo3::Bound<'py, #krate::DLPackTensor>;
+            type Output = #pyo3::Bound<'__dlpack_py, #krate::DLPackTensor>;
             type Error = #pyo3::PyErr;
 
-            fn into_pyobject(self, py: #pyo3::Python<'py>) -> #private::core::result::Result<Self::Output, Self::Error> {
+            fn into_pyobject(self, py: #pyo3::Python<'__dlpack_py>) -> #private::core::result::Result<Self::Output, Self::Error> {
                 #private::into_pyobject(self, py)
             }
         }

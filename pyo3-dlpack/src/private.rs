@@ -196,14 +196,15 @@ pub fn assert_field_is_exportable<T: ?Sized + Send + Sync + 'static>() {}
 /// `#[dlpack(dtype = T)]` against a typed data field, at compile time.
 pub const fn check_static_dtype(data: Option<DataType>, declared: DataType) {
     if let Some(data) = data {
-        let bytes = data.code.code() == 1 && data.bits == 8 && data.lanes == 1;
+        let bytes =
+            data.code.code() == 1 && data.bits == 8 && data.lanes == 1 && declared.code.code() != 6;
         let same = data.code.code() == declared.code.code()
             && data.bits == declared.bits
             && data.lanes == declared.lanes;
         assert!(
             same || bytes,
-            "#[dlpack(dtype = …)] differs from the element type of the #[dlpack(data)] field \
-             (only u8 byte buffers may hold another dtype)"
+            "#[dlpack(dtype = …)] differs from the element type of the #[dlpack(data)] field: \
+             use data of that element type (only u8 byte buffers may hold another dtype, and not bool)"
         );
     }
 }
@@ -247,7 +248,7 @@ pub fn check_device(
     note = "use *const T, *mut T or NonNull<T> (T an Element matching the dtype), or a u64/usize address"
 )]
 pub trait DataField: Sized {
-    /// The element type the pointer claims, if any (`()` for addresses).
+    /// The element type the pointer claims ([`Untyped`] for addresses).
     type Elem;
     /// The field's value for `tensor`, or why the tensor does not fit it.
     fn from_tensor(tensor: &PyTensor) -> Result<Self, DLPackError>;
@@ -275,24 +276,26 @@ impl<T: Element> DataField for *mut T {
 
 impl<T: Element> DataField for NonNull<T> {
     type Elem = T;
+    /// Empty tensors (whose data may be NULL) get a dangling pointer, as slices do.
     fn from_tensor(tensor: &PyTensor) -> Result<Self, DLPackError> {
-        tensor.ensure_writable()?;
         let ptr = typed_pointer::<T>(tensor)?;
-        NonNull::new(ptr).ok_or_else(|| {
-            DLPackError::Layout("the tensor's data pointer is NULL (an empty tensor)".into())
-        })
+        Ok(NonNull::new(ptr).unwrap_or(NonNull::dangling()))
     }
 }
 
+/// The element type of an address field: it claims no type, so any dtype fits.
+#[derive(Debug)]
+pub enum Untyped {}
+
 impl DataField for u64 {
-    type Elem = ();
+    type Elem = Untyped;
     fn from_tensor(tensor: &PyTensor) -> Result<Self, DLPackError> {
         Ok(tensor.data_ptr() as usize as u64)
     }
 }
 
 impl DataField for usize {
-    type Elem = ();
+    type Elem = Untyped;
     fn from_tensor(tensor: &PyTensor) -> Result<Self, DLPackError> {
         Ok(tensor.data_ptr() as usize)
     }
@@ -304,7 +307,8 @@ impl DataField for usize {
     label = "expected a pointer to `{T}`"
 )]
 pub trait SameElement<T> {}
-impl<T> SameElement<T> for T {}
+impl<T: Element> SameElement<T> for T {}
+impl<T: Element> SameElement<T> for Untyped {}
 
 /// Compile-time check that `Pointee` is `Declared`.
 pub fn assert_same_element<Pointee: SameElement<Declared>, Declared>() {}

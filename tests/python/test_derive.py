@@ -151,10 +151,17 @@ def test_a_pyclass_extending_dlpack_tensor(drops):
     a = np.from_dlpack(s)
     t = torch.from_dlpack(s)
     assert a.ctypes.data == t.data_ptr() == s.data_ptr
-    a[0] = 100.0
-    assert s.total() == 110.0, "Rust sees the consumer's write"
+    assert s.read_only and not a.flags.writeable, "shared with Rust methods: read-only"
     assert s.shape == (5,) and repr(s).startswith("DLPackTensor(shape=(5,)")
     del s, a
     assert drops.dropped == 0
     del t
     assert drops.dropped == 1
+
+
+def test_a_pyclass_opting_into_writable_sharing():
+    s = ext.Spectrum(3, writable=True)
+    a = np.from_dlpack(s)
+    assert a.flags.writeable
+    a[0] = 100.0
+    assert s.total() == 103.0, "Rust sees the consumer's write"

@@ -1,6 +1,11 @@
 //! A `#[pyclass]` with its own Python methods that also speaks DLPack: it
 //! extends `DLPackTensor`, so `np.from_dlpack(signal)` and
 //! `torch.from_dlpack(signal)` work, and shares its samples with it.
+//!
+//! Shared with Rust methods, the samples are exported read-only (a consumer
+//! writing while `rms` reads would be a data race). If your methods never
+//! run while consumers write, `DLPackTensor::with_subclass_writable`
+//! (`unsafe`, with that promise) exports them writable.
 
 use std::sync::Arc;
 

@@ -337,7 +337,8 @@ impl<'a> TensorInfoBuilder<'a> {
     }
 
     /// Element type: required for raw bytes; for typed buffers it must match
-    /// the buffer's type, except that `u8` storage may hold any type.
+    /// the buffer's type, except that `u8` storage may hold any type but
+    /// `bool` (whose bytes must be 0 or 1: export a `Vec<bool>` instead).
     pub fn dtype(mut self, dtype: DataType) -> Self {
         self.dtype = Some(dtype);
         self
@@ -399,8 +400,11 @@ impl<'a> TensorInfoBuilder<'a> {
     }
 
     fn resolve_dtype(&self) -> Result<DataType, DLPackError> {
+        // Bytes may hold any type, except bool, whose elements must be 0 or 1.
+        let bytes_hold =
+            |given: DataType| self.buffer_dtype == Some(DataType::U8) && given != DataType::BOOL;
         match (self.buffer_dtype, self.dtype) {
-            (Some(buffer), Some(given)) if buffer != given && buffer != DataType::U8 => {
+            (Some(buffer), Some(given)) if buffer != given && !bytes_hold(given) => {
                 Err(DLPackError::Dtype {
                     expected: buffer,
                     found: given,

@@ -84,6 +84,11 @@ impl Template {
         }
     }
 
+    /// Exports read-only from now on.
+    pub(crate) fn force_read_only(&mut self) {
+        self.read_only = true;
+    }
+
     /// Extents.
     pub(crate) fn shape(&self) -> &[i64] {
         &self.dims[..self.dims.len() / 2]

@@ -80,7 +80,32 @@ impl DLPackTensor {
     /// The value is described ([`IntoDLPack::tensor_info`]) and checked once,
     /// here; every export uses that description (the value is behind an
     /// `Arc` and cannot change).
+    ///
+    /// If other clones of the `Arc` (or weak references) exist, Rust code may
+    /// read the memory through them while a consumer writes it, so the value
+    /// is exported **read-only**. [`from_arc_writable`](Self::from_arc_writable)
+    /// lifts that, on your promise.
     pub fn from_arc(value: Arc<dyn IntoDLPack>) -> Result<Self, DLPackError> {
+        let shared = Arc::strong_count(&value) > 1 || Arc::weak_count(&value) > 0;
+        let mut template = Template::of(&value.tensor_info()?);
+        if shared {
+            template.force_read_only();
+        }
+        Ok(Self { value, template })
+    }
+
+    /// Wraps a shared value and exports it writable (unless it is read-only
+    /// itself).
+    ///
+    /// # Safety
+    ///
+    /// While any consumer may write the memory (a NumPy array or torch tensor
+    /// made from this object is alive), Rust code must not read or write it
+    /// through the other clones of the `Arc` at the same time as a consumer
+    /// writes it (consumers write without holding the GIL), and must not read
+    /// elements whose types have invalid bit patterns (`bool`) after a
+    /// consumer may have written them.
+    pub unsafe fn from_arc_writable(value: Arc<dyn IntoDLPack>) -> Result<Self, DLPackError> {
         let template = Template::of(&value.tensor_info()?);
         Ok(Self { value, template })
     }
@@ -88,6 +113,10 @@ impl DLPackTensor {
     /// The initializer of a `#[pyclass(extends = DLPackTensor)]`: your own
     /// Python class, with your own methods, that also speaks DLPack. Keep
     /// an `Arc` of the value in your class to use it from Rust.
+    ///
+    /// As the value is shared with your class, it is exported read-only (see
+    /// [`from_arc`](Self::from_arc)); [`with_subclass_writable`](Self::with_subclass_writable)
+    /// exports it writable on your promise.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -125,6 +154,25 @@ impl DLPackTensor {
         S: PyClass<BaseType = DLPackTensor>,
     {
         Ok(PyClassInitializer::from(Self::from_arc(value)?).add_subclass(subclass))
+    }
+
+    /// Like [`with_subclass`](Self::with_subclass), exporting writable.
+    ///
+    /// # Safety
+    ///
+    /// As for [`from_arc_writable`](Self::from_arc_writable): your class's
+    /// methods must not access the memory while a consumer may be writing it.
+    pub unsafe fn with_subclass_writable<T, S>(
+        value: Arc<T>,
+        subclass: S,
+    ) -> PyResult<PyClassInitializer<S>>
+    where
+        T: IntoDLPack,
+        S: PyClass<BaseType = DLPackTensor>,
+    {
+        // SAFETY: the caller's promise is exactly `from_arc_writable`'s.
+        let base = unsafe { Self::from_arc_writable(value) }?;
+        Ok(PyClassInitializer::from(base).add_subclass(subclass))
     }
 
     /// The value's current description.

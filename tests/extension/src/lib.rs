@@ -423,12 +423,19 @@ struct Samples {
 #[pymethods]
 impl Spectrum {
     #[new]
-    fn new(n: usize) -> PyResult<PyClassInitializer<Self>> {
+    #[pyo3(signature = (n, writable=false))]
+    fn new(n: usize, writable: bool) -> PyResult<PyClassInitializer<Self>> {
         let samples = std::sync::Arc::new(Samples {
             values: AlignedBuffer::from_fn(n, |i| i as f32),
             _guard: DropGuard::new(),
         });
-        DLPackTensor::with_subclass(samples.clone(), Self { samples })
+        if writable {
+            // SAFETY: `total` reads f32s (any bits are valid) and the tests
+            // never run it while a consumer writes (single-threaded).
+            unsafe { DLPackTensor::with_subclass_writable(samples.clone(), Self { samples }) }
+        } else {
+            DLPackTensor::with_subclass(samples.clone(), Self { samples })
+        }
     }
 
     /// A method of the class itself, reading the shared samples from Rust.

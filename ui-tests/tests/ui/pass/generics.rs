@@ -27,6 +27,24 @@ struct Typed<T: Element> {
     data: *const T,
 }
 
+/// A lifetime parameter of the user's own; the derive's lifetimes do not clash.
+#[derive(FromDLPack)]
+struct View<'a> {
+    #[dlpack(tensor)]
+    tensor: PyTensor,
+    label: std::marker::PhantomData<&'a str>,
+}
+
+/// An address field with a struct-level dtype: any dtype fits an address.
+#[derive(FromDLPack)]
+#[dlpack(dtype = f32)]
+struct Address {
+    #[dlpack(tensor)]
+    tensor: PyTensor,
+    #[dlpack(data)]
+    address: usize,
+}
+
 fn assert_into<T: IntoDLPack>() {}
 fn assert_from<T: FromDLPack>() {}
 
@@ -35,4 +53,6 @@ fn main() {
     assert_into::<Signal<bool>>();
     assert_into::<Any<Vec<u8>, 2>>();
     assert_from::<Typed<i64>>();
+    assert_from::<View<'static>>();
+    assert_from::<Address>();
 }
