@@ -20,6 +20,12 @@ use crate::ffi::{
 pub(crate) enum Managed {
     Legacy(NonNull<DLManagedTensor>),
     Versioned(NonNull<DLManagedTensorVersioned>),
+    /// A non-owning view from a producer's exchange API: valid while its
+    /// object is borrowed, nothing to delete.
+    Borrowed {
+        tensor: crate::ffi::DLTensor,
+        version: crate::ffi::DLPackVersion,
+    },
 }
 
 impl Managed {
@@ -42,6 +48,7 @@ impl Managed {
                     unsafe { deleter(managed.as_ptr()) };
                 }
             }
+            Self::Borrowed { .. } => {}
         }
     }
 }

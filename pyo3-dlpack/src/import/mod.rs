@@ -1,6 +1,7 @@
 //! Import: tensors from any DLPack producer into Rust.
 
 mod consume;
+mod exchange;
 mod from_dlpack;
 mod layout;
 mod negotiate;

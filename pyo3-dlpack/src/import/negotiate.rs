@@ -82,6 +82,15 @@ impl ImportOptions {
         self.max_version
     }
 
+    /// Whether these are the defaults in all that matters to a producer
+    /// (a versioned capsule, no device, copy or stream request).
+    pub(crate) fn is_plain(&self) -> bool {
+        self.max_version.0 >= 1
+            && self.stream.is_none()
+            && self.dl_device.is_none()
+            && self.copy.is_none()
+    }
+
     /// The stream `__dlpack__` gets for a tensor on `device`, if any.
     fn stream_for(&self, device: Option<Device>) -> Option<i64> {
         match device.map(|d| d.device_type) {

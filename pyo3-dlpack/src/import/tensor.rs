@@ -10,6 +10,7 @@ use crate::ffi::{
     DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion, DLTensor,
 };
 use crate::import::consume::{Managed, take_from_capsule};
+use crate::import::exchange;
 use crate::import::layout::{self, Checked};
 use crate::import::negotiate::{ImportOptions, request_capsule};
 use crate::import::registry::Registration;
@@ -58,6 +59,44 @@ pub struct PyTensor {
     managed: Option<Managed>,
     checked: Checked,
     registration: Option<Registration>,
+    /// Shape and strides copied out of a borrowed view.
+    dims_copy: Option<DimsCopy>,
+}
+
+/// A borrowed view's shape and strides, copied: its producer's own arrays
+/// may change if Python code runs while it is borrowed. Inline up to 8
+/// dimensions, so borrowing does not allocate.
+enum DimsCopy {
+    Inline { dims: [i64; 16], ndim: usize },
+    Heap { dims: Box<[i64]>, ndim: usize },
+}
+
+impl DimsCopy {
+    fn new(shape: &[i64], strides: &[i64]) -> Self {
+        let ndim = shape.len();
+        if ndim <= 8 {
+            let mut dims = [0i64; 16];
+            dims[..ndim].copy_from_slice(shape);
+            dims[ndim..ndim + strides.len()].copy_from_slice(strides);
+            Self::Inline { dims, ndim }
+        } else {
+            let mut dims = vec![0i64; 2 * ndim];
+            dims[..ndim].copy_from_slice(shape);
+            dims[ndim..ndim + strides.len()].copy_from_slice(strides);
+            Self::Heap {
+                dims: dims.into_boxed_slice(),
+                ndim,
+            }
+        }
+    }
+
+    fn parts(&self) -> (&[i64], &[i64]) {
+        let (dims, ndim) = match self {
+            Self::Inline { dims, ndim } => (&dims[..], *ndim),
+            Self::Heap { dims, ndim } => (&dims[..], *ndim),
+        };
+        (&dims[..ndim], &dims[ndim..2 * ndim])
+    }
 }
 
 // SAFETY: a PyTensor owns its managed tensor exclusively (the capsule was
@@ -83,9 +122,58 @@ impl PyTensor {
     }
 
     /// Imports with explicit `stream`, `max_version`, `dl_device` and `copy`.
+    ///
+    /// Producers whose type advertises the DLPack C exchange API (torch ≥
+    /// 2.10) are imported through it, without a Python call, when the
+    /// options ask for nothing special and the tensor is in host memory (the
+    /// C path does no stream synchronisation, so device tensors go through
+    /// `__dlpack__` with a stream).
     pub fn from_pyany_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
+        if options.is_plain() {
+            if let Some(api) = exchange::lookup(obj) {
+                let tensor = Self::from_managed(Managed::Versioned(api.owned(obj)?))?;
+                if !tensor.device().device_type.uses_streams() {
+                    return Ok(tensor);
+                }
+            }
+        }
         let capsule = request_capsule(obj, options)?;
         Ok(Self::from_capsule(&capsule)?)
+    }
+
+    /// Runs `f` on a borrowed view of `obj`'s tensor, and returns its result.
+    ///
+    /// For producers with the DLPack C exchange API (torch ≥ 2.10) the view
+    /// is made without a Python call and without allocating: nothing is
+    /// owned, nothing deleted, which suits a call that only needs the tensor
+    /// while it runs (a kernel launch). Others are imported as usual and
+    /// dropped after `f`. The view is read-only here (use an owned import to
+    /// write), is not synchronised with any stream (for GPU tensors, work on
+    /// the producer's current stream), and cannot outlive `f`.
+    ///
+    /// ```
+    /// # use pyo3::prelude::*;
+    /// use pyo3_dlpack::PyTensor;
+    ///
+    /// /// Python: `nbytes(torch.ones(3))`
+    /// #[pyfunction]
+    /// fn nbytes(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+    ///     PyTensor::with_borrowed(obj, |tensor| tensor.nbytes())
+    /// }
+    /// ```
+    pub fn with_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&PyTensor) -> R) -> PyResult<R> {
+        if let Some(api) = exchange::lookup(obj) {
+            if let Some(view) = api.borrowed(obj) {
+                let managed = Managed::Borrowed {
+                    tensor: view?,
+                    version: api.version(),
+                };
+                let tensor = Self::from_managed(managed)?;
+                return Ok(f(&tensor));
+            }
+        }
+        let tensor = Self::from_pyany(obj)?;
+        Ok(f(&tensor))
     }
 
     /// Takes the tensor out of a `dltensor` or `dltensor_versioned` capsule,
@@ -102,6 +190,7 @@ impl PyTensor {
             managed: Some(managed),
             checked: Checked::EMPTY,
             registration: None,
+            dims_copy: None,
         };
         if let Some(Managed::Versioned(versioned)) = &tensor.managed {
             // SAFETY: a live struct we own; `version` is its first field, which
@@ -117,6 +206,12 @@ impl PyTensor {
         // SAFETY: the struct is live and of a version whose layout we know;
         // its shape and strides are `ndim` long per the header.
         tensor.checked = unsafe { layout::check(tensor.dl_tensor()) }?;
+        if matches!(tensor.managed, Some(Managed::Borrowed { .. })) {
+            tensor.dims_copy = Some(DimsCopy::new(
+                tensor.foreign_shape(),
+                tensor.foreign_strides(),
+            ));
+        }
         tensor.registration = Registration::new(tensor.checked.span);
         Ok(tensor)
     }
@@ -127,6 +222,7 @@ impl PyTensor {
             Managed::Legacy(managed) => &unsafe { managed.as_ref() }.dl_tensor,
             // SAFETY: as above; the major version was checked to be 1.
             Managed::Versioned(managed) => &unsafe { managed.as_ref() }.dl_tensor,
+            Managed::Borrowed { tensor, .. } => tensor,
         }
     }
 
@@ -136,14 +232,16 @@ impl PyTensor {
             Managed::Legacy(_) => DLPACK_FLAG_BITMASK_READ_ONLY,
             // SAFETY: we own the live struct until drop.
             Managed::Versioned(managed) => unsafe { managed.as_ref() }.flags,
+            Managed::Borrowed { .. } => 0,
         }
     }
 
     /// Extents.
     pub fn shape(&self) -> &[i64] {
-        let tensor = self.dl_tensor();
-        // SAFETY: validated: non-NULL when ndim > 0, `ndim` long, alive with `self`.
-        unsafe { layout::foreign_slice(tensor.shape, self.checked.ndim) }
+        match &self.dims_copy {
+            Some(copy) => copy.parts().0,
+            None => self.foreign_shape(),
+        }
     }
 
     /// Strides in elements; row-major ones when the producer sent none.
@@ -151,9 +249,26 @@ impl PyTensor {
         if let Some(strides) = &self.checked.synthesized_strides {
             return strides;
         }
+        match &self.dims_copy {
+            Some(copy) => copy.parts().1,
+            None => self.foreign_strides(),
+        }
+    }
+
+    /// The producer's shape array (validated on import).
+    fn foreign_shape(&self) -> &[i64] {
         let tensor = self.dl_tensor();
-        // SAFETY: non-NULL when ndim > 0 (otherwise synthesized above), `ndim`
-        // long, alive with `self`.
+        // SAFETY: validated: non-NULL when ndim > 0, `ndim` long, alive with `self`.
+        unsafe { layout::foreign_slice(tensor.shape, self.checked.ndim) }
+    }
+
+    /// The producer's strides array; empty when it sent NULL.
+    fn foreign_strides(&self) -> &[i64] {
+        let tensor = self.dl_tensor();
+        if tensor.strides.is_null() {
+            return &[];
+        }
+        // SAFETY: non-NULL, `ndim` long per the header, alive with `self`.
         unsafe { layout::foreign_slice(tensor.strides, self.checked.ndim) }
     }
 
@@ -210,6 +325,7 @@ impl PyTensor {
             Managed::Legacy(_) => None,
             // SAFETY: we own the live struct until drop.
             Managed::Versioned(managed) => Some(unsafe { managed.as_ref() }.version),
+            Managed::Borrowed { version, .. } => Some(*version),
         }
     }
 

@@ -669,6 +669,26 @@ fn drop_on_thread(py: Python<'_>, tensor: PyTensor) {
         .expect("the dropping thread panicked");
 }
 
+/// `describe`, through a borrowed view (`PyTensor::with_borrowed`).
+#[pyfunction]
+fn describe_borrowed<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    PyTensor::with_borrowed(obj, |tensor| describe_tensor(obj.py(), tensor))?
+}
+
+/// The sum of a float32 tensor read through a borrowed view.
+#[pyfunction]
+fn sum_borrowed(obj: &Bound<'_, PyAny>) -> PyResult<f64> {
+    PyTensor::with_borrowed(obj, |tensor| -> PyResult<f64> {
+        Ok(tensor.to_vec::<f32>()?.iter().map(|&x| f64::from(x)).sum())
+    })?
+}
+
+/// Borrows and returns ndim (the borrowed path's cost).
+#[pyfunction]
+fn consume_borrowed(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+    PyTensor::with_borrowed(obj, PyTensor::ndim)
+}
+
 // ---------------------------------------------------------------- timing floors
 
 /// Takes any object and does nothing (the floor of a #[pyfunction] call).
@@ -689,6 +709,9 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(drop_counts, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)?;
     m.add_function(wrap_pyfunction!(consume, m)?)?;
+    m.add_function(wrap_pyfunction!(describe_borrowed, m)?)?;
+    m.add_function(wrap_pyfunction!(sum_borrowed, m)?)?;
+    m.add_function(wrap_pyfunction!(consume_borrowed, m)?)?;
     m.add_function(wrap_pyfunction!(derived_image, m)?)?;
     m.add_function(wrap_pyfunction!(derived_raw, m)?)?;
     m.add_function(wrap_pyfunction!(add_to_diagonal, m)?)?;
