@@ -14,7 +14,7 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test venv lint rust-test py-test clean-venv
+.PHONY: demo test bench venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
@@ -47,6 +47,13 @@ py-test: $(VENV_STAMP)
 	maturin develop --quiet -m tests/extension/Cargo.toml
 	for example in examples/*/; do maturin develop --quiet -m $$example/Cargo.toml || exit 1; done
 	$(VENV_PY) -m pytest -q tests/python examples
+
+# Criterion (Rust side) and the Python-side timings and memory checks, each
+# run twice; see BENCHMARKS.md. Release builds; takes a few minutes.
+bench: $(VENV_STAMP)
+	maturin develop --release --quiet -m tests/extension/Cargo.toml
+	OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(VENV_SITE) cargo bench -p pyo3-dlpack-tests --bench exchange
+	for run in 1 2; do OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/python_bench.py || exit 1; done
 
 clean-venv:
 	rm -rf $(VENV)

@@ -683,6 +683,22 @@ fn sum_borrowed(obj: &Bound<'_, PyAny>) -> PyResult<f64> {
     })?
 }
 
+/// A lenient derived importer: a float32 vector of any layout.
+#[derive(FromDLPack)]
+#[dlpack(dtype = f32, ndim = 1)]
+struct VectorIn {
+    #[dlpack(tensor)]
+    _tensor: PyTensor,
+    #[dlpack(shape)]
+    len: [usize; 1],
+}
+
+/// Imports through the derive and returns the length (the derived path's cost).
+#[pyfunction]
+fn consume_derived(v: VectorIn) -> usize {
+    v.len[0]
+}
+
 /// Borrows and returns ndim (the borrowed path's cost).
 #[pyfunction]
 fn consume_borrowed(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
@@ -712,6 +728,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(describe_borrowed, m)?)?;
     m.add_function(wrap_pyfunction!(sum_borrowed, m)?)?;
     m.add_function(wrap_pyfunction!(consume_borrowed, m)?)?;
+    m.add_function(wrap_pyfunction!(consume_derived, m)?)?;
     m.add_function(wrap_pyfunction!(derived_image, m)?)?;
     m.add_function(wrap_pyfunction!(derived_raw, m)?)?;
     m.add_function(wrap_pyfunction!(add_to_diagonal, m)?)?;
