@@ -65,7 +65,7 @@ def test_owned_exchange_imports_release_the_tensor():
 
 
 def test_producer_errors_surface_unchanged():
-    sparse = torch.sparse_coo_tensor([[0, 1]], [1.0, 2.0], (3,))
+    sparse = torch.sparse_coo_tensor([[0, 1]], [1.0, 2.0], (3,), check_invariants=True)
     for importer in (ext.describe, ext.describe_borrowed):
         with pytest.raises(RuntimeError, match="doesn't have storage"):
             importer(sparse)
@@ -85,3 +85,110 @@ def test_writes_through_an_exchange_import_reach_torch():
     t = torch.zeros(3, dtype=torch.float64)
     ext.fill(t, 4.0)
     assert t.tolist() == [4.0] * 3
+
+
+# --- our own table: DLPackTensor.__dlpack_c_exchange_api__ ----------------------
+
+import ctypes  # noqa: E402
+
+from conftest import DLManagedTensorVersioned, DLTensor  # noqa: E402
+
+SET_ERROR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
+
+
+class ExchangeAPI(ctypes.Structure):
+    _fields_ = [
+        ("major", ctypes.c_uint32),
+        ("minor", ctypes.c_uint32),
+        ("prev_api", ctypes.c_void_p),
+        ("allocator", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.POINTER(DLTensor), ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, SET_ERROR)),
+        ("from_py", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(ctypes.c_void_p))),
+        ("to_py", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.py_object))),
+        ("dltensor_from_py", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(DLTensor))),
+        ("current_work_stream", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))),
+    ]
+
+
+def our_table():
+    capsule = ext.DLPackTensor.__dlpack_c_exchange_api__
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype = ctypes.c_char_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    assert api.PyCapsule_GetName(capsule) == b"dlpack_exchange_api"
+    return ExchangeAPI.from_address(api.PyCapsule_GetPointer(capsule, b"dlpack_exchange_api"))
+
+
+def test_our_table_is_advertised_on_the_type():
+    table = our_table()
+    assert (table.major, table.minor, table.prev_api) == (1, 3, None)
+    for name in ("allocator", "from_py", "to_py", "dltensor_from_py", "current_work_stream"):
+        assert getattr(table, name), name
+    assert isinstance(ext.Spectrum.__dlpack_c_exchange_api__, type(ext.DLPackTensor.__dlpack_c_exchange_api__))
+
+
+def test_owned_and_borrowed_exports_through_the_table(drops):
+    table = our_table()
+    x = ext.arange("float32", 6)
+    out = ctypes.c_void_p()
+    assert table.from_py(x, ctypes.byref(out)) == 0
+    managed = DLManagedTensorVersioned.from_address(out.value)
+    assert (managed.version.major, managed.version.minor) == (1, 3)
+    assert managed.dl_tensor.data == x.data_ptr
+    view = DLTensor()
+    assert table.dltensor_from_py(x, ctypes.byref(view)) == 0
+    assert (view.data, view.ndim, view.shape[0], view.strides[0]) == (x.data_ptr, 1, 6, 1)
+    # The consumer owns the managed tensor: its deleter releases our share.
+    del x
+    assert drops.dropped == 0
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(managed.deleter)(out.value)
+    assert drops.dropped == 1
+
+
+def test_allocator_and_to_py_object_round_trip():
+    table = our_table()
+    errors = []
+    on_error = SET_ERROR(lambda ctx, kind, message: errors.append((kind, message)))
+    shape = (ctypes.c_int64 * 2)(2, 3)
+    prototype = DLTensor()
+    prototype.device.device_type, prototype.device.device_id = 1, 0
+    prototype.ndim = 2
+    prototype.dtype.code, prototype.dtype.bits, prototype.dtype.lanes = 2, 32, 1
+    prototype.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
+    out = ctypes.c_void_p()
+    assert table.allocator(ctypes.byref(prototype), ctypes.byref(out), None, on_error) == 0
+    assert errors == []
+    obj = ctypes.py_object()
+    assert table.to_py(out.value, ctypes.byref(obj)) == 0
+    tensor = obj.value
+    assert isinstance(tensor, ext.DLPackTensor)
+    a = np.from_dlpack(tensor)
+    assert a.shape == (2, 3) and a.dtype == np.float32 and not a.any()
+    a[1, 2] = 5.0
+    assert np.from_dlpack(tensor)[1, 2] == 5.0
+    # A device the allocator cannot serve is reported through SetError.
+    prototype.device.device_type = 2
+    assert table.allocator(ctypes.byref(prototype), ctypes.byref(out), None, on_error) == -1
+    assert errors == [(b"BufferError", b"DLPackTensor allocates CPU tensors only, not cuda:0")]
+    stream = ctypes.c_void_p(1)
+    assert table.current_work_stream(1, 0, ctypes.byref(stream)) == 0
+    assert stream.value is None
+
+
+def test_our_importer_uses_our_table(drops):
+    x = ext.arange("int32", 5)
+    assert ext.describe(x)["data_ptr"] == x.data_ptr
+    assert ext.describe_borrowed(x)["data_ptr"] == x.data_ptr
+    assert ext.to_list(x, "int32") == [0, 1, 2, 3, 4]
+    del x
+    assert drops.dropped == 1
+
+
+def test_tvm_ffi_imports_our_tensors_through_the_table():
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    x = ext.arange("float32", 8)
+    t = tvm_ffi.from_dlpack(x)
+    back = np.from_dlpack(t)
+    assert back.ctypes.data == x.data_ptr
+    np.testing.assert_array_equal(back, np.arange(8, dtype="f4"))

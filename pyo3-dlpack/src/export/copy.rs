@@ -6,15 +6,16 @@ use crate::export::info::TensorInfo;
 use crate::export::into::IntoDLPack;
 use crate::{DLPackError, DataType, Device};
 
-/// A private copy of an exported tensor.
-pub(crate) struct CopiedTensor {
+/// A tensor in a host buffer of its own: a `copy=True` export, or a tensor
+/// allocated for an exchange-API consumer.
+pub(crate) struct HostTensor {
     bytes: AlignedBuffer<u8>,
     shape: Vec<i64>,
     dtype: DataType,
     device: Device,
 }
 
-impl CopiedTensor {
+impl HostTensor {
     /// Copies the elements `info` describes into a new `cpu:0` buffer.
     ///
     /// # Panics
@@ -60,6 +61,29 @@ impl CopiedTensor {
     }
 }
 
+impl HostTensor {
+    /// A zero-filled, row-major `cpu:0` tensor; `None` if the size overflows.
+    pub(crate) fn zeroed(shape: &[i64], dtype: DataType) -> Option<Self> {
+        let numel = shape
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))?;
+        let bits = numel
+            .checked_mul(usize::from(dtype.bits))?
+            .checked_mul(usize::from(dtype.lanes))?;
+        let nbytes = if dtype.is_byte_sized() {
+            numel.checked_mul(dtype.itemsize())?
+        } else {
+            bits.div_ceil(8)
+        };
+        (nbytes <= isize::MAX as usize).then(|| Self {
+            bytes: AlignedBuffer::zeroed(nbytes),
+            shape: shape.to_vec(),
+            dtype,
+            device: Device::cpu(),
+        })
+    }
+}
+
 /// Copies a strided tensor element by element, in row-major order.
 fn gather(info: &TensorInfo<'_>, out: &mut [u8]) {
     let itemsize = info.dtype().itemsize();
@@ -83,7 +107,7 @@ fn gather(info: &TensorInfo<'_>, out: &mut [u8]) {
     }
 }
 
-impl IntoDLPack for CopiedTensor {
+impl IntoDLPack for HostTensor {
     fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
         TensorInfo::builder(&self.bytes)
             .shape(&self.shape)
@@ -105,7 +129,7 @@ mod tests {
             .strides([1i64, 3])
             .build()
             .unwrap();
-        let copy = CopiedTensor::copy_of(&transposed);
+        let copy = HostTensor::copy_of(&transposed);
         let values: Vec<i32> = copy
             .bytes
             .chunks_exact(4)
@@ -128,14 +152,14 @@ mod tests {
             .byte_offset(2)
             .build()
             .unwrap();
-        assert_eq!(&CopiedTensor::copy_of(&reversed).bytes[..], &[30, 20, 10]);
+        assert_eq!(&HostTensor::copy_of(&reversed).bytes[..], &[30, 20, 10]);
         let broadcast = TensorInfo::builder(&data)
             .shape([2usize, 3])
             .strides([0i64, 1])
             .build()
             .unwrap();
         assert_eq!(
-            &CopiedTensor::copy_of(&broadcast).bytes[..],
+            &HostTensor::copy_of(&broadcast).bytes[..],
             &[10, 20, 30, 10, 20, 30]
         );
     }
@@ -144,13 +168,13 @@ mod tests {
     fn empty_and_packed() {
         let none: Vec<f64> = vec![];
         let empty = TensorInfo::new(&none, [0usize, 4]).unwrap();
-        assert!(CopiedTensor::copy_of(&empty).bytes.is_empty());
+        assert!(HostTensor::copy_of(&empty).bytes.is_empty());
         let packed = vec![0xABu8, 0xCD];
         let fp4 = TensorInfo::builder(&packed)
             .shape([3usize])
             .dtype(DataType::F4_E2M1FN)
             .build()
             .unwrap();
-        assert_eq!(&CopiedTensor::copy_of(&fp4).bytes[..], &[0xAB, 0xCD]);
+        assert_eq!(&HostTensor::copy_of(&fp4).bytes[..], &[0xAB, 0xCD]);
     }
 }

@@ -4,6 +4,7 @@ mod aligned;
 mod capsule;
 mod copy;
 mod data;
+mod exchange;
 mod info;
 mod into;
 mod managed;
@@ -24,10 +25,11 @@ use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
+use crate::DLPackError;
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned};
 use std::sync::Arc;
 
-use copy::CopiedTensor;
+use copy::HostTensor;
 use managed::PendingBlock;
 use request::{ExportPlan, ExportRequest};
 use template::{Description, Template};
@@ -45,7 +47,7 @@ pub(crate) fn export_capsule<'py, O: IntoDLPack>(
         .map_err(|err| PyBufferError::new_err(err.to_string()))?;
     let plan = request.plan(&info)?;
     if plan.copy {
-        let copied = CopiedTensor::copy_of(&info);
+        let copied = HostTensor::copy_of(&info);
         let pending = Pending::new(&copied.tensor_info()?, &plan);
         return pending.seal(py, copied);
     }
@@ -72,6 +74,35 @@ pub(crate) fn export_shared<'py>(
         value.synchronize(stream)?;
     }
     Pending::new(template, &plan).seal(py, value.clone())
+}
+
+/// A versioned managed tensor of a `DLPackTensor`'s value, for an exchange-API
+/// consumer (which owns it and calls its deleter).
+pub(crate) fn managed_versioned(
+    value: &Arc<dyn IntoDLPack>,
+    template: &Template,
+) -> std::ptr::NonNull<DLManagedTensorVersioned> {
+    let flags = if template.is_read_only() {
+        crate::ffi::DLPACK_FLAG_BITMASK_READ_ONLY
+    } else {
+        0
+    };
+    PendingBlock::<DLManagedTensorVersioned, _>::new(template, template.device(), flags)
+        .finish(value.clone())
+}
+
+/// A versioned managed tensor owning a new zero-filled host tensor.
+pub(crate) fn managed_host_tensor(
+    shape: &[i64],
+    dtype: crate::DataType,
+) -> Result<std::ptr::NonNull<DLManagedTensorVersioned>, DLPackError> {
+    let tensor = HostTensor::zeroed(shape, dtype)
+        .ok_or_else(|| DLPackError::SizeOverflow(format!("shape {shape:?} of {dtype}")))?;
+    let info = tensor.tensor_info()?;
+    let pending =
+        PendingBlock::<DLManagedTensorVersioned, HostTensor>::new(&info, info.device(), 0);
+    drop(info);
+    Ok(pending.finish(tensor))
 }
 
 /// A block of the planned format, waiting for its owner.

@@ -175,6 +175,11 @@ impl DLPackTensor {
         Ok(PyClassInitializer::from(base).add_subclass(subclass))
     }
 
+    /// The shared value and its checked description (for the exchange API).
+    pub(crate) fn parts(&self) -> (&Arc<dyn IntoDLPack>, &Template) {
+        (&self.value, &self.template)
+    }
+
     /// The value's current description.
     pub fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
         self.value.tensor_info()
@@ -225,6 +230,13 @@ impl DLPackTensor {
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let request = ExportRequest::from_python(stream, max_version, dl_device, copy)?;
         export_shared(py, &self.value, &self.template, &request)
+    }
+
+    /// The DLPack C exchange API table of this type (DLPack 1.3): consumers
+    /// such as tvm-ffi import `DLPackTensor`s through it without a Python call.
+    #[classattr]
+    fn __dlpack_c_exchange_api__(py: Python<'_>) -> PyResult<Bound<'_, PyCapsule>> {
+        crate::export::exchange::capsule(py)
     }
 
     /// `(device_type, device_id)` as DLPack codes, e.g. `(1, 0)` for the CPU.

@@ -5,6 +5,7 @@ mod exchange;
 mod from_dlpack;
 mod layout;
 mod negotiate;
+mod reexport;
 mod registry;
 mod tensor;
 mod view;

@@ -183,6 +183,27 @@ impl PyTensor {
         Self::from_managed(managed)
     }
 
+    /// Takes ownership of a versioned managed tensor handed over through the
+    /// exchange API.
+    ///
+    /// # Safety
+    ///
+    /// `managed` is a live `DLManagedTensorVersioned` nobody else owns or
+    /// will delete; its deleter runs exactly once, when the result (or the
+    /// error path) drops it.
+    pub(crate) unsafe fn from_owned_versioned(
+        managed: *mut crate::ffi::DLManagedTensorVersioned,
+    ) -> Result<Self, DLPackError> {
+        let managed = std::ptr::NonNull::new(managed)
+            .ok_or_else(|| DLPackError::InvalidCapsule("a NULL managed tensor".into()))?;
+        Self::from_managed(Managed::Versioned(managed))
+    }
+
+    /// The address range `[start, end)` of every byte the elements reach.
+    pub(crate) fn span(&self) -> (usize, usize) {
+        self.checked.span
+    }
+
     /// Owns `managed` from here on: any error below drops it, which runs the
     /// deleter once.
     fn from_managed(managed: Managed) -> Result<Self, DLPackError> {

@@ -1,0 +1,54 @@
+//! An imported tensor can be exported again: `PyTensor` is tensor memory,
+//! and `IntoDLPack` with its own shape and strides (pass-through, and the
+//! exchange API's `managed_tensor_to_py_object`).
+
+use std::ffi::c_void;
+
+use crate::export::{IntoDLPack, TensorData, TensorInfo};
+use crate::import::tensor::PyTensor;
+use crate::{DLPackError, DataType, Device};
+
+// SAFETY: the memory is the producer's, kept alive until the PyTensor drops
+// (it calls the producer's deleter then); its address and the span its
+// elements reach were validated on import and never change; it lives on
+// `device()`; it is read-only when the producer said so (or sent a legacy
+// capsule). The PyTensor owns it exclusively; its own views borrow it.
+unsafe impl TensorData for PyTensor {
+    fn data_ptr(&self) -> *mut c_void {
+        let (start, end) = self.span();
+        if start == end {
+            // No elements: the first element's address (possibly NULL) is as good as any.
+            return PyTensor::data_ptr(self);
+        }
+        start as *mut c_void
+    }
+    fn byte_len(&self) -> Option<usize> {
+        let (start, end) = self.span();
+        Some(end - start)
+    }
+    fn device(&self) -> Device {
+        PyTensor::device(self)
+    }
+    fn dtype(&self) -> Option<DataType> {
+        Some(PyTensor::dtype(self))
+    }
+    fn is_read_only(&self) -> bool {
+        PyTensor::is_read_only(self)
+    }
+}
+
+/// Exports the imported tensor as it is: same memory, shape, strides, device,
+/// dtype and read-only flag.
+impl IntoDLPack for PyTensor {
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        let first = PyTensor::data_ptr(self) as usize;
+        let lowest = TensorData::data_ptr(self) as usize;
+        let builder = TensorInfo::builder(self).shape(self.shape());
+        let builder = if self.dtype().is_byte_sized() {
+            builder.strides(self.strides())
+        } else {
+            builder
+        };
+        builder.byte_offset(first.wrapping_sub(lowest)).build()
+    }
+}
