@@ -55,9 +55,10 @@ pub(crate) fn new_capsule<'py, M: ManagedTensor>(
 /// Called by CPython with a capsule created by [`new_capsule::<M>`].
 unsafe extern "C" fn capsule_destructor<M: ManagedTensor>(capsule: *mut ffi::PyObject) {
     let pending = SavedException::take();
-    // SAFETY: `capsule` is the live capsule being destroyed; `IsValid` only
-    // compares its name with ours and sets no exception.
-    let unconsumed = unsafe { ffi::PyCapsule_IsValid(capsule, M::NAME.as_ptr()) } == 1;
+    // SAFETY: `capsule` is the live capsule being destroyed, a capsule (we
+    // made it); `GetName` sets no exception. A consumer that took the tensor
+    // renamed it to its own `used_…` string, so our name's address is gone.
+    let unconsumed = unsafe { ffi::PyCapsule_GetName(capsule) } == M::NAME.as_ptr();
     if unconsumed {
         // SAFETY: the capsule is valid under this name, so this cannot fail.
         let managed = unsafe { ffi::PyCapsule_GetPointer(capsule, M::NAME.as_ptr()) };

@@ -170,26 +170,30 @@ fn max_version_object(py: Python<'_>, (major, minor): (u32, u32)) -> PyResult<Bo
     Ok((major, minor).into_pyobject(py)?.into_any())
 }
 
-/// Keyword arguments for `__dlpack__`, passed by vectorcall (no dict, no
-/// bound method) where the C API allows it.
+/// Keyword arguments for `__dlpack__` (at most four), passed by vectorcall
+/// (no dict, no bound method) where the C API allows it. Nothing is
+/// allocated for the common call, `__dlpack__(max_version=(1, 3))`.
 struct Keywords<'py> {
     py: Python<'py>,
-    names: Vec<Bound<'py, PyString>>,
-    values: Vec<Bound<'py, PyAny>>,
+    names: [Option<Bound<'py, PyString>>; 4],
+    values: [Option<Bound<'py, PyAny>>; 4],
+    len: usize,
 }
 
 impl<'py> Keywords<'py> {
     fn new(py: Python<'py>) -> Self {
         Self {
             py,
-            names: Vec::with_capacity(4),
-            values: Vec::with_capacity(4),
+            names: Default::default(),
+            values: Default::default(),
+            len: 0,
         }
     }
 
     fn push(&mut self, name: &Bound<'py, PyString>, value: Bound<'py, PyAny>) {
-        self.names.push(name.clone());
-        self.values.push(value);
+        self.names[self.len] = Some(name.clone());
+        self.values[self.len] = Some(value);
+        self.len += 1;
     }
 
     /// `obj.__dlpack__(**self)`; a missing `__dlpack__` is `NotDLPack`.
@@ -209,21 +213,42 @@ impl<'py> Keywords<'py> {
         }
     }
 
+    fn names(&self) -> impl Iterator<Item = &Bound<'py, PyString>> {
+        self.names[..self.len].iter().flatten()
+    }
+
+    /// The keyword names as a tuple; `("max_version",)` is made once.
+    #[cfg(any(Py_3_12, not(any(Py_LIMITED_API, PyPy))))]
+    fn kwnames(&self) -> PyResult<Bound<'py, PyTuple>> {
+        static MAX_VERSION_ONLY: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+        let max_version = intern!(self.py, "max_version");
+        if self.len == 1 && self.names[0].as_ref().is_some_and(|n| n.is(max_version)) {
+            let cached = MAX_VERSION_ONLY.get_or_try_init(self.py, || {
+                PyTuple::new(self.py, [max_version]).map(Bound::unbind)
+            })?;
+            return Ok(cached.bind(self.py).clone());
+        }
+        PyTuple::new(self.py, self.names().collect::<Vec<_>>())
+    }
+
     #[cfg(any(Py_3_12, not(any(Py_LIMITED_API, PyPy))))]
     fn call_method(
         &self,
         obj: &Bound<'py, PyAny>,
         name: &Bound<'py, PyString>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let kwnames = PyTuple::new(self.py, &self.names)?;
+        let kwnames = self.kwnames()?;
         let mut args = [std::ptr::null_mut(); 5];
         args[0] = obj.as_ptr();
-        for (slot, value) in args[1..].iter_mut().zip(&self.values) {
+        for (slot, value) in args[1..]
+            .iter_mut()
+            .zip(self.values[..self.len].iter().flatten())
+        {
             *slot = value.as_ptr();
         }
         // SAFETY: attached; `args` holds `self` then one value per name in
-        // `kwnames` (at most 4 keywords are ever pushed), all borrowed
-        // references that outlive the call; nargsf 1 counts `self` only.
+        // `kwnames` (`len` ≤ 4), all borrowed references that outlive the
+        // call; nargsf 1 counts `self` only.
         let result = unsafe {
             pyo3::ffi::PyObject_VectorcallMethod(name.as_ptr(), args.as_ptr(), 1, kwnames.as_ptr())
         };
@@ -238,7 +263,7 @@ impl<'py> Keywords<'py> {
         name: &Bound<'py, PyString>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let kwargs = PyDict::new(self.py);
-        for (name, value) in self.names.iter().zip(&self.values) {
+        for (name, value) in self.names().zip(self.values[..self.len].iter().flatten()) {
             kwargs.set_item(name, value)?;
         }
         obj.call_method(name, (), Some(&kwargs))
