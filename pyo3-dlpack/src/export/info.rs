@@ -2,150 +2,11 @@
 //! shape, strides, read-only).
 
 use std::ffi::c_void;
-use std::fmt;
 
+use crate::export::bounds::{check_bounds, check_dims};
 use crate::export::data::TensorData;
+pub use crate::export::dims::Dims;
 use crate::{DLPackError, DataType, Device};
-
-/// A list of extents or strides, borrowed from the value being exported or
-/// computed on the fly.
-///
-/// Built with `From` from `&[usize]`, `&[i64]`, `&[isize]` (ndarray strides),
-/// arrays (by reference or by value) and `Vec`s, so a `TensorInfo` can borrow
-/// a struct's own `shape: [usize; 3]` field, or take a shape computed in
-/// `tensor_info`. Arrays of up to [`Dims::INLINE`] entries taken by value are
-/// stored inline, without allocating.
-#[derive(Clone)]
-pub struct Dims<'a>(Repr<'a>);
-
-#[derive(Clone)]
-enum Repr<'a> {
-    Usize(&'a [usize]),
-    I64(&'a [i64]),
-    InlineUsize([usize; Dims::INLINE], u8),
-    InlineI64([i64; Dims::INLINE], u8),
-    OwnedUsize(Box<[usize]>),
-    OwnedI64(Box<[i64]>),
-}
-
-/// The entries of a [`Dims`], whichever their integer type.
-enum Entries<'s> {
-    Usize(&'s [usize]),
-    I64(&'s [i64]),
-}
-
-impl Dims<'_> {
-    /// Most entries stored inline when an array is taken by value.
-    pub const INLINE: usize = 8;
-
-    fn entries(&self) -> Entries<'_> {
-        match &self.0 {
-            Repr::Usize(dims) => Entries::Usize(dims),
-            Repr::I64(dims) => Entries::I64(dims),
-            Repr::InlineUsize(dims, len) => Entries::Usize(&dims[..usize::from(*len)]),
-            Repr::InlineI64(dims, len) => Entries::I64(&dims[..usize::from(*len)]),
-            Repr::OwnedUsize(dims) => Entries::Usize(dims),
-            Repr::OwnedI64(dims) => Entries::I64(dims),
-        }
-    }
-
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        match self.entries() {
-            Entries::Usize(dims) => dims.len(),
-            Entries::I64(dims) => dims.len(),
-        }
-    }
-
-    /// Whether there are no entries (a 0-d tensor).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Entry `i` as an `i64`, or `None` if it does not fit (a `usize` above `i64::MAX`).
-    fn get(&self, i: usize) -> Option<i64> {
-        match self.entries() {
-            Entries::Usize(dims) => i64::try_from(dims[i]).ok(),
-            Entries::I64(dims) => Some(dims[i]),
-        }
-    }
-
-    /// The entries as `i64`s. Only for validated dims (every entry fits).
-    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = i64> + ExactSizeIterator + '_ {
-        (0..self.len()).map(|i| self.get(i).unwrap_or(i64::MAX))
-    }
-
-    /// The entries as a `Vec<i64>` (entries above `i64::MAX` saturate).
-    pub fn to_vec(&self) -> Vec<i64> {
-        self.iter().collect()
-    }
-}
-
-impl fmt::Debug for Dims<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.entries() {
-            Entries::Usize(dims) => fmt::Debug::fmt(dims, f),
-            Entries::I64(dims) => fmt::Debug::fmt(dims, f),
-        }
-    }
-}
-
-impl PartialEq for Dims<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && (0..self.len()).all(|i| self.get(i) == other.get(i))
-    }
-}
-
-macro_rules! dims_from {
-    ($($elem:ty => $borrowed:ident, $inline:ident, $owned:ident);*) => {$(
-        impl<'a> From<&'a [$elem]> for Dims<'a> {
-            fn from(dims: &'a [$elem]) -> Self { Self(Repr::$borrowed(dims)) }
-        }
-        impl<'a, const N: usize> From<&'a [$elem; N]> for Dims<'a> {
-            fn from(dims: &'a [$elem; N]) -> Self { Self(Repr::$borrowed(dims)) }
-        }
-        impl<'a> From<&'a Vec<$elem>> for Dims<'a> {
-            fn from(dims: &'a Vec<$elem>) -> Self { Self(Repr::$borrowed(dims)) }
-        }
-        impl<'a> From<&'a Box<[$elem]>> for Dims<'a> {
-            fn from(dims: &'a Box<[$elem]>) -> Self { Self(Repr::$borrowed(dims)) }
-        }
-        impl From<Vec<$elem>> for Dims<'_> {
-            fn from(dims: Vec<$elem>) -> Self { Self(Repr::$owned(dims.into_boxed_slice())) }
-        }
-        impl From<Box<[$elem]>> for Dims<'_> {
-            fn from(dims: Box<[$elem]>) -> Self { Self(Repr::$owned(dims)) }
-        }
-        impl<const N: usize> From<[$elem; N]> for Dims<'_> {
-            /// Stored inline (no allocation) up to [`Dims::INLINE`] entries.
-            fn from(dims: [$elem; N]) -> Self {
-                if N <= Dims::INLINE {
-                    let mut inline = [0; Dims::INLINE];
-                    inline[..N].copy_from_slice(&dims);
-                    Self(Repr::$inline(inline, N as u8))
-                } else {
-                    Self(Repr::$owned(Box::new(dims)))
-                }
-            }
-        }
-    )*};
-}
-dims_from!(usize => Usize, InlineUsize, OwnedUsize; i64 => I64, InlineI64, OwnedI64);
-
-impl<'a> From<&'a [isize]> for Dims<'a> {
-    /// Strides as `ndarray` keeps them (converted, inline up to [`Dims::INLINE`]).
-    fn from(dims: &'a [isize]) -> Self {
-        if dims.len() <= Self::INLINE {
-            let mut inline = [0i64; Self::INLINE];
-            for (slot, &d) in inline.iter_mut().zip(dims) {
-                *slot = d as i64;
-            }
-            Self(Repr::InlineI64(inline, dims.len() as u8))
-        } else {
-            Self(Repr::OwnedI64(dims.iter().map(|&d| d as i64).collect()))
-        }
-    }
-}
 
 /// The checked description of one export: where the first element is, on
 /// which device, its dtype, shape, strides (in elements) and whether
@@ -175,13 +36,13 @@ impl<'a> From<&'a [isize]> for Dims<'a> {
 /// ```
 #[derive(Debug, Clone)]
 pub struct TensorInfo<'a> {
-    data: *mut c_void,
-    device: Device,
-    dtype: DataType,
-    shape: Dims<'a>,
-    strides: Option<Dims<'a>>,
-    read_only: bool,
-    length_known: bool,
+    pub(super) data: *mut c_void,
+    pub(super) device: Device,
+    pub(super) dtype: DataType,
+    pub(super) shape: Dims<'a>,
+    pub(super) strides: Option<Dims<'a>>,
+    pub(super) read_only: bool,
+    pub(super) length_known: bool,
 }
 
 /// Sets the parts of a [`TensorInfo`] one by one; [`build`](Self::build) checks them.
@@ -434,140 +295,6 @@ impl<'a> TensorInfoBuilder<'a> {
         i64::try_from(available / itemsize)
             .map_err(|_| DLPackError::SizeOverflow(format!("{available} bytes")))
     }
-}
-
-/// Rank limits, extents non-negative and representable, strides of the same rank.
-fn check_dims(shape: &Dims<'_>, strides: Option<&Dims<'_>>) -> Result<(), DLPackError> {
-    if shape.len() > crate::MAX_NDIM {
-        return Err(DLPackError::Layout(format!(
-            "{} dimensions are more than the {} this crate exports",
-            shape.len(),
-            crate::MAX_NDIM
-        )));
-    }
-    for i in 0..shape.len() {
-        match shape.get(i) {
-            Some(dim) if dim >= 0 => {}
-            Some(dim) => {
-                return Err(DLPackError::Layout(format!(
-                    "shape {shape:?} has a negative extent {dim} in dimension {i}"
-                )));
-            }
-            None => {
-                return Err(DLPackError::SizeOverflow(format!(
-                    "extent of dimension {i} does not fit an int64"
-                )));
-            }
-        }
-    }
-    if let Some(strides) = strides {
-        if strides.len() != shape.len() {
-            return Err(DLPackError::Layout(format!(
-                "strides {strides:?} have {} entries, but shape {shape:?} has {} dimensions",
-                strides.len(),
-                shape.len()
-            )));
-        }
-        if (0..strides.len()).any(|i| strides.get(i).is_none()) {
-            return Err(DLPackError::SizeOverflow(format!(
-                "strides {strides:?} do not fit int64"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// The bytes the description reaches, relative to its first element:
-/// `(lowest, one past the highest)`. Every sum is checked, and a span larger
-/// than `isize::MAX` bytes (more than any buffer can hold) is an overflow.
-fn extent(
-    info: &TensorInfo<'_>,
-    describe: &dyn Fn() -> String,
-) -> Result<(i128, i128), DLPackError> {
-    const LIMIT: i128 = isize::MAX as i128;
-    let overflow = || {
-        DLPackError::SizeOverflow(format!(
-            "{} spans more bytes than fit in memory",
-            describe()
-        ))
-    };
-    let mut numel: i128 = 1;
-    for dim in info.shape.iter() {
-        numel = numel
-            .checked_mul(i128::from(dim))
-            .filter(|&n| n <= LIMIT)
-            .ok_or_else(overflow)?;
-    }
-    if numel == 0 {
-        return Ok((0, 0));
-    }
-    if !info.dtype.is_byte_sized() {
-        // Packed sub-byte elements, row-major: the header's storage size.
-        let bits = numel * i128::from(info.dtype.bits) * i128::from(info.dtype.lanes);
-        return Ok((0, (bits + 7) / 8));
-    }
-    let itemsize = info.dtype.itemsize() as i128;
-    if info.strides.is_none() {
-        // Row-major: exactly the elements, packed (the common case, on every export).
-        return Some(numel * itemsize)
-            .filter(|&n| n <= LIMIT)
-            .map(|n| (0, n))
-            .ok_or_else(overflow);
-    }
-    let (mut low, mut high) = (0i128, itemsize);
-    for (dim, stride) in info.shape.iter().zip(info.strides_iter()) {
-        let reach = i128::from(dim - 1)
-            .checked_mul(i128::from(stride))
-            .and_then(|r| r.checked_mul(itemsize))
-            .filter(|r| r.abs() <= LIMIT)
-            .ok_or_else(overflow)?;
-        // Each side stays within ±LIMIT after every step, so no sum can overflow.
-        let side = if reach < 0 { &mut low } else { &mut high };
-        *side += reach;
-        if side.abs() > LIMIT || high - low > LIMIT {
-            return Err(overflow());
-        }
-    }
-    Ok((low, high))
-}
-
-/// Checks the description's reach: no overflow, and, when the buffer's
-/// length is known, every element inside `[0, byte_len)` of the buffer.
-fn check_bounds(
-    info: &TensorInfo<'_>,
-    byte_offset: usize,
-    byte_len: Option<usize>,
-) -> Result<(), DLPackError> {
-    let describe = || match &info.strides {
-        Some(strides) => format!(
-            "shape {:?} with strides {strides:?} of {}",
-            info.shape, info.dtype
-        ),
-        None => format!("shape {:?} of {}", info.shape, info.dtype),
-    };
-    let (first, end) = extent(info, &describe)?;
-    let Some(byte_len) = byte_len else {
-        return Ok(());
-    };
-    if first == end {
-        return Ok(()); // no elements
-    }
-    let offset = byte_offset as i128;
-    if offset + first < 0 {
-        return Err(DLPackError::Layout(format!(
-            "{} reaches {} bytes before the start of the buffer",
-            describe(),
-            -(offset + first)
-        )));
-    }
-    if offset + end > byte_len as i128 {
-        let needed = offset + end;
-        return Err(DLPackError::Layout(format!(
-            "{} needs {needed} bytes, but the buffer holds {byte_len} bytes",
-            describe()
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

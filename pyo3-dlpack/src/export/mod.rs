@@ -1,9 +1,11 @@
 //! Export: Rust values to DLPack capsules and the `DLPackTensor` Python object.
 
 mod aligned;
+mod bounds;
 mod capsule;
 mod copy;
 mod data;
+mod dims;
 mod exchange;
 mod info;
 mod into;

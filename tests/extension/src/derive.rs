@@ -1,0 +1,175 @@
+//! `#[derive(IntoDLPack, FromDLPack)]` and the `#[pyclass]` pattern.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// A derived exporter: an image whose layout and flags come from its fields.
+#[derive(IntoDLPack)]
+pub(crate) struct DerivedImage {
+    #[dlpack(data)]
+    pixels: AlignedBuffer<u8>,
+    #[dlpack(shape)]
+    shape: [usize; 3],
+    #[dlpack(strides)]
+    strides: Option<[i64; 3]>,
+    #[dlpack(read_only)]
+    frozen: bool,
+    _guard: DropGuard,
+}
+
+/// `height × width × 3` bytes, pixel `i` holding `i % 256`; `channels_first`
+/// describes the same bytes as `(3, H, W)` through strides.
+#[pyfunction]
+#[pyo3(signature = (height, width, channels_first=false, frozen=false))]
+pub(crate) fn derived_image(
+    height: usize,
+    width: usize,
+    channels_first: bool,
+    frozen: bool,
+) -> DerivedImage {
+    let n = height * width * 3;
+    let (shape, strides) = if channels_first {
+        ([3, height, width], Some([1, 3 * width as i64, 3]))
+    } else {
+        ([height, width, 3], None)
+    };
+    DerivedImage {
+        pixels: AlignedBuffer::from_fn(n, |i| (i % 256) as u8),
+        shape,
+        strides,
+        frozen,
+        _guard: DropGuard::new(),
+    }
+}
+
+/// Raw memory with a runtime dtype and a declared device (host memory that
+/// claims `device_type:device_id`, to test device handling without one).
+#[derive(IntoDLPack)]
+pub(crate) struct DerivedRaw {
+    #[dlpack(data)]
+    raw: RawBuffer,
+    #[dlpack(shape)]
+    shape: Vec<i64>,
+    #[dlpack(dtype)]
+    dtype: DataType,
+    #[dlpack(device)]
+    device: Device,
+    _memory: AlignedBuffer<u8>,
+}
+
+#[pyfunction]
+pub(crate) fn derived_raw(
+    nbytes: usize,
+    dtype: &str,
+    shape: Vec<i64>,
+    device_type: i32,
+    device_id: i32,
+) -> PyResult<DerivedRaw> {
+    let memory = AlignedBuffer::<u8>::zeroed(nbytes);
+    // SAFETY: the memory is stored in the same value as the RawBuffer, so it
+    // lives exactly as long; nothing else touches it.
+    let raw = unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), nbytes, Device::cpu()) };
+    Ok(DerivedRaw {
+        raw,
+        shape,
+        dtype: parse_dtype(dtype)?,
+        device: Device::new(pyo3_dlpack::DeviceType::from_code(device_type), device_id),
+        _memory: memory,
+    })
+}
+
+/// A derived importer with every constraint.
+#[derive(FromDLPack)]
+#[dlpack(dtype = f32, ndim = 2, device = "cpu", contiguous, writable)]
+pub(crate) struct Matrix {
+    #[dlpack(tensor)]
+    tensor: PyTensor,
+    #[dlpack(shape)]
+    shape: [usize; 2],
+    #[dlpack(data)]
+    data: *mut f32,
+}
+
+/// Adds `value` to the diagonal in place; returns the old trace.
+#[pyfunction]
+pub(crate) fn add_to_diagonal(mut m: Matrix, value: f32) -> PyResult<f32> {
+    let [rows, cols] = m.shape;
+    let _ = m.data; // the derived pointer equals the slice's start
+    let cells = m.tensor.as_slice_mut::<f32>()?;
+    let mut trace = 0.0;
+    for i in 0..rows.min(cols) {
+        trace += cells[i * cols + i];
+        cells[i * cols + i] += value;
+    }
+    Ok(trace)
+}
+
+/// What a lenient derived importer saw.
+#[derive(FromDLPack)]
+pub(crate) struct Anything {
+    #[dlpack(tensor)]
+    tensor: PyTensor,
+    #[dlpack(shape)]
+    shape: Vec<usize>,
+    #[dlpack(strides)]
+    strides: Vec<i64>,
+    #[dlpack(device)]
+    device: Device,
+    #[dlpack(dtype)]
+    dtype: DataType,
+    #[dlpack(read_only)]
+    read_only: bool,
+    #[dlpack(data)]
+    address: usize,
+}
+
+#[pyfunction]
+pub(crate) fn derived_describe(t: Anything) -> (Vec<usize>, Vec<i64>, String, String, bool, bool) {
+    let same_address = t.address == t.tensor.data_ptr() as usize;
+    (
+        t.shape,
+        t.strides,
+        t.device.to_string(),
+        t.dtype.to_string(),
+        t.read_only,
+        same_address,
+    )
+}
+
+/// The #[pyclass] pattern: a Python class with its own methods that also
+/// speaks DLPack, by extending `DLPackTensor`.
+#[pyclass(extends = DLPackTensor)]
+pub(crate) struct Spectrum {
+    samples: std::sync::Arc<Samples>,
+}
+
+#[derive(IntoDLPack)]
+pub(crate) struct Samples {
+    #[dlpack(data)]
+    values: AlignedBuffer<f32>,
+    _guard: DropGuard,
+}
+
+#[pymethods]
+impl Spectrum {
+    #[new]
+    #[pyo3(signature = (n, writable=false))]
+    fn new(n: usize, writable: bool) -> PyResult<PyClassInitializer<Self>> {
+        let samples = std::sync::Arc::new(Samples {
+            values: AlignedBuffer::from_fn(n, |i| i as f32),
+            _guard: DropGuard::new(),
+        });
+        if writable {
+            // SAFETY: `total` reads f32s (any bits are valid) and the tests
+            // never run it while a consumer writes (single-threaded).
+            unsafe { DLPackTensor::with_subclass_writable(samples.clone(), Self { samples }) }
+        } else {
+            DLPackTensor::with_subclass(samples.clone(), Self { samples })
+        }
+    }
+
+    /// A method of the class itself, reading the shared samples from Rust.
+    fn total(&self) -> f32 {
+        self.samples.values.iter().sum()
+    }
+}

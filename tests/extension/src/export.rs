@@ -1,0 +1,154 @@
+//! Exports: typed and raw buffers, declared devices, bare capsules.
+
+#[allow(unused_imports)]
+use super::*;
+
+pub(crate) fn parse_dtype(name: &str) -> PyResult<DataType> {
+    name.parse::<DataType>()
+        .map_err(|err| PyValueError::new_err(err.to_string()))
+}
+
+/// `n` elements of `dtype` in a typed `storage` (`"vec"`, `"box"`, `"arc"`
+/// or `"aligned"`), element `i` being `i` converted to the type (`i % 2` for
+/// bool, `i - i·j` for complex), so Python can compare with its own arange.
+#[pyfunction]
+#[pyo3(signature = (dtype, n, storage="aligned"))]
+pub(crate) fn arange(dtype: &str, n: usize, storage: &str) -> PyResult<DLPackTensor> {
+    macro_rules! typed {
+        ($ty:ty, $convert:expr) => {{
+            let values: Vec<$ty> = (0..n).map($convert).collect();
+            export_typed(values, storage)
+        }};
+    }
+    match dtype {
+        "bool" => typed!(bool, |i| i % 2 == 1),
+        "int8" => typed!(i8, |i| i as i8),
+        "int16" => typed!(i16, |i| i as i16),
+        "int32" => typed!(i32, |i| i as i32),
+        "int64" => typed!(i64, |i| i as i64),
+        "uint8" => typed!(u8, |i| i as u8),
+        "uint16" => typed!(u16, |i| i as u16),
+        "uint32" => typed!(u32, |i| i as u32),
+        "uint64" => typed!(u64, |i| i as u64),
+        "float16" => typed!(half::f16, |i| half::f16::from_f32(i as f32)),
+        "bfloat16" => typed!(half::bf16, |i| half::bf16::from_f32(i as f32)),
+        "float32" => typed!(f32, |i| i as f32),
+        "float64" => typed!(f64, |i| i as f64),
+        "complex64" => typed!(num_complex::Complex<f32>, |i| num_complex::Complex::new(
+            i as f32,
+            -(i as f32)
+        )),
+        "complex128" => typed!(num_complex::Complex<f64>, |i| num_complex::Complex::new(
+            i as f64,
+            -(i as f64)
+        )),
+        other => Err(PyValueError::new_err(format!(
+            "arange: no Rust type for {other:?}"
+        ))),
+    }
+}
+
+pub(crate) fn export_typed<T: pyo3_dlpack::Element>(
+    values: Vec<T>,
+    storage: &str,
+) -> PyResult<DLPackTensor> {
+    let tensor = match storage {
+        "vec" => DLPackTensor::new(Tracked::new(values)),
+        "box" => DLPackTensor::new(Tracked::new(values.into_boxed_slice())),
+        "arc" => DLPackTensor::new(Tracked::new(std::sync::Arc::<[T]>::from(values))),
+        "aligned" => DLPackTensor::new(Tracked::new(AlignedBuffer::from_slice(&values))),
+        other => return Err(PyValueError::new_err(format!("unknown storage {other:?}"))),
+    };
+    Ok(tensor?)
+}
+
+/// Exports a copy of `data` (in a 64-byte-aligned buffer) as a tensor of
+/// `dtype` with the given layout. The layout is checked by `TensorInfo`.
+#[pyfunction]
+#[pyo3(signature = (data, dtype, shape, strides=None, byte_offset=0, read_only=false))]
+pub(crate) fn from_bytes(
+    data: &[u8],
+    dtype: &str,
+    shape: Vec<i64>,
+    strides: Option<Vec<i64>>,
+    byte_offset: usize,
+    read_only: bool,
+) -> PyResult<DLPackTensor> {
+    let mut tracked = Tracked::new(AlignedBuffer::from_slice(data));
+    tracked.dtype = Some(parse_dtype(dtype)?);
+    tracked.shape = Some(shape);
+    tracked.strides = strides;
+    tracked.byte_offset = byte_offset;
+    tracked.read_only = read_only;
+    Ok(DLPackTensor::new(tracked)?)
+}
+
+/// A host buffer that claims to live on another device (to test device
+/// negotiation without that device): `device_type`/`device_id` are DLPack codes.
+#[pyfunction]
+pub(crate) fn on_device(n: usize, device_type: i32, device_id: i32) -> PyResult<DLPackTensor> {
+    let memory = AlignedBuffer::<f32>::zeroed(n);
+    // SAFETY: the memory is the `AlignedBuffer` stored next to the RawBuffer in
+    // the same value, so it lives exactly as long; nothing else touches it.
+    let raw = unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), n * 4, Device::cpu()) }
+        .with_dtype(DataType::F32);
+    struct OnDevice {
+        raw: RawBuffer,
+        device: Device,
+        _memory: AlignedBuffer<f32>,
+        _guard: DropGuard,
+    }
+    impl IntoDLPack for OnDevice {
+        fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+            TensorInfo::builder(&self.raw).device(self.device).build()
+        }
+    }
+    let device = Device::new(pyo3_dlpack::DeviceType::from_code(device_type), device_id);
+    Ok(DLPackTensor::new(OnDevice {
+        raw,
+        device,
+        _memory: memory,
+        _guard: DropGuard::new(),
+    })?)
+}
+
+/// A bare capsule owning a fresh `arange` of float32 (for capsule consumers).
+#[pyfunction]
+pub(crate) fn capsule(py: Python<'_>, n: usize, versioned: bool) -> PyResult<Bound<'_, PyCapsule>> {
+    let values = Tracked::new(AlignedBuffer::from_fn(n, |i| i as f32));
+    values.into_capsule(py, format(versioned))
+}
+
+/// A bare capsule sharing ownership of an existing exporter's value.
+#[pyfunction]
+pub(crate) fn capsule_of<'py>(
+    py: Python<'py>,
+    tensor: &DLPackTensor,
+    versioned: bool,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    tensor.to_capsule(py, format(versioned))
+}
+
+pub(crate) fn format(versioned: bool) -> CapsuleFormat {
+    if versioned {
+        CapsuleFormat::Versioned
+    } else {
+        CapsuleFormat::Legacy
+    }
+}
+
+/// Byte `index` of the exported memory, read from Rust (to see consumers' writes).
+#[pyfunction]
+pub(crate) fn read_byte(tensor: &DLPackTensor, index: usize) -> PyResult<u8> {
+    let info = tensor.tensor_info()?;
+    let bytes = info.numel() * info.dtype().itemsize();
+    if index >= bytes || !info.is_contiguous() || !info.device().is_host_accessible() {
+        return Err(PyValueError::new_err(
+            "read_byte: index outside a contiguous host tensor",
+        ));
+    }
+    let byte = info.data_ptr().cast::<u8>().wrapping_add(index);
+    // SAFETY: the checked TensorInfo describes `bytes` contiguous host bytes
+    // from `data_ptr`, alive while `tensor` is borrowed; `index < bytes`.
+    Ok(unsafe { byte.read_volatile() })
+}

@@ -1,0 +1,253 @@
+//! Imports: `PyTensor` described, read, written, borrowed, dropped on threads.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// Everything a `PyTensor` reports, as a dict.
+#[pyfunction]
+pub(crate) fn describe<'py>(py: Python<'py>, tensor: PyTensor) -> PyResult<Bound<'py, PyDict>> {
+    describe_tensor(py, &tensor)
+}
+
+pub(crate) fn describe_tensor<'py>(
+    py: Python<'py>,
+    tensor: &PyTensor,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("shape", PyTuple::new(py, tensor.shape())?)?;
+    d.set_item("strides", PyTuple::new(py, tensor.strides())?)?;
+    d.set_item("ndim", tensor.ndim())?;
+    d.set_item("numel", tensor.numel())?;
+    d.set_item("nbytes", tensor.nbytes())?;
+    d.set_item("dtype", tensor.dtype().to_string())?;
+    let device = tensor.device();
+    d.set_item("device", (device.device_type.code(), device.device_id))?;
+    d.set_item("version", tensor.version().map(|v| (v.major, v.minor)))?;
+    d.set_item("read_only", tensor.is_read_only())?;
+    d.set_item("copied", tensor.is_copied())?;
+    d.set_item("contiguous", tensor.is_contiguous())?;
+    d.set_item("data_ptr", tensor.data_ptr() as usize)?;
+    Ok(d)
+}
+
+/// `describe`, importing with explicit options.
+#[pyfunction]
+#[pyo3(signature = (obj, *, max_version=None, stream=None, dl_device=None, copy=None))]
+pub(crate) fn import_with<'py>(
+    obj: &Bound<'py, PyAny>,
+    max_version: Option<(u32, u32)>,
+    stream: Option<i64>,
+    dl_device: Option<(i32, i32)>,
+    copy: Option<bool>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut options = ImportOptions::new();
+    if let Some((major, minor)) = max_version {
+        options = options.with_max_version(major, minor);
+    }
+    if let Some(stream) = stream {
+        options = options.stream(stream);
+    }
+    if let Some((device_type, id)) = dl_device {
+        options = options.dl_device(Device::new(
+            pyo3_dlpack::DeviceType::from_code(device_type),
+            id,
+        ));
+    }
+    if let Some(copy) = copy {
+        options = options.copy(copy);
+    }
+    describe_tensor(obj.py(), &PyTensor::from_pyany_with(obj, &options)?)
+}
+
+/// Runs `$body` with `$T` bound to the Rust type named `$name`, converting
+/// each element to a Python-friendly value with `$to_py`.
+macro_rules! with_type {
+    ($name:expr, |$T:ident| $body:expr) => {
+        match $name {
+            "int8" => {
+                type $T = i8;
+                $body
+            }
+            "int16" => {
+                type $T = i16;
+                $body
+            }
+            "int32" => {
+                type $T = i32;
+                $body
+            }
+            "int64" => {
+                type $T = i64;
+                $body
+            }
+            "uint8" => {
+                type $T = u8;
+                $body
+            }
+            "uint16" => {
+                type $T = u16;
+                $body
+            }
+            "uint32" => {
+                type $T = u32;
+                $body
+            }
+            "uint64" => {
+                type $T = u64;
+                $body
+            }
+            "float16" => {
+                type $T = half::f16;
+                $body
+            }
+            "bfloat16" => {
+                type $T = half::bf16;
+                $body
+            }
+            "float32" => {
+                type $T = f32;
+                $body
+            }
+            "float64" => {
+                type $T = f64;
+                $body
+            }
+            "complex64" => {
+                type $T = num_complex::Complex<f32>;
+                $body
+            }
+            "complex128" => {
+                type $T = num_complex::Complex<f64>;
+                $body
+            }
+            other => Err(PyValueError::new_err(format!(
+                "no Rust view type {other:?}"
+            ))),
+        }
+    };
+}
+
+/// A value Python can compare: numbers as float or int, complex as (re, im).
+pub(crate) trait ToPy {
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
+}
+macro_rules! to_py_via {
+    ($($ty:ty => $conv:expr),*) => {$(
+        impl ToPy for $ty {
+            fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                let convert: fn(&$ty) -> _ = $conv;
+                Ok(convert(self).into_pyobject(py)?.into_any())
+            }
+        }
+    )*};
+}
+to_py_via!(
+    i8 => |v| i64::from(*v), i16 => |v| i64::from(*v), i32 => |v| i64::from(*v), i64 => |v| *v,
+    u8 => |v| u64::from(*v), u16 => |v| u64::from(*v), u32 => |v| u64::from(*v), u64 => |v| *v,
+    half::f16 => |v| v.to_f64(), half::bf16 => |v| v.to_f64(), f32 => |v| f64::from(*v), f64 => |v| *v,
+    num_complex::Complex<f32> => |v| (f64::from(v.re), f64::from(v.im)),
+    num_complex::Complex<f64> => |v| (v.re, v.im)
+);
+
+pub(crate) fn list<'py, T: ToPy>(
+    py: Python<'py>,
+    values: impl IntoIterator<Item = T>,
+) -> PyResult<Bound<'py, PyList>> {
+    let items = values
+        .into_iter()
+        .map(|v| v.to_py(py))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, items)
+}
+
+/// The elements, row-major, read with `to_vec::<type>()` (any strides).
+#[pyfunction]
+pub(crate) fn to_list<'py>(
+    py: Python<'py>,
+    tensor: PyTensor,
+    as_type: &str,
+) -> PyResult<Bound<'py, PyList>> {
+    with_type!(as_type, |T| list(py, tensor.to_vec::<T>()?))
+}
+
+/// The elements read with `as_slice::<type>()` (contiguous tensors only).
+#[pyfunction]
+pub(crate) fn slice_values<'py>(
+    py: Python<'py>,
+    tensor: PyTensor,
+    as_type: &str,
+) -> PyResult<Bound<'py, PyList>> {
+    with_type!(as_type, |T| list(
+        py,
+        tensor.as_slice::<T>()?.iter().copied()
+    ))
+}
+
+/// The elements in logical (row-major) order through an ndarray view.
+#[pyfunction]
+pub(crate) fn array_values<'py>(
+    py: Python<'py>,
+    tensor: PyTensor,
+    as_type: &str,
+) -> PyResult<Bound<'py, PyList>> {
+    with_type!(as_type, |T| list(
+        py,
+        tensor.as_array::<T>()?.iter().copied()
+    ))
+}
+
+/// Sets every element to `value` (as `as_type`) through `as_slice_mut` (or,
+/// when `through_ndarray`, through `as_array_mut`, which takes any strides).
+#[pyfunction]
+#[pyo3(signature = (tensor, value, as_type="float64", through_ndarray=false))]
+pub(crate) fn fill(
+    mut tensor: PyTensor,
+    value: f64,
+    as_type: &str,
+    through_ndarray: bool,
+) -> PyResult<()> {
+    match as_type {
+        "float64" if through_ndarray => tensor.as_array_mut::<f64>()?.fill(value),
+        "float64" => tensor.as_slice_mut::<f64>()?.fill(value),
+        "uint8" if through_ndarray => tensor.as_array_mut::<u8>()?.fill(value as u8),
+        "uint8" => tensor.as_slice_mut::<u8>()?.fill(value as u8),
+        other => return Err(PyValueError::new_err(format!("fill: no {other:?}"))),
+    }
+    Ok(())
+}
+
+/// `out += inp`, elementwise, for float64 tensors of one length.
+#[pyfunction]
+pub(crate) fn add_into(mut out: PyTensor, inp: PyTensor) -> PyResult<()> {
+    let source = inp.as_slice::<f64>()?;
+    let target = out.as_slice_mut::<f64>()?;
+    if source.len() != target.len() {
+        return Err(PyValueError::new_err("add_into: lengths differ"));
+    }
+    for (t, s) in target.iter_mut().zip(source) {
+        *t += s;
+    }
+    Ok(())
+}
+
+/// Imports `obj`, then drops the `PyTensor` on a new Rust thread that never
+/// attaches to Python, with this thread's GIL released meanwhile.
+#[pyfunction]
+pub(crate) fn drop_on_thread(py: Python<'_>, tensor: PyTensor) {
+    py.detach(|| std::thread::spawn(move || drop(tensor)).join())
+        .expect("the dropping thread panicked");
+}
+
+/// `describe`, through a borrowed view (`PyTensor::with_borrowed`).
+#[pyfunction]
+pub(crate) fn describe_borrowed<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    PyTensor::with_borrowed(obj, |tensor| describe_tensor(obj.py(), tensor))?
+}
+
+/// The sum of a float32 tensor read through a borrowed view.
+#[pyfunction]
+pub(crate) fn sum_borrowed(obj: &Bound<'_, PyAny>) -> PyResult<f64> {
+    PyTensor::with_borrowed(obj, |tensor| -> PyResult<f64> {
+        Ok(tensor.to_vec::<f32>()?.iter().map(|&x| f64::from(x)).sum())
+    })?
+}
