@@ -45,12 +45,48 @@ def test_borrowed_view_matches_the_owned_import(name):
     assert borrowed["read_only"] is False
 
 
-def test_borrowed_values_and_fallback_for_other_producers():
+def test_borrowed_views_give_metadata_not_elements():
     t = torch.arange(10, dtype=torch.float32)[::2]
-    assert ext.sum_borrowed(t) == 0 + 2 + 4 + 6 + 8
-    a = np.arange(4, dtype="f4")  # no exchange API: an ordinary import
+    assert ext.describe_borrowed(t)["shape"] == (5,)
+    # A borrowed view holds no reference to the memory: reading it is refused.
+    with pytest.raises(ValueError, match="holds no reference to the memory"):
+        ext.sum_borrowed(t)
+    a = np.arange(4, dtype="f4")  # no exchange API: an ordinary (owned) import
     assert ext.sum_borrowed(a) == 6.0
     assert ext.describe_borrowed(a)["version"] == (1, 0)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: torch.tensor([1 + 2j, 3 - 4j]).conj(), "conjugate bit"),
+        (lambda: torch.tensor([1 + 2j]).conj().imag, "negative bit"),
+    ],
+    ids=["conj", "neg"],
+)
+def test_lazy_torch_bits_are_refused_not_exported_unresolved(make, message):
+    t = make()
+    assert t.is_conj() or t.is_neg()
+    for importer in (ext.describe, ext.describe_borrowed):
+        with pytest.raises(BufferError, match=f"lazy {message}.*call .resolve_"):
+            importer(t)
+    resolved = t.resolve_conj().resolve_neg()
+    assert ext.to_list(resolved, str(resolved.dtype).removeprefix("torch.")) == [
+        (v.real, v.imag) if resolved.is_complex() else v for v in resolved.tolist()
+    ]
+
+
+def test_a_subclass_overriding_dlpack_is_asked_through_python():
+    calls = []
+
+    class Logged(torch.Tensor):
+        def __dlpack__(self, *args, **kwargs):
+            calls.append(kwargs)
+            return super().__dlpack__(*args, **kwargs)
+
+    t = torch.arange(3.0).as_subclass(Logged)
+    assert ext.describe(t)["shape"] == (3,)
+    assert calls, "its own __dlpack__ ran"
 
 
 def test_owned_exchange_imports_release_the_tensor():
@@ -78,7 +114,7 @@ def test_the_c_path_accepts_tensors_that_require_grad():
     with pytest.raises(BufferError):
         t.__dlpack__()
     assert ext.describe(t)["shape"] == (3,)
-    assert ext.sum_borrowed(t) == 3.0
+    assert ext.to_list(t, "float32") == [0.0, 1.0, 2.0]
 
 
 def test_writes_through_an_exchange_import_reach_torch():
@@ -107,6 +143,18 @@ class ExchangeAPI(ctypes.Structure):
         ("dltensor_from_py", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(DLTensor))),
         ("current_work_stream", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))),
     ]
+
+
+def take(obj):
+    """The object a C function stored in a ctypes py_object, owning its reference.
+
+    ctypes never releases a reference written into a py_object from C, so the
+    extra one is dropped here (otherwise the object would leak).
+    """
+    value = obj.value
+    ctypes.pythonapi.Py_DecRef.argtypes = [ctypes.py_object]
+    ctypes.pythonapi.Py_DecRef(value)
+    return value
 
 
 def our_table():
@@ -161,7 +209,7 @@ def test_allocator_and_to_py_object_round_trip():
     assert errors == []
     obj = ctypes.py_object()
     assert table.to_py(out.value, ctypes.byref(obj)) == 0
-    tensor = obj.value
+    tensor = take(obj)
     assert isinstance(tensor, ext.DLPackTensor)
     a = np.from_dlpack(tensor)
     assert a.shape == (2, 3) and a.dtype == np.float32 and not a.any()
@@ -174,6 +222,86 @@ def test_allocator_and_to_py_object_round_trip():
     stream = ctypes.c_void_p(1)
     assert table.current_work_stream(1, 0, ctypes.byref(stream)) == 0
     assert stream.value is None
+
+
+def test_to_py_object_failure_leaves_the_tensor_with_the_caller():
+    from handmade import HandMade
+
+    table = our_table()
+    bad = HandMade(dtype=(2, 32, 2))  # float32x2: lanes != 1, refused on import
+    obj = ctypes.py_object()
+    with pytest.raises(ValueError, match="2 lanes"):
+        table.to_py(ctypes.addressof(bad.managed), ctypes.byref(obj))
+    assert bad.deleted == 0, "not ours to delete after a failure"
+    good = HandMade()
+    assert table.to_py(ctypes.addressof(good.managed), ctypes.byref(obj)) == 0
+    tensor = take(obj)
+    assert np.from_dlpack(tensor).tolist() == [[1, 2, 3], [4, 5, 6]]
+    del tensor, obj
+    gc.collect()
+    assert good.deleted == 1
+
+
+def make_prototype(shape, dtype=(2, 32, 1), device=(1, 0), null_shape=False):
+    dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+    prototype = DLTensor()
+    prototype.device.device_type, prototype.device.device_id = device
+    prototype.ndim = len(shape)
+    prototype.dtype.code, prototype.dtype.bits, prototype.dtype.lanes = dtype
+    if not null_shape:
+        prototype.shape = ctypes.cast(dims, ctypes.POINTER(ctypes.c_int64))
+    return prototype, dims
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, null_shape, message",
+    [
+        ((2, 2), (2, 32, 1), True, b"a prototype of 2 dimensions with a NULL shape"),
+        ((2**40, 2**40), (2, 32, 1), False, b"size overflow"),
+        ((2,), (2, 32, 4), False, b"cannot allocate a tensor of float32x4"),
+        ((-1,), (2, 32, 1), False, b"negative extent -1"),
+    ],
+)
+def test_allocator_refuses_bad_prototypes_through_set_error(shape, dtype, null_shape, message):
+    table = our_table()
+    errors = []
+    on_error = SET_ERROR(lambda ctx, kind, text: errors.append((kind, text)))
+    prototype, _dims = make_prototype(shape, dtype, null_shape=null_shape)
+    out = ctypes.c_void_p()
+    assert table.allocator(ctypes.byref(prototype), ctypes.byref(out), None, on_error) == -1
+    assert len(errors) == 1 and errors[0][0] == b"BufferError" and message in errors[0][1]
+
+
+def test_allocated_bool_tensors_and_reexports_allow_mutable_views():
+    table = our_table()
+    on_error = SET_ERROR(lambda ctx, kind, text: None)
+    prototype, _dims = make_prototype((3,), dtype=(6, 8, 1))
+    out = ctypes.c_void_p()
+    assert table.allocator(ctypes.byref(prototype), ctypes.byref(out), None, on_error) == 0
+    obj = ctypes.py_object()
+    assert table.to_py(out.value, ctypes.byref(obj)) == 0
+    assert np.from_dlpack(take(obj)).tolist() == [False] * 3
+    prototype, _dims = make_prototype((4,), dtype=(2, 64, 1))
+    assert table.allocator(ctypes.byref(prototype), ctypes.byref(out), None, on_error) == 0
+    assert table.to_py(out.value, ctypes.byref(obj)) == 0
+    tensor = take(obj)
+    ext.fill(tensor, 2.0)  # the re-exported PyTensor does not block this view
+    assert np.from_dlpack(tensor).tolist() == [2.0] * 4
+
+
+def test_copies_of_bool_tensors():
+    x = ext.arange("bool", 4)
+    a = np.from_dlpack(x, copy=True)
+    assert a.tolist() == [False, True, False, True]
+    assert a.ctypes.data != x.data_ptr
+
+
+def test_a_read_only_tensor_refuses_the_borrowed_c_view():
+    table = our_table()
+    x = ext.from_bytes(bytes(8), "float32", [2], read_only=True)
+    view = DLTensor()
+    with pytest.raises(BufferError, match="read-only, which a borrowed DLTensor cannot say"):
+        table.dltensor_from_py(x, ctypes.byref(view))
 
 
 def test_our_importer_uses_our_table(drops):

@@ -76,6 +76,22 @@ impl<T: Element> AlignedBuffer<T> {
         Self { ptr, len }
     }
 
+    /// Like [`zeroed`](Self::zeroed), but `None` instead of a panic or an
+    /// abort when the size overflows or the memory cannot be allocated.
+    pub(crate) fn try_zeroed(len: usize) -> Option<Self> {
+        let size = len.checked_mul(size_of::<T>())?;
+        let layout = Layout::from_size_align(size, ALIGNMENT.max(align_of::<T>())).ok()?;
+        if layout.size() == 0 {
+            return Some(Self {
+                ptr: Self::dangling(),
+                len,
+            });
+        }
+        // SAFETY: the layout has a non-zero size (checked above).
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        NonNull::new(raw.cast::<T>()).map(|ptr| Self { ptr, len })
+    }
+
     /// `len` elements, element `i` being `f(i)`.
     pub fn from_fn(len: usize, mut f: impl FnMut(usize) -> T) -> Self {
         let mut buffer = Self::zeroed(len);

@@ -62,7 +62,8 @@ impl HostTensor {
 }
 
 impl HostTensor {
-    /// A zero-filled, row-major `cpu:0` tensor; `None` if the size overflows.
+    /// A zero-filled, row-major `cpu:0` tensor; `None` if the size overflows
+    /// or the memory cannot be allocated.
     pub(crate) fn zeroed(shape: &[i64], dtype: DataType) -> Option<Self> {
         let numel = shape
             .iter()
@@ -75,8 +76,8 @@ impl HostTensor {
         } else {
             bits.div_ceil(8)
         };
-        (nbytes <= isize::MAX as usize).then(|| Self {
-            bytes: AlignedBuffer::zeroed(nbytes),
+        Some(Self {
+            bytes: AlignedBuffer::try_zeroed(nbytes)?,
             shape: shape.to_vec(),
             dtype,
             device: Device::cpu(),
@@ -109,7 +110,10 @@ fn gather(info: &TensorInfo<'_>, out: &mut [u8]) {
 
 impl IntoDLPack for HostTensor {
     fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        // The bytes are a copy of elements of `dtype` (or zeros), so they may
+        // hold any type, bool included.
         TensorInfo::builder(&self.bytes)
+            .untyped()
             .shape(&self.shape)
             .dtype(self.dtype)
             .device(self.device)

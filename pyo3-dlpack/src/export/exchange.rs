@@ -16,6 +16,7 @@ use pyo3::ffi as pyffi;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
+use crate::export::IntoDLPack;
 use crate::export::template::Description;
 use crate::export::{DLPackTensor, managed_host_tensor, managed_versioned};
 use crate::ffi::{
@@ -58,6 +59,12 @@ pub(crate) fn capsule(py: Python<'_>) -> PyResult<Bound<'_, PyCapsule>> {
 /// attached), turning an error into a set Python exception and -1, and a
 /// panic into a `BufferError`.
 fn guarded(body: impl FnOnce(Python<'_>) -> PyResult<()>) -> i32 {
+    // SAFETY: PyGILState_Check may be called on any thread.
+    let attached = unsafe { pyffi::PyGILState_Check() } == 1;
+    debug_assert!(
+        attached,
+        "the DLPack exchange API was called detached from the interpreter"
+    );
     // SAFETY: the DLPack exchange API is only called by consumers attached to
     // the interpreter (its functions create Python objects and errors).
     let py = unsafe { Python::assume_attached() };
@@ -117,6 +124,13 @@ unsafe extern "C" fn dltensor_from_py_object(py_object: *mut c_void, out: *mut D
         // SAFETY: as above.
         let tensor = unsafe { tensor_of(py, py_object) }?;
         let (_, template) = tensor.get().parts();
+        if template.is_read_only() {
+            // A DLTensor carries no flags: the consumer would think it may write.
+            return Err(PyBufferError::new_err(
+                "the tensor is read-only, which a borrowed DLTensor cannot say; \
+                 use managed_tensor_from_py_object_no_sync",
+            ));
+        }
         let (shape, strides) = (template.shape(), template.strides());
         let view = DLTensor {
             data: template.data_ptr(),
@@ -140,10 +154,22 @@ unsafe extern "C" fn managed_to_py_object(
     out: *mut *mut c_void,
 ) -> i32 {
     guarded(|py| {
-        // SAFETY: the consumer hands over ownership of a live versioned
-        // tensor ("steals ownership"); from here PyTensor's drop deletes it.
-        let imported = unsafe { PyTensor::from_owned_versioned(tensor) }?;
-        let object = Bound::new(py, DLPackTensor::new(imported)?)?;
+        let managed = ptr::NonNull::new(tensor)
+            .ok_or_else(|| PyBufferError::new_err("a NULL managed tensor"))?;
+        // SAFETY: the consumer hands over a live versioned tensor; it is
+        // checked before it is adopted, so on failure the consumer still owns
+        // it (tvm-ffi and torch delete it themselves when this call fails).
+        let mut imported = unsafe { PyTensor::adopt_versioned(managed) }?;
+        if let Err(err) = imported.tensor_info() {
+            imported.release();
+            return Err(err.into());
+        }
+        // Moved into the object: no Rust view of it can be made again.
+        imported.unregister();
+        let tensor = DLPackTensor::new(imported).expect("described successfully just above");
+        // Only an allocation failure of the Python object itself is left;
+        // the tensor is then deleted with the value, and the error reported.
+        let object = Bound::new(py, tensor)?;
         // SAFETY: `out` is writable; the new reference goes to the consumer.
         unsafe { out.write(object.into_ptr().cast()) };
         Ok(())
@@ -157,23 +183,15 @@ unsafe extern "C" fn allocator(
     set_error: DLPackSetError,
 ) -> i32 {
     let result = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: the consumer passes a readable prototype; only dtype, ndim,
+        if prototype.is_null() {
+            return Err("a NULL prototype".to_string());
+        }
+        // SAFETY: a non-NULL prototype from the consumer; only dtype, ndim,
         // shape and device are used, as the header says.
         let prototype = unsafe { &*prototype };
-        if prototype.device.device_type != DeviceType::CPU {
-            return Err(format!(
-                "DLPackTensor allocates CPU tensors only, not {}",
-                prototype.device
-            ));
-        }
-        let ndim = usize::try_from(prototype.ndim).map_err(|_| "negative ndim".to_string())?;
-        let shape = if ndim == 0 {
-            &[][..]
-        } else {
-            // SAFETY: a prototype's shape holds `ndim` extents.
-            unsafe { std::slice::from_raw_parts(prototype.shape, ndim) }
-        };
-        managed_host_tensor(shape, prototype.dtype).map_err(|e| e.to_string())
+        prototype_shape(prototype).and_then(|shape| {
+            managed_host_tensor(shape, prototype.dtype).map_err(|e| e.to_string())
+        })
     }));
     match result {
         Ok(Ok(managed)) => {
@@ -194,6 +212,39 @@ unsafe extern "C" fn allocator(
             -1
         }
     }
+}
+
+/// The prototype's extents, after checking what the allocator relies on:
+/// a CPU device, a dtype it can store, a sane rank, a non-NULL shape.
+fn prototype_shape(prototype: &DLTensor) -> Result<&[i64], String> {
+    if prototype.device.device_type != DeviceType::CPU {
+        return Err(format!(
+            "DLPackTensor allocates CPU tensors only, not {}",
+            prototype.device
+        ));
+    }
+    let dtype = prototype.dtype;
+    if !dtype.code.is_known() || dtype.bits == 0 || dtype.lanes != 1 {
+        return Err(format!("cannot allocate a tensor of {dtype}"));
+    }
+    let ndim = usize::try_from(prototype.ndim)
+        .ok()
+        .filter(|&n| n <= crate::MAX_NDIM)
+        .ok_or_else(|| format!("ndim {} is outside 0..={}", prototype.ndim, crate::MAX_NDIM))?;
+    if ndim == 0 {
+        return Ok(&[]);
+    }
+    if prototype.shape.is_null() {
+        return Err(format!(
+            "a prototype of {ndim} dimensions with a NULL shape"
+        ));
+    }
+    // SAFETY: a prototype's non-NULL shape holds `ndim` extents (DLPack header).
+    let shape = unsafe { std::slice::from_raw_parts(prototype.shape, ndim) };
+    if let Some(negative) = shape.iter().find(|&&d| d < 0) {
+        return Err(format!("shape {shape:?} has a negative extent {negative}"));
+    }
+    Ok(shape)
 }
 
 fn report(set_error: DLPackSetError, error_ctx: *mut c_void, message: &str) {

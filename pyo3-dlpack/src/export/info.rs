@@ -205,6 +205,13 @@ impl<'a> TensorInfoBuilder<'a> {
         self
     }
 
+    /// Forgets the buffer's element type: for this crate's own byte buffers
+    /// that hold elements of another type (copies), bool included.
+    pub(crate) fn untyped(mut self) -> Self {
+        self.buffer_dtype = None;
+        self
+    }
+
     /// Device, overriding the buffer's own (for example a CUDA device index
     /// that a `RawBuffer` did not know). Memory the CPU cannot read cannot be
     /// relabelled as memory it can (`build` refuses: that would make copies

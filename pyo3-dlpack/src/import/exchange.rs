@@ -10,6 +10,7 @@
 use std::ptr::{self, NonNull};
 use std::sync::{Mutex, PoisonError};
 
+use pyo3::exceptions::PyAttributeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyType};
 
@@ -20,7 +21,13 @@ const CACHE_LIMIT: usize = 64;
 
 /// A producer type's table, checked: major version 1 and the functions we call present.
 #[derive(Clone, Copy)]
-pub(crate) struct ExchangeApi(&'static DLPackExchangeAPI);
+pub(crate) struct ExchangeApi {
+    table: &'static DLPackExchangeAPI,
+    /// torch tensors: the C path skips `__dlpack__`'s refusal of tensors with
+    /// the conjugate or negative bit set (it would export unresolved values),
+    /// so those are checked per tensor.
+    lazy_bits: bool,
+}
 
 // SAFETY: the table is immutable and lives for the whole process (DLPack:
 // "The struct must live for the whole process"); its functions are called
@@ -39,15 +46,15 @@ struct Entry {
 static CACHE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 
 /// The exchange API of `obj`'s type, if it has a usable one.
-pub(crate) fn lookup(obj: &Bound<'_, PyAny>) -> Option<ExchangeApi> {
+pub(crate) fn lookup(obj: &Bound<'_, PyAny>) -> PyResult<Option<ExchangeApi>> {
     let ty = obj.get_type();
     {
         let cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(entry) = cache.iter().find(|e| e.ty.as_ptr() == ty.as_ptr()) {
-            return entry.api;
+            return Ok(entry.api);
         }
     }
-    let (api, capsule) = find(&ty);
+    let (api, capsule) = find(&ty)?;
     let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
     if cache.len() < CACHE_LIMIT && !cache.iter().any(|e| e.ty.as_ptr() == ty.as_ptr()) {
         cache.push(Entry {
@@ -56,26 +63,35 @@ pub(crate) fn lookup(obj: &Bound<'_, PyAny>) -> Option<ExchangeApi> {
             _capsule: capsule,
         });
     }
-    api
+    Ok(api)
 }
 
-/// Reads and checks `ty.__dlpack_c_exchange_api__`; any problem means "none".
-fn find(ty: &Bound<'_, PyType>) -> (Option<ExchangeApi>, Option<Py<PyAny>>) {
-    let Ok(attr) = ty.getattr(pyo3::intern!(ty.py(), "__dlpack_c_exchange_api__")) else {
-        let _ = PyErr::take(ty.py());
-        return (None, None);
+/// Reads and checks `ty.__dlpack_c_exchange_api__`. A malformed table means
+/// "none"; so does a subclass that overrides `__dlpack__` or
+/// `__torch_function__` (its own Python behaviour must not be bypassed).
+fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAny>>)> {
+    let py = ty.py();
+    let attr = match ty.getattr(pyo3::intern!(py, "__dlpack_c_exchange_api__")) {
+        Ok(attr) => attr,
+        Err(err) if err.is_instance_of::<PyAttributeError>(py) => return Ok((None, None)),
+        Err(err) => return Err(err),
     };
+    if !same_behaviour_as_owner(ty)? {
+        return Ok((None, None));
+    }
     let Ok(capsule) = attr.cast::<PyCapsule>() else {
-        return (None, None);
+        return Ok((None, None));
     };
     // SAFETY: attached; the capsule is checked for the exchange API's name.
     let pointer =
         unsafe { pyo3::ffi::PyCapsule_GetPointer(capsule.as_ptr(), DLPACK_EXCHANGE_API.as_ptr()) };
     let Some(mut header) = NonNull::new(pointer.cast::<crate::ffi::DLPackExchangeAPIHeader>())
     else {
-        let _ = PyErr::take(ty.py());
-        return (None, None);
+        let _ = PyErr::take(py);
+        return Ok((None, None));
     };
+    let lazy_bits =
+        ty.hasattr(pyo3::intern!(py, "is_conj"))? && ty.hasattr(pyo3::intern!(py, "is_neg"))?;
     // Walk `prev_api` to the table of major version 1 (bounded, in case of a cycle).
     for _ in 0..8 {
         // SAFETY: the header is the first field of a process-lifetime table
@@ -83,19 +99,49 @@ fn find(ty: &Bound<'_, PyType>) -> (Option<ExchangeApi>, Option<Py<PyAny>>) {
         let current = unsafe { header.as_ref() };
         if current.version.major == 1 {
             // SAFETY: a major-1 header begins a `DLPackExchangeAPI`, static as above.
-            let api: &'static DLPackExchangeAPI = unsafe { header.cast().as_ref() };
-            let usable = api.managed_tensor_from_py_object_no_sync.is_some();
-            return (
-                usable.then_some(ExchangeApi(api)),
-                Some(attr.clone().unbind()),
-            );
+            let table: &'static DLPackExchangeAPI = unsafe { header.cast().as_ref() };
+            let usable = table.managed_tensor_from_py_object_no_sync.is_some();
+            let api = ExchangeApi { table, lazy_bits };
+            return Ok((usable.then_some(api), Some(attr.clone().unbind())));
         }
         match NonNull::new(current.prev_api) {
             Some(previous) => header = previous,
             None => break,
         }
     }
-    (None, None)
+    Ok((None, None))
+}
+
+/// Whether `ty` behaves as the class that defines its exchange table: same
+/// `__dlpack__` and `__torch_function__` (a torch subclass may override either).
+fn same_behaviour_as_owner(ty: &Bound<'_, PyType>) -> PyResult<bool> {
+    let py = ty.py();
+    let name = pyo3::intern!(py, "__dlpack_c_exchange_api__");
+    let mro = ty.mro();
+    let Some(owner) = mro.iter().find(|class| {
+        class
+            .getattr(pyo3::intern!(py, "__dict__"))
+            .and_then(|dict| dict.contains(name))
+            .unwrap_or(false)
+    }) else {
+        return Ok(false);
+    };
+    for method in [
+        pyo3::intern!(py, "__dlpack__"),
+        pyo3::intern!(py, "__torch_function__"),
+    ] {
+        let mine = ty.getattr(method).ok();
+        let owners = owner.getattr(method).ok();
+        let same = match (&mine, &owners) {
+            (Some(a), Some(b)) => a.is(b) || a.eq(b)?,
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// The exception a failed exchange-API call set (or one saying it set none).
@@ -108,13 +154,35 @@ fn producer_error(py: Python<'_>) -> PyErr {
 }
 
 impl ExchangeApi {
+    /// Refuses torch tensors with the conjugate or negative bit set: their
+    /// memory holds unresolved values that the C path (and, for the negative
+    /// bit, torch's own `__dlpack__`) would export as they are.
+    pub(crate) fn check_lazy_bits(self, obj: &Bound<'_, PyAny>) -> PyResult<()> {
+        if !self.lazy_bits {
+            return Ok(());
+        }
+        let py = obj.py();
+        for (method, bit, resolve) in [
+            (pyo3::intern!(py, "is_conj"), "conjugate", "resolve_conj"),
+            (pyo3::intern!(py, "is_neg"), "negative", "resolve_neg"),
+        ] {
+            if obj.call_method0(method)?.is_truthy()? {
+                return Err(pyo3::exceptions::PyBufferError::new_err(format!(
+                    "the torch tensor has its lazy {bit} bit set, so its memory does not hold its values: \
+                     call .{resolve}() before passing it"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// An owned versioned tensor of `obj` (no stream synchronisation).
     pub(crate) fn owned(
         self,
         obj: &Bound<'_, PyAny>,
     ) -> PyResult<NonNull<DLManagedTensorVersioned>> {
         let from_py = self
-            .0
+            .table
             .managed_tensor_from_py_object_no_sync
             .expect("checked in find");
         let mut out: *mut DLManagedTensorVersioned = ptr::null_mut();
@@ -130,7 +198,7 @@ impl ExchangeApi {
     /// A non-owning view of `obj`'s tensor, valid while `obj` is alive and
     /// unmodified; `None` when the producer offers no such function.
     pub(crate) fn borrowed(self, obj: &Bound<'_, PyAny>) -> Option<PyResult<DLTensor>> {
-        let from_py = self.0.dltensor_from_py_object_no_sync?;
+        let from_py = self.table.dltensor_from_py_object_no_sync?;
         let mut out = DLTensor {
             data: ptr::null_mut(),
             device: crate::Device::cpu(),
@@ -151,6 +219,6 @@ impl ExchangeApi {
 
     /// The table's version (for `PyTensor::version` of borrowed views).
     pub(crate) fn version(self) -> crate::ffi::DLPackVersion {
-        self.0.header.version
+        self.table.header.version
     }
 }

@@ -124,13 +124,18 @@ impl PyTensor {
     /// Imports with explicit `stream`, `max_version`, `dl_device` and `copy`.
     ///
     /// Producers whose type advertises the DLPack C exchange API (torch ≥
-    /// 2.10) are imported through it, without a Python call, when the
-    /// options ask for nothing special and the tensor is in host memory (the
-    /// C path does no stream synchronisation, so device tensors go through
-    /// `__dlpack__` with a stream).
+    /// 2.10) are imported through it, without a `__dlpack__` call, when the
+    /// options ask for nothing special and the tensor's device uses no
+    /// streams (the C path does no stream synchronisation, so CUDA and ROCm
+    /// tensors go through `__dlpack__` with a stream, after one wasted C
+    /// export). Subclasses that override `__dlpack__` or `__torch_function__`
+    /// take the `__dlpack__` path, so their own code runs; torch tensors with
+    /// the lazy conjugate or negative bit set are refused (`BufferError`), as
+    /// their memory does not hold their values.
     pub fn from_pyany_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
         if options.is_plain() {
-            if let Some(api) = exchange::lookup(obj) {
+            if let Some(api) = exchange::lookup(obj)? {
+                api.check_lazy_bits(obj)?;
                 let tensor = Self::from_managed(Managed::Versioned(api.owned(obj)?))?;
                 if !tensor.device().device_type.uses_streams() {
                     return Ok(tensor);
@@ -145,11 +150,14 @@ impl PyTensor {
     ///
     /// For producers with the DLPack C exchange API (torch ≥ 2.10) the view
     /// is made without a Python call and without allocating: nothing is
-    /// owned, nothing deleted, which suits a call that only needs the tensor
-    /// while it runs (a kernel launch). Others are imported as usual and
-    /// dropped after `f`. The view is read-only here (use an owned import to
-    /// write), is not synchronised with any stream (for GPU tensors, work on
-    /// the producer's current stream), and cannot outlive `f`.
+    /// owned, nothing deleted, which suits a call that only needs the
+    /// tensor's description while it runs (a kernel launch: shape, strides,
+    /// dtype, device, `data_ptr`). Such a view holds no reference to the
+    /// memory (Python code run by `f` could free it), so its typed views
+    /// (`as_slice`, `to_vec`, …) return an error: import the tensor to read
+    /// its elements. Others are imported as usual and dropped after `f`. The
+    /// view is not synchronised with any stream (for GPU tensors, work on the
+    /// producer's current stream) and cannot outlive `f`.
     ///
     /// ```
     /// # use pyo3::prelude::*;
@@ -162,7 +170,8 @@ impl PyTensor {
     /// }
     /// ```
     pub fn with_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&PyTensor) -> R) -> PyResult<R> {
-        if let Some(api) = exchange::lookup(obj) {
+        if let Some(api) = exchange::lookup(obj)? {
+            api.check_lazy_bits(obj)?;
             if let Some(view) = api.borrowed(obj) {
                 let managed = Managed::Borrowed {
                     tensor: view?,
@@ -183,20 +192,47 @@ impl PyTensor {
         Self::from_managed(managed)
     }
 
-    /// Takes ownership of a versioned managed tensor handed over through the
-    /// exchange API.
+    /// Whether this is a borrowed view (no reference to the memory is held).
+    pub(crate) fn is_borrowed(&self) -> bool {
+        matches!(self.managed, Some(Managed::Borrowed { .. }))
+    }
+
+    /// Leaves the aliasing registry: for a tensor moved where no Rust view
+    /// of it can be made again (re-exported into a `DLPackTensor`).
+    pub(crate) fn unregister(&mut self) {
+        self.registration = None;
+    }
+
+    /// Takes a versioned managed tensor handed over through the exchange API,
+    /// checking it first: on failure the caller keeps ownership (the
+    /// tensor is not deleted), as the exchange API's callers expect.
     ///
     /// # Safety
     ///
     /// `managed` is a live `DLManagedTensorVersioned` nobody else owns or
-    /// will delete; its deleter runs exactly once, when the result (or the
-    /// error path) drops it.
-    pub(crate) unsafe fn from_owned_versioned(
-        managed: *mut crate::ffi::DLManagedTensorVersioned,
+    /// will delete once this returns `Ok`; its deleter then runs exactly once,
+    /// when the result drops.
+    pub(crate) unsafe fn adopt_versioned(
+        managed: std::ptr::NonNull<crate::ffi::DLManagedTensorVersioned>,
     ) -> Result<Self, DLPackError> {
-        let managed = std::ptr::NonNull::new(managed)
-            .ok_or_else(|| DLPackError::InvalidCapsule("a NULL managed tensor".into()))?;
+        // SAFETY: the caller's contract: a live versioned struct.
+        let struct_ref = unsafe { managed.as_ref() };
+        let version = struct_ref.version;
+        if version.major != 1 {
+            return Err(DLPackError::UnsupportedVersion {
+                major: version.major,
+                minor: version.minor,
+            });
+        }
+        // SAFETY: live and of major version 1, so its layout is known.
+        unsafe { layout::check(&struct_ref.dl_tensor) }?;
         Self::from_managed(Managed::Versioned(managed))
+    }
+
+    /// Gives the managed tensor back without deleting it (the caller owns it again).
+    pub(crate) fn release(mut self) {
+        // `Managed` deletes only when told to; without it, drop deletes nothing.
+        self.managed = None;
     }
 
     /// The address range `[start, end)` of every byte the elements reach.

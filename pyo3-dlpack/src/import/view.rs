@@ -10,6 +10,13 @@ impl PyTensor {
     /// device is the CPU and the dtype is `T`'s. A `bool` tensor may be read
     /// as `u8`, never written (a byte other than 0 or 1 would break it).
     fn check_element<T: PlainElement>(&self, mutable: bool) -> Result<(), DLPackError> {
+        if self.is_borrowed() {
+            return Err(DLPackError::Layout(
+                "a borrowed view (PyTensor::with_borrowed) holds no reference to the memory, \
+                 so its elements cannot be read safely: import the tensor to read them"
+                    .into(),
+            ));
+        }
         let device = self.device();
         if device.device_type != crate::DeviceType::CPU {
             return Err(DLPackError::Device {
