@@ -11,6 +11,8 @@ use std::ptr::{self, NonNull};
 use std::sync::{Mutex, PoisonError};
 
 use pyo3::exceptions::PyAttributeError;
+
+use crate::{DataType, DataTypeCode};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyType};
 
@@ -156,17 +158,30 @@ fn producer_error(py: Python<'_>) -> PyErr {
 impl ExchangeApi {
     /// Refuses torch tensors with the conjugate or negative bit set: their
     /// memory holds unresolved values that the C path (and, for the negative
-    /// bit, torch's own `__dlpack__`) would export as they are.
-    pub(crate) fn check_lazy_bits(self, obj: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// bit, torch's own `__dlpack__`) would export as they are. Only the
+    /// dtypes those bits can apply to are checked (a Python call each):
+    /// complex tensors for both, floating-point ones (views such as
+    /// `x.conj().imag`) for the negative bit.
+    pub(crate) fn check_lazy_bits(self, obj: &Bound<'_, PyAny>, dtype: DataType) -> PyResult<()> {
         if !self.lazy_bits {
             return Ok(());
         }
+        let (conj, neg) = match dtype.code {
+            DataTypeCode::COMPLEX => (true, true),
+            DataTypeCode::FLOAT | DataTypeCode::BFLOAT => (false, true),
+            _ => (false, false),
+        };
         let py = obj.py();
-        for (method, bit, resolve) in [
-            (pyo3::intern!(py, "is_conj"), "conjugate", "resolve_conj"),
-            (pyo3::intern!(py, "is_neg"), "negative", "resolve_neg"),
+        for (checked, method, bit, resolve) in [
+            (
+                conj,
+                pyo3::intern!(py, "is_conj"),
+                "conjugate",
+                "resolve_conj",
+            ),
+            (neg, pyo3::intern!(py, "is_neg"), "negative", "resolve_neg"),
         ] {
-            if obj.call_method0(method)?.is_truthy()? {
+            if checked && obj.call_method0(method)?.is_truthy()? {
                 return Err(pyo3::exceptions::PyBufferError::new_err(format!(
                     "the torch tensor has its lazy {bit} bit set, so its memory does not hold its values: \
                      call .{resolve}() before passing it"

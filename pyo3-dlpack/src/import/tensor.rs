@@ -135,8 +135,8 @@ impl PyTensor {
     pub fn from_pyany_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
         if options.is_plain() {
             if let Some(api) = exchange::lookup(obj)? {
-                api.check_lazy_bits(obj)?;
                 let tensor = Self::from_managed(Managed::Versioned(api.owned(obj)?))?;
+                api.check_lazy_bits(obj, tensor.dtype())?;
                 if !tensor.device().device_type.uses_streams() {
                     return Ok(tensor);
                 }
@@ -171,13 +171,13 @@ impl PyTensor {
     /// ```
     pub fn with_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&PyTensor) -> R) -> PyResult<R> {
         if let Some(api) = exchange::lookup(obj)? {
-            api.check_lazy_bits(obj)?;
             if let Some(view) = api.borrowed(obj) {
                 let managed = Managed::Borrowed {
                     tensor: view?,
                     version: api.version(),
                 };
                 let tensor = Self::from_managed(managed)?;
+                api.check_lazy_bits(obj, tensor.dtype())?;
                 return Ok(f(&tensor));
             }
         }
