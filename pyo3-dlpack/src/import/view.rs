@@ -140,7 +140,7 @@ impl PyTensor {
 
 #[cfg(feature = "ndarray")]
 mod ndarray_views {
-    use ndarray::{ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder};
+    use ndarray::{ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder, StrideShape};
 
     use super::*;
 
@@ -166,16 +166,13 @@ mod ndarray_views {
         true
     }
 
-    /// Shape, non-negative strides, and the axes to invert, for a view that
-    /// starts at the lowest element (ndarray's constructors need strides ≥ 0).
-    struct Plan {
-        shape: Vec<usize>,
-        strides: Vec<usize>,
-        inverted: Vec<usize>,
-        lowest_offset: isize,
-    }
-
-    fn plan(tensor: &PyTensor) -> Plan {
+    /// Where a view starts (the lowest element reached), its shape with the
+    /// absolute strides (ndarray's constructors need strides ≥ 0), and the
+    /// axes to invert afterwards to restore the negative ones.
+    fn view_layout<T>(
+        tensor: &PyTensor,
+        first: NonNull<T>,
+    ) -> (StrideShape<IxDyn>, *mut T, Vec<usize>) {
         let shape: Vec<usize> = tensor.shape().iter().map(|&d| d as usize).collect();
         let mut strides = Vec::with_capacity(shape.len());
         let mut inverted = Vec::new();
@@ -187,12 +184,14 @@ mod ndarray_views {
             }
             strides.push(stride.unsigned_abs() as usize);
         }
-        Plan {
-            shape,
-            strides,
-            inverted,
-            lowest_offset,
-        }
+        let lowest = first.as_ptr().wrapping_offset(lowest_offset);
+        (IxDyn(&shape).strides(IxDyn(&strides)), lowest, inverted)
+    }
+
+    /// The shape of an empty tensor, for a view over an empty slice.
+    fn empty_shape(tensor: &PyTensor) -> IxDyn {
+        let shape: Vec<usize> = tensor.shape().iter().map(|&d| d as usize).collect();
+        IxDyn(&shape)
     }
 
     impl PyTensor {
@@ -201,21 +200,17 @@ mod ndarray_views {
         pub fn as_array<T: PlainElement>(&self) -> Result<ArrayViewD<'_, T>, DLPackError> {
             self.check_element::<T>(false)?;
             if self.numel() == 0 {
-                let shape: Vec<usize> = self.shape().iter().map(|&d| d as usize).collect();
-                return Ok(ArrayViewD::from_shape(IxDyn(&shape), &[])
+                return Ok(ArrayViewD::from_shape(empty_shape(self), &[])
                     .expect("an empty shape fits an empty slice"));
             }
-            let ptr = self.element_ptr::<T>()?;
-            let plan = plan(self);
-            let lowest = ptr.as_ptr().wrapping_offset(plan.lowest_offset);
-            let shape = IxDyn(&plan.shape).strides(IxDyn(&plan.strides));
+            let (shape, lowest, inverted) = view_layout(self, self.element_ptr::<T>()?);
             // SAFETY: every element the shape and (absolute) strides reach from
             // the lowest element is inside the producer's buffer (the extent was
             // validated on import); host-readable, aligned, any bit pattern a
             // `T` (checked); alive while `self` is borrowed. Axes with negative
             // strides are inverted below, which restores the producer's order.
             let mut view = unsafe { ArrayViewD::from_shape_ptr(shape, lowest) };
-            for &axis in &plan.inverted {
+            for &axis in &inverted {
                 view.invert_axis(Axis(axis));
             }
             Ok(view)
@@ -232,8 +227,7 @@ mod ndarray_views {
             self.ensure_writable()?;
             self.ensure_exclusive()?;
             if self.numel() == 0 {
-                let shape: Vec<usize> = self.shape().iter().map(|&d| d as usize).collect();
-                return Ok(ArrayViewMutD::from_shape(IxDyn(&shape), &mut [])
+                return Ok(ArrayViewMutD::from_shape(empty_shape(self), &mut [])
                     .expect("an empty shape fits an empty slice"));
             }
             if !elements_are_distinct(self.shape(), self.strides()) {
@@ -243,16 +237,13 @@ mod ndarray_views {
                     self.strides()
                 )));
             }
-            let ptr = self.element_ptr::<T>()?;
-            let plan = plan(self);
-            let lowest = ptr.as_ptr().wrapping_offset(plan.lowest_offset);
-            let shape = IxDyn(&plan.shape).strides(IxDyn(&plan.strides));
+            let (shape, lowest, inverted) = view_layout(self, self.element_ptr::<T>()?);
             // SAFETY: as in `as_array`, plus: writable (checked), no other live
             // import overlaps it (checked), no two indices reach the same
             // element (`elements_are_distinct`), and `&mut self` excludes
             // other views through this tensor.
             let mut view = unsafe { ArrayViewMutD::from_shape_ptr(shape, lowest) };
-            for &axis in &plan.inverted {
+            for &axis in &inverted {
                 view.invert_axis(Axis(axis));
             }
             Ok(view)
