@@ -250,16 +250,37 @@ impl<'a> Input<'a> {
                 "`read_only` marks exports (#[derive(IntoDLPack)]); to require a writable input, write `writable`",
             ));
         }
-        let plan = FromPlan {
-            tensor: self.unique(ctxt, Role::Tensor)?,
-            shape: self.unique(ctxt, Role::Shape),
-            strides: self.unique(ctxt, Role::Strides),
-            device: self.unique(ctxt, Role::Device),
-            dtype: self.unique(ctxt, Role::Dtype),
-            read_only: self.unique(ctxt, Role::ReadOnly),
-            data: self.unique(ctxt, Role::Data),
+        // Every rule is checked before giving up on a missing tensor field,
+        // so all mistakes are reported together.
+        let tensor = self.unique(ctxt, Role::Tensor);
+        let shape = self.unique(ctxt, Role::Shape);
+        let strides = self.unique(ctxt, Role::Strides);
+        let device = self.unique(ctxt, Role::Device);
+        let dtype = self.unique(ctxt, Role::Dtype);
+        let read_only = self.unique(ctxt, Role::ReadOnly);
+        let data = self.unique(ctxt, Role::Data);
+        self.check_ndim_against_shape(ctxt, shape);
+        let Some(tensor) = tensor else {
+            ctxt.error_spanned_by(
+                &self.original.ident,
+                "#[derive(FromDLPack)] needs a #[dlpack(tensor)] field of type PyTensor: it keeps the imported memory alive",
+            );
+            return None;
         };
-        if let (Some(ndim), Some(shape)) = (&self.attrs.ndim, plan.shape) {
+        Some(FromPlan {
+            tensor,
+            shape,
+            strides,
+            device,
+            dtype,
+            read_only,
+            data,
+        })
+    }
+
+    /// `ndim = N` must agree with a `[_; M]` shape field.
+    fn check_ndim_against_shape(&self, ctxt: &Ctxt, shape: Option<&Field<'a>>) {
+        if let (Some(ndim), Some(shape)) = (&self.attrs.ndim, shape) {
             if let Some(len) = fixed_array_len(shape.ty) {
                 if len != ndim.value {
                     ctxt.syn_error(syn::Error::new(
@@ -272,17 +293,6 @@ impl<'a> Input<'a> {
                     ));
                 }
             }
-        }
-        Some(plan)
-    }
-
-    /// Records the error for a FromDLPack input without a tensor field.
-    pub(crate) fn missing_tensor(&self, ctxt: &Ctxt) {
-        if self.unique(ctxt, Role::Tensor).is_none() {
-            ctxt.error_spanned_by(
-                &self.original.ident,
-                "#[derive(FromDLPack)] needs a #[dlpack(tensor)] field of type PyTensor: it keeps the imported memory alive",
-            );
         }
     }
 }

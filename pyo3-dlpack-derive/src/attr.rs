@@ -81,6 +81,40 @@ fn set_once<T>(ctxt: &Ctxt, slot: &mut Option<T>, value: T, path: &syn::Path, ke
     }
 }
 
+/// The literal after `key =`, or `None` (with an error recorded, and the
+/// value skipped) when it is something else, so parsing goes on.
+fn literal_value<L: syn::parse::Parse>(
+    ctxt: &Ctxt,
+    meta: &syn::meta::ParseNestedMeta<'_>,
+    hint: &str,
+) -> syn::Result<Option<L>> {
+    let value = meta.value()?;
+    let fork = value.fork();
+    match fork.parse::<L>() {
+        Ok(_) if fork.is_empty() || fork.peek(Token![,]) => Ok(Some(value.parse::<L>()?)),
+        _ => {
+            ctxt.syn_error(syn::Error::new(value.span(), hint));
+            skip_value(meta)?;
+            Ok(None)
+        }
+    }
+}
+
+/// Skips a key's `= value` or `(...)`, so that parsing goes on after an
+/// error recorded for that key (all mistakes are reported together).
+fn skip_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
+    meta.input.step(|cursor| {
+        let mut rest = *cursor;
+        while let Some((tree, next)) = rest.token_tree() {
+            if matches!(&tree, proc_macro2::TokenTree::Punct(p) if p.as_char() == ',') {
+                break;
+            }
+            rest = next;
+        }
+        Ok(((), rest))
+    })
+}
+
 /// A flag (`contiguous`) must not be given a value (`contiguous = true`).
 fn flag(meta: &syn::meta::ParseNestedMeta<'_>, key: &str) -> syn::Result<Span> {
     if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
@@ -119,9 +153,8 @@ pub(crate) fn container(ctxt: &Ctxt, attrs: &[Attribute]) -> ContainerAttrs {
                 "contiguous" => set_once(ctxt, &mut out.contiguous, flag(&meta, "contiguous")?, &path, "contiguous"),
                 "writable" => set_once(ctxt, &mut out.writable, flag(&meta, "writable")?, &path, "writable"),
                 "crate" => {
-                    let lit: LitStr = meta.value()?.parse().map_err(|e| {
-                        syn::Error::new(e.span(), "`crate` takes a path in a string: write `crate = \"::pyo3_dlpack\"`")
-                    })?;
+                    let hint = "`crate` takes a path in a string: write `crate = \"::pyo3_dlpack\"`";
+                    let Some(lit) = literal_value::<LitStr>(ctxt, &meta, hint)? else { return Ok(()) };
                     match lit.parse::<syn::Path>() {
                         Ok(krate) => set_once(ctxt, &mut out.krate, krate, &path, "crate"),
                         Err(_) => ctxt.syn_error(syn::Error::new(
@@ -131,33 +164,33 @@ pub(crate) fn container(ctxt: &Ctxt, attrs: &[Attribute]) -> ContainerAttrs {
                     }
                 }
                 "ndim" => {
-                    let lit: LitInt = meta.value()?.parse().map_err(|e| {
-                        syn::Error::new(e.span(), "`ndim` takes a non-negative integer: write `ndim = 2`")
-                    })?;
-                    let value = lit.base10_parse::<usize>().map_err(|_| {
-                        syn::Error::new(lit.span(), "`ndim` takes a non-negative integer: write `ndim = 2`")
-                    })?;
-                    set_once(ctxt, &mut out.ndim, Spanned { value, span: lit.span() }, &path, "ndim");
+                    let hint = "`ndim` takes a non-negative integer: write `ndim = 2`";
+                    let Some(lit) = literal_value::<LitInt>(ctxt, &meta, hint)? else { return Ok(()) };
+                    match lit.base10_parse::<usize>() {
+                        Ok(value) => set_once(ctxt, &mut out.ndim, Spanned { value, span: lit.span() }, &path, "ndim"),
+                        Err(_) => ctxt.syn_error(syn::Error::new(lit.span(), hint)),
+                    }
                 }
                 "device" => {
-                    let lit: LitStr = meta.value()?.parse().map_err(|e| {
-                        syn::Error::new(e.span(), "`device` takes a string: write `device = \"cuda\"` or `device = \"cuda:0\"`")
-                    })?;
+                    let hint = "`device` takes a string: write `device = \"cuda\"` or `device = \"cuda:0\"`";
+                    let Some(lit) = literal_value::<LitStr>(ctxt, &meta, hint)? else { return Ok(()) };
                     match device::parse(&lit.value()) {
                         Ok(value) => set_once(ctxt, &mut out.device, Spanned { value, span: lit.span() }, &path, "device"),
                         Err(message) => ctxt.syn_error(syn::Error::new(lit.span(), message)),
                     }
                 }
                 "data" | "shape" | "strides" | "tensor" => {
-                    return Err(meta.error(format!(
+                    ctxt.syn_error(meta.error(format!(
                         "`{key}` belongs on a field: put #[dlpack({key})] on the field that holds it"
                     )));
+                    skip_value(&meta)?;
                 }
                 _ => {
-                    return Err(meta.error(format!(
+                    ctxt.syn_error(meta.error(format!(
                         "unknown dlpack attribute `{}` on the struct; expected one of: {CONTAINER_KEYS}",
                         quote::quote!(#path)
                     )));
+                    skip_value(&meta)?;
                 }
             }
             Ok(())
@@ -186,12 +219,14 @@ pub(crate) fn field(ctxt: &Ctxt, attrs: &[Attribute]) -> Option<Spanned<Role>> {
                         quote::quote!(#path)
                     ),
                 };
-                return Err(meta.error(hint));
+                ctxt.syn_error(meta.error(hint));
+                return skip_value(&meta);
             };
-            if meta.input.peek(Token![=]) {
-                return Err(meta.error(format!(
+            if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
+                ctxt.syn_error(meta.error(format!(
                     "field attribute `{key}` takes no value: write #[dlpack({key})] (a struct-level `dtype = T` goes above `struct`)"
                 )));
+                return skip_value(&meta);
             }
             match &role {
                 Some(existing) if existing.value == *found => {

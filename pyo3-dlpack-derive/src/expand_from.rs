@@ -9,10 +9,7 @@ use crate::ctxt::Ctxt;
 use crate::expand::krate;
 
 pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
-    let Some(plan) = input.plan_from_dlpack(ctxt) else {
-        input.missing_tensor(ctxt);
-        return None;
-    };
+    let plan = input.plan_from_dlpack(ctxt)?;
     let krate = krate(input);
     let private = quote!(#krate::__private);
     let ident = &input.original.ident;
