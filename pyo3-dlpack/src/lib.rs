@@ -101,7 +101,9 @@
 //!   done with it; it is dropped exactly once, on whatever thread lets go last
 //!   (torch frees tensors without the GIL), so it must be `Send + Sync + 'static`.
 //! - Exported memory is shared: a consumer may write to it unless it was
-//!   exported read-only (`Arc<[T]>` always is).
+//!   exported read-only (`Arc<[T]>` always is, and so are values shared
+//!   through [`DLPackTensor::from_arc`] or `with_subclass` while other clones
+//!   of their `Arc` exist; the `_writable` variants lift that on your promise).
 //! - No panic crosses into C: a panicking `Drop` in a deleter is caught and reported.
 //! - Imported fields are validated before use (rank, NULL pointers, negative
 //!   extents, size and address overflow, dtype codes); views check dtype,

@@ -8,7 +8,7 @@
 //! - `import/*`: `PyTensor` from a NumPy array (object path), from a raw
 //!   capsule NumPy made, and from a torch tensor (owned and borrowed, through
 //!   the DLPack C exchange API), each dropped.
-//! - `copy/*`: `Vec::clone` of the same sizes, the cost zero-copy avoids.
+//! - `copy/*`: `Vec::clone` of 1K and 1M elements, the cost zero-copy avoids.
 //!
 //! Run with the venv's site-packages on `PYTHONPATH` (as `make bench` does).
 

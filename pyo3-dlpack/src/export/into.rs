@@ -89,7 +89,10 @@ use crate::{DLPackError, Element};
 /// ```
 pub trait IntoDLPack: Send + Sync + 'static {
     /// Describes the tensor: its memory, dtype, shape, strides, device, and
-    /// whether consumers may write. Called on every export.
+    /// whether consumers may write. Called once when the value is wrapped in
+    /// a [`DLPackTensor`] (its exports use that checked description), and on
+    /// each `into_capsule` or `copy=True` export: it must describe the same
+    /// memory every time.
     fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError>;
 
     /// Called before a CUDA or ROCm export with the consumer's stream (per the

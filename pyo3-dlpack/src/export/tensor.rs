@@ -180,7 +180,9 @@ impl DLPackTensor {
         (&self.value, &self.template)
     }
 
-    /// The value's current description.
+    /// The value's own description, now. Exports use the one checked when
+    /// the value was wrapped, and the read-only flag forced on a shared `Arc`
+    /// (see [`from_arc`](Self::from_arc)) does not show here.
     pub fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
         self.value.tensor_info()
     }

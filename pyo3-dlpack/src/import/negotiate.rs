@@ -49,7 +49,8 @@ impl ImportOptions {
     }
 
     /// The highest DLPack version to ask for. A major below 1 asks for the
-    /// legacy capsule (producers then send no flags, so nothing is read-only).
+    /// legacy capsule, which carries no flags, so the import is read-only
+    /// (see [`PyTensor::is_read_only`](crate::PyTensor::is_read_only)).
     pub fn with_max_version(mut self, major: u32, minor: u32) -> Self {
         self.max_version = (major, minor);
         self

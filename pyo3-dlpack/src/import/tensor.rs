@@ -149,7 +149,8 @@ impl PyTensor {
     /// Runs `f` on a borrowed view of `obj`'s tensor, and returns its result.
     ///
     /// For producers with the DLPack C exchange API (torch ≥ 2.10) the view
-    /// is made without a Python call and without allocating: nothing is
+    /// is made without a `__dlpack__` call and without allocating (float and
+    /// complex torch tensors cost one `is_neg()` call, see `from_pyany_with`): nothing is
     /// owned, nothing deleted, which suits a call that only needs the
     /// tensor's description while it runs (a kernel launch: shape, strides,
     /// dtype, device, `data_ptr`). Such a view holds no reference to the
