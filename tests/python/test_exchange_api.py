@@ -32,7 +32,8 @@ def test_owned_exchange_import_matches_the_dlpack_path(name):
     via_exchange = ext.describe(t)  # plain options: the exchange API
     via_dlpack = ext.import_with(t, dl_device=(1, 0))  # options: __dlpack__
     assert via_exchange == via_dlpack
-    assert via_exchange["data_ptr"] == (t.data_ptr() if t.numel() else via_exchange["data_ptr"])
+    if t.numel():  # torch exports NULL data for empty tensors
+        assert via_exchange["data_ptr"] == t.data_ptr()
 
 
 @pytest.mark.parametrize("name", list(tensors()))

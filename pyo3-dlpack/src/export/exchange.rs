@@ -112,7 +112,7 @@ unsafe extern "C" fn managed_from_py_object(
         // SAFETY: consumers pass an instance of the type this table was found on.
         let tensor = unsafe { tensor_of(py, py_object) }?;
         let (value, template) = tensor.get().parts();
-        let managed = managed_versioned(value, template);
+        let managed = managed_versioned(value, template)?;
         // SAFETY: `out` is the consumer's writable out-parameter.
         unsafe { out.write(managed.as_ptr()) };
         Ok(())

@@ -83,14 +83,17 @@ pub(crate) fn export_shared<'py>(
 pub(crate) fn managed_versioned(
     value: &Arc<dyn IntoDLPack>,
     template: &Template,
-) -> std::ptr::NonNull<DLManagedTensorVersioned> {
-    let flags = if template.is_read_only() {
-        crate::ffi::DLPACK_FLAG_BITMASK_READ_ONLY
-    } else {
-        0
+) -> Result<std::ptr::NonNull<DLManagedTensorVersioned>, DLPackError> {
+    // The same plan as `__dlpack__(max_version=(1, 3))`: flags, device.
+    let request = ExportRequest {
+        max_version: Some((1, 3)),
+        ..ExportRequest::default()
     };
-    PendingBlock::<DLManagedTensorVersioned, _>::new(template, template.device(), flags)
-        .finish(value.clone())
+    let plan = request.plan(template)?;
+    Ok(
+        PendingBlock::<DLManagedTensorVersioned, _>::new(template, plan.device, plan.flags())
+            .finish(value.clone()),
+    )
 }
 
 /// A versioned managed tensor owning a new zero-filled host tensor.
