@@ -124,10 +124,13 @@ pub mod __private;
 mod device;
 mod dtype;
 mod element;
-mod error;
+pub mod error;
 mod export;
 pub mod ffi;
+mod foreign;
 mod import;
+mod layout;
+mod protocol;
 
 pub use device::{Device, DeviceType, ParseDeviceError};
 pub use dtype::{DataType, DataTypeCode, ParseDataTypeError};
@@ -137,7 +140,8 @@ pub use export::{
     ALIGNMENT, AlignedBuffer, CapsuleFormat, DLPackTensor, Dims, IntoDLPack, RawBuffer, TensorData,
     TensorInfo, TensorInfoBuilder,
 };
-pub use import::{FromDLPack, ImportOptions, MAX_NDIM, PyTensor};
+pub use import::{FromDLPack, ImportOptions, PyTensor};
+pub use layout::MAX_NDIM;
 
 /// `#[derive(IntoDLPack)]` and `#[derive(FromDLPack)]` (feature `derive`, on by default).
 #[cfg(feature = "derive")]

@@ -7,6 +7,8 @@
 
 use std::ptr::NonNull;
 
+use crate::error::{DimsKind, LayoutError};
+
 pub use ::core;
 pub use ::pyo3;
 
@@ -54,10 +56,17 @@ pub trait StridesField {
         Self: Sized;
 }
 
+/// `what` is `"shape"` or `"strides"`, as the derive names the field's role.
 fn negative(what: &str, entries: &[i64]) -> DLPackError {
-    DLPackError::Layout(format!(
-        "the {what} {entries:?} has negative entries, which a usize field cannot hold"
-    ))
+    let kind = if what == "strides" {
+        DimsKind::Strides
+    } else {
+        DimsKind::Shape
+    };
+    DLPackError::Layout(LayoutError::NegativeEntries {
+        kind,
+        entries: entries.to_vec(),
+    })
 }
 
 macro_rules! dims_fields {

@@ -1,4 +1,5 @@
-//! DLPack capsules: created with the raw CPython call, destroyed by a
+//! DLPack capsules: created around a raw pointer with a `'static` name
+//! (`PyCapsule::new_with_pointer_and_destructor`), destroyed by our own
 //! destructor that respects a consumer's rename and a pending exception.
 //!
 //! PyO3's safe `PyCapsule::new_with_destructor` is not used: its destructor
@@ -21,24 +22,24 @@ pub(crate) fn new_capsule<'py, M: ManagedTensor>(
     py: Python<'py>,
     managed: NonNull<M>,
 ) -> PyResult<Bound<'py, PyCapsule>> {
-    // SAFETY: `managed` is a live struct that the capsule will own; the name
-    // is a `&'static CStr` (CPython stores the pointer, so it must outlive the
-    // capsule); the destructor matches the struct type. We are attached (`py`).
+    // SAFETY: `managed` is a live struct that the capsule owns from here on
+    // and that the destructor frees (unless a consumer renamed the capsule
+    // and took it); the name is `'static` (CPython keeps the pointer); the
+    // destructor is for this `M`, never unwinds, and is called by CPython
+    // attached to the interpreter.
     let capsule = unsafe {
-        ffi::PyCapsule_New(
-            managed.as_ptr().cast(),
-            M::NAME.as_ptr(),
+        PyCapsule::new_with_pointer_and_destructor(
+            py,
+            managed.cast(),
+            M::NAME,
             Some(capsule_destructor::<M>),
         )
     };
-    if capsule.is_null() {
-        call_deleter(managed);
-        return Err(PyErr::fetch(py));
-    }
-    // SAFETY: `PyCapsule_New` returned a new (owned) reference.
-    let capsule = unsafe { Bound::from_owned_ptr(py, capsule) };
-    // SAFETY: that reference is to a capsule.
-    Ok(unsafe { capsule.cast_into_unchecked() })
+    capsule.inspect_err(|_| {
+        // SAFETY: no capsule was made, so we still own the struct; its single
+        // deleter call undoes the export.
+        unsafe { call_deleter(managed) }
+    })
 }
 
 /// The capsule's destructor, run by CPython (attached to the interpreter)
@@ -55,21 +56,35 @@ pub(crate) fn new_capsule<'py, M: ManagedTensor>(
 /// Called by CPython with a capsule created by [`new_capsule::<M>`].
 unsafe extern "C" fn capsule_destructor<M: ManagedTensor>(capsule: *mut ffi::PyObject) {
     let pending = SavedException::take();
-    // SAFETY: `capsule` is the live capsule being destroyed, a capsule (we
-    // made it); `GetName` sets no exception. A consumer that took the tensor
-    // renamed it to its own `used_…` string, so our name's address is gone.
+    // SAFETY: `capsule` is the live capsule being destroyed, made by
+    // `new_capsule` with a non-NULL pointer, so `PyCapsule_GetName` cannot
+    // fail or set an exception (CPython fails it only for non-capsules and
+    // NULL pointers). A consumer that took the tensor renamed the capsule to
+    // its own `used_…` string (the DLPack Python specification), so then our
+    // name's address is gone.
     let unconsumed = unsafe { ffi::PyCapsule_GetName(capsule) } == M::NAME.as_ptr();
     if unconsumed {
-        // SAFETY: the capsule is valid under this name, so this cannot fail.
+        // SAFETY: as above, and the name is the one we gave, so this returns
+        // our pointer without setting an exception.
         let managed = unsafe { ffi::PyCapsule_GetPointer(capsule, M::NAME.as_ptr()) };
         if let Some(managed) = NonNull::new(managed.cast::<M>()) {
-            call_deleter(managed);
+            // SAFETY: unconsumed, so the capsule still owns the struct; the
+            // capsule is being destroyed, so this is the single deleter call.
+            unsafe { call_deleter(managed) };
         }
     }
     pending.restore();
 }
 
 /// The exception pending on this thread, held aside while a destructor works.
+///
+/// Not `PyErr::take`: that normalises the exception (creating its value
+/// object, which can run Python code and fail inside a destructor) and, for
+/// a `PanicException`, resumes the panic, which must not unwind out of an
+/// `extern "C"` destructor. The raw fetch and restore hand the very same
+/// references back, untouched, as CPython's docs for `PyErr_Fetch` /
+/// `PyErr_GetRaisedException` recommend for code that must preserve an
+/// exception around a call.
 struct SavedException {
     #[cfg(Py_3_12)]
     exception: *mut ffi::PyObject,

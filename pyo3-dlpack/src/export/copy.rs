@@ -1,9 +1,11 @@
 //! `copy=True` exports: the elements gathered into a fresh, 64-byte-aligned,
 //! row-major host buffer that the consumer owns alone.
 
+use crate::error::SizeOverflow;
 use crate::export::aligned::AlignedBuffer;
 use crate::export::info::TensorInfo;
 use crate::export::into::IntoDLPack;
+use crate::layout;
 use crate::{DLPackError, DataType, Device};
 
 /// A tensor in a host buffer of its own: a `copy=True` export, or a tensor
@@ -28,12 +30,9 @@ impl HostTensor {
             "copy_of needs host memory of checked extent"
         );
         let dtype = info.dtype();
-        let nbytes = if dtype.is_byte_sized() {
-            info.numel() * dtype.itemsize()
-        } else {
-            // Packed sub-byte data (always row-major, see TensorInfoBuilder::build).
-            (info.numel() * usize::from(dtype.bits) * usize::from(dtype.lanes)).div_ceil(8)
-        };
+        // Fits: the description was checked to lie inside a buffer.
+        let nbytes = layout::storage_bytes(info.numel(), dtype, false)
+            .expect("a checked description's storage fits in memory");
         let mut bytes = AlignedBuffer::<u8>::zeroed(nbytes);
         if nbytes > 0 {
             if info.is_contiguous() {
@@ -59,25 +58,18 @@ impl HostTensor {
             device: Device::cpu(),
         }
     }
-}
 
-impl HostTensor {
-    /// A zero-filled, row-major `cpu:0` tensor; `None` if the size overflows
-    /// or the memory cannot be allocated.
-    pub(crate) fn zeroed(shape: &[i64], dtype: DataType) -> Option<Self> {
-        let numel = shape
-            .iter()
-            .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))?;
-        let bits = numel
-            .checked_mul(usize::from(dtype.bits))?
-            .checked_mul(usize::from(dtype.lanes))?;
-        let nbytes = if dtype.is_byte_sized() {
-            numel.checked_mul(dtype.itemsize())?
-        } else {
-            bits.div_ceil(8)
+    /// A zero-filled, row-major `cpu:0` tensor of `shape`; an error for
+    /// negative extents, or a size that overflows or cannot be allocated.
+    pub(crate) fn zeroed(shape: &[i64], dtype: DataType) -> Result<Self, DLPackError> {
+        let overflow = || SizeOverflow::Allocation {
+            shape: shape.to_vec(),
+            dtype,
         };
-        Some(Self {
-            bytes: AlignedBuffer::try_zeroed(nbytes)?,
+        let numel = layout::numel(shape)?;
+        let nbytes = layout::storage_bytes(numel, dtype, false).ok_or_else(overflow)?;
+        Ok(Self {
+            bytes: AlignedBuffer::try_zeroed(nbytes).ok_or_else(overflow)?,
             shape: shape.to_vec(),
             dtype,
             device: Device::cpu(),
@@ -88,23 +80,17 @@ impl HostTensor {
 /// Copies a strided tensor element by element, in row-major order.
 fn gather(info: &TensorInfo<'_>, out: &mut [u8]) {
     let itemsize = info.dtype().itemsize();
-    let shape = info.shape();
-    let strides = info.strides();
+    let (shape, strides) = info.dims_slices();
     let base = info.data_ptr().cast::<u8>().cast_const();
-    let mut index = vec![0i64; shape.len()];
-    for chunk in out.chunks_exact_mut(itemsize) {
-        let offset: i64 = index.iter().zip(&strides).map(|(i, s)| i * s).sum();
-        let src = base.wrapping_offset(offset as isize * itemsize as isize);
-        // SAFETY: `index` stays within `shape`, so `src` is one of the elements
-        // the checked TensorInfo describes: inside its live, host-readable buffer.
+    for (chunk, offset) in out
+        .chunks_exact_mut(itemsize)
+        .zip(layout::offsets(shape, strides))
+    {
+        let src = base.wrapping_offset(offset * itemsize as isize);
+        // SAFETY: the walk stays within `shape`, so `src` is one of the
+        // elements the checked TensorInfo describes: inside its live,
+        // host-readable buffer.
         unsafe { std::ptr::copy_nonoverlapping(src, chunk.as_mut_ptr(), itemsize) };
-        for (i, dim) in index.iter_mut().zip(&shape).rev() {
-            *i += 1;
-            if *i < *dim {
-                break;
-            }
-            *i = 0;
-        }
     }
 }
 

@@ -2,10 +2,13 @@
 //! shape, strides, read-only).
 
 use std::ffi::c_void;
+use std::marker::PhantomData;
 
-use crate::export::bounds::{check_bounds, check_dims};
+use crate::error::{LayoutDesc, LayoutError, SizeOverflow};
 use crate::export::data::TensorData;
 pub use crate::export::dims::Dims;
+use crate::layout::{self, DimsBuf, MAX_NDIM};
+use crate::protocol;
 use crate::{DLPackError, DataType, Device};
 
 /// The checked description of one export: where the first element is, on
@@ -15,6 +18,8 @@ use crate::{DLPackError, DataType, Device};
 /// Build it with [`TensorInfo::builder`] (or [`TensorInfo::new`]) from a
 /// [`TensorData`]; `build` checks that the shape, strides and offset stay
 /// inside the buffer, so an export never describes memory it does not own.
+/// The description owns its extents and strides (inline up to 8
+/// dimensions); its lifetime is the borrow of the buffer it describes.
 ///
 /// ```
 /// use pyo3_dlpack::{DataType, TensorInfo};
@@ -36,13 +41,16 @@ use crate::{DLPackError, DataType, Device};
 /// ```
 #[derive(Debug, Clone)]
 pub struct TensorInfo<'a> {
-    pub(super) data: *mut c_void,
-    pub(super) device: Device,
-    pub(super) dtype: DataType,
-    pub(super) shape: Dims<'a>,
-    pub(super) strides: Option<Dims<'a>>,
-    pub(super) read_only: bool,
-    pub(super) length_known: bool,
+    data: *mut c_void,
+    device: Device,
+    dtype: DataType,
+    /// Extents, then strides in elements (row-major ones when none were given).
+    dims: DimsBuf,
+    numel: usize,
+    read_only: bool,
+    length_known: bool,
+    /// The buffer the description borrows.
+    buffer: PhantomData<&'a ()>,
 }
 
 /// Sets the parts of a [`TensorInfo`] one by one; [`build`](Self::build) checks them.
@@ -105,17 +113,17 @@ impl<'a> TensorInfo<'a> {
 
     /// Number of dimensions.
     pub fn ndim(&self) -> usize {
-        self.shape.len()
+        self.dims_slices().0.len()
     }
 
     /// Extents.
     pub fn shape(&self) -> Vec<i64> {
-        self.shape.to_vec()
+        self.dims_slices().0.to_vec()
     }
 
     /// Strides in elements (row-major ones when none were given).
     pub fn strides(&self) -> Vec<i64> {
-        self.strides_iter().collect()
+        self.dims_slices().1.to_vec()
     }
 
     /// Whether consumers must not write.
@@ -132,49 +140,40 @@ impl<'a> TensorInfo<'a> {
 
     /// Number of elements.
     pub fn numel(&self) -> usize {
-        // Checked in `build`: the product fits (it is bounded by the buffer or by i64).
-        self.shape.iter().map(|d| d as usize).product()
+        self.numel
     }
 
     /// Whether the elements are packed in row-major (C) order. Strides of
     /// dimensions of extent 0 or 1 do not matter.
     pub fn is_contiguous(&self) -> bool {
-        let Some(strides) = &self.strides else {
-            return true;
-        };
-        if self.numel() == 0 {
-            return true;
-        }
-        let mut expected = 1i64;
-        for (dim, stride) in self.shape.iter().zip(strides.iter()).rev() {
-            if dim != 1 && stride != expected {
-                return false;
-            }
-            expected = expected.saturating_mul(dim);
-        }
-        true
+        let (shape, strides) = self.dims_slices();
+        layout::is_contiguous(shape, strides)
     }
 
-    pub(crate) fn shape_iter(
-        &self,
-    ) -> impl DoubleEndedIterator<Item = i64> + ExactSizeIterator + '_ {
-        self.shape.iter()
+    /// Extents and strides, borrowed from the description.
+    pub(crate) fn dims_slices(&self) -> (&[i64], &[i64]) {
+        self.dims.split()
     }
 
-    /// Strides in elements, synthesising row-major ones when none were given
-    /// (stride `i` is the product of the extents after `i`; no allocation,
-    /// as this runs on every export).
-    pub(crate) fn strides_iter(
-        &self,
-    ) -> impl DoubleEndedIterator<Item = i64> + ExactSizeIterator + '_ {
-        (0..self.ndim()).map(move |i| match &self.strides {
-            Some(strides) => strides.get(i).unwrap_or(i64::MAX),
-            None => self
-                .shape
-                .iter()
-                .skip(i + 1)
-                .fold(1i64, |step, dim| step.saturating_mul(dim.max(1))),
-        })
+    /// Exports read-only from now on (a value shared through an `Arc`).
+    pub(crate) fn force_read_only(&mut self) {
+        self.read_only = true;
+    }
+
+    /// The same description, no longer tied to the borrow of its buffer:
+    /// for a description stored next to the value that owns the buffer
+    /// (`DLPackTensor`), which keeps the buffer alive as long as it.
+    pub(crate) fn detach(self) -> TensorInfo<'static> {
+        TensorInfo {
+            data: self.data,
+            device: self.device,
+            dtype: self.dtype,
+            dims: self.dims,
+            numel: self.numel,
+            read_only: self.read_only,
+            length_known: self.length_known,
+            buffer: PhantomData,
+        }
     }
 }
 
@@ -238,11 +237,13 @@ impl<'a> TensorInfoBuilder<'a> {
     /// Checks the description against the buffer.
     pub fn build(self) -> Result<TensorInfo<'a>, DLPackError> {
         let dtype = self.resolve_dtype()?;
-        let shape = match self.shape {
-            Some(shape) => shape,
+        protocol::check_dtype(dtype)?;
+        let shape = match &self.shape {
+            Some(shape) => shape.clone(),
             None => Dims::from([self.implied_length(dtype)?]),
         };
-        check_dims(&shape, self.strides.as_ref())?;
+        let dims = own_dims(&shape, self.strides.as_ref())?;
+        let numel = layout::numel(dims.split().0)?;
         if self.device.is_host_accessible() && !self.buffer_device.is_host_accessible() {
             return Err(DLPackError::Device {
                 expected: self.buffer_device,
@@ -250,29 +251,25 @@ impl<'a> TensorInfoBuilder<'a> {
             });
         }
         if !dtype.is_byte_sized() && self.strides.is_some() {
-            return Err(DLPackError::Layout(format!(
-                "{dtype} packs several elements per byte: it cannot be exported with strides"
-            )));
+            return Err(LayoutError::StridedSubByte { dtype }.into());
         }
         let info = TensorInfo {
             data: self.data.wrapping_byte_add(self.byte_offset),
             device: self.device,
             dtype,
-            shape,
-            strides: self.strides,
+            dims,
+            numel,
             read_only: self.read_only || self.buffer_read_only,
             length_known: self.byte_len.is_some(),
+            buffer: PhantomData,
         };
-        check_bounds(&info, self.byte_offset, self.byte_len)?;
+        self.check_bounds(&info)?;
         Ok(info)
     }
 
     fn resolve_dtype(&self) -> Result<DataType, DLPackError> {
-        // Bytes may hold any type, except bool, whose elements must be 0 or 1.
-        let bytes_hold =
-            |given: DataType| self.buffer_dtype == Some(DataType::U8) && given != DataType::BOOL;
         match (self.buffer_dtype, self.dtype) {
-            (Some(buffer), Some(given)) if buffer != given && !bytes_hold(given) => {
+            (Some(buffer), Some(given)) if !protocol::storage_holds(buffer, given) => {
                 Err(DLPackError::Dtype {
                     expected: buffer,
                     found: given,
@@ -287,21 +284,108 @@ impl<'a> TensorInfoBuilder<'a> {
     /// The length of a 1-D export given no shape: the whole buffer.
     fn implied_length(&self, dtype: DataType) -> Result<i64, DLPackError> {
         let Some(byte_len) = self.byte_len else {
-            return Err(DLPackError::Layout(
-                "a buffer of unknown length needs an explicit shape".into(),
-            ));
+            return Err(LayoutError::UnknownLength.into());
         };
         let available = byte_len.saturating_sub(self.byte_offset);
         let itemsize = dtype.itemsize().max(1);
         if !dtype.is_byte_sized() || available % itemsize != 0 {
-            return Err(DLPackError::Layout(format!(
-                "a buffer of {available} bytes is not a whole number of {dtype} elements; \
-                 give an explicit shape"
-            )));
+            return Err(LayoutError::PartialElement { available, dtype }.into());
         }
         i64::try_from(available / itemsize)
-            .map_err(|_| DLPackError::SizeOverflow(format!("{available} bytes")))
+            .map_err(|_| SizeOverflow::Bytes { bytes: available }.into())
     }
+
+    /// The description as an error names it.
+    fn describe(&self, info: &TensorInfo<'_>) -> LayoutDesc {
+        let (shape, strides) = info.dims_slices();
+        LayoutDesc {
+            shape: shape.to_vec(),
+            strides: self.strides.as_ref().map(|_| strides.to_vec()),
+            dtype: info.dtype,
+        }
+    }
+
+    /// Every element inside `[0, byte_len)` of the buffer, when its length is
+    /// known; no span beyond `isize::MAX` bytes either way.
+    fn check_bounds(&self, info: &TensorInfo<'_>) -> Result<(), DLPackError> {
+        if info.numel == 0 {
+            return Ok(());
+        }
+        let (shape, strides) = info.dims_slices();
+        let span = match layout::element_bytes(info.dtype, false) {
+            Some(itemsize) => layout::reach(shape, strides, itemsize),
+            // Packed sub-byte elements, row-major: the header's storage size.
+            None => {
+                layout::storage_bytes(info.numel, info.dtype, false).map(|bytes| (0, bytes as i128))
+            }
+        };
+        let Some((low, high)) = span else {
+            let layout = self.describe(info);
+            return Err(SizeOverflow::Span { layout }.into());
+        };
+        let Some(byte_len) = self.byte_len else {
+            return Ok(());
+        };
+        let offset = self.byte_offset as i128;
+        if offset + low < 0 {
+            let layout = self.describe(info);
+            let bytes = (-(offset + low)) as u128;
+            return Err(LayoutError::BeforeStart { layout, bytes }.into());
+        }
+        if offset + high > byte_len as i128 {
+            return Err(LayoutError::PastEnd {
+                layout: self.describe(info),
+                needed: (offset + high) as u128,
+                available: byte_len,
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// The extents and strides as owned `i64`s, checked for rank and range
+/// (row-major strides when none were given).
+fn own_dims(shape: &Dims<'_>, strides: Option<&Dims<'_>>) -> Result<DimsBuf, DLPackError> {
+    let ndim = shape.len();
+    if ndim > MAX_NDIM {
+        return Err(LayoutError::TooManyDims {
+            ndim,
+            max: MAX_NDIM,
+        }
+        .into());
+    }
+    let mut dims = DimsBuf::pair(ndim);
+    let (extents, steps) = dims.split_mut();
+    for (dim, slot) in extents.iter_mut().enumerate() {
+        *slot = shape.get(dim).ok_or(SizeOverflow::Extent { dim })?;
+        if *slot < 0 {
+            return Err(LayoutError::NegativeExtent {
+                shape: shape.to_vec(),
+                dim,
+                extent: *slot,
+            }
+            .into());
+        }
+    }
+    match strides {
+        None => layout::row_major(extents, steps),
+        Some(strides) if strides.len() != ndim => {
+            return Err(LayoutError::StridesRank {
+                strides: strides.to_vec(),
+                shape: shape.to_vec(),
+            }
+            .into());
+        }
+        Some(strides) => {
+            for (i, slot) in steps.iter_mut().enumerate() {
+                *slot = strides.get(i).ok_or_else(|| SizeOverflow::Strides {
+                    strides: strides.to_vec(),
+                })?;
+            }
+        }
+    }
+    Ok(dims)
 }
 
 #[cfg(test)]

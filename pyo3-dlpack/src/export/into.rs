@@ -5,8 +5,8 @@ use pyo3::types::PyCapsule;
 use std::sync::Arc;
 
 use crate::export::info::TensorInfo;
-use crate::export::request::{CapsuleFormat, ExportRequest};
-use crate::export::{AlignedBuffer, DLPackTensor, export_capsule};
+use crate::export::plan::{CapsuleFormat, ExportRequest};
+use crate::export::{AlignedBuffer, DLPackTensor, export_value};
 use crate::{DLPackError, Element};
 
 /// A Rust value that describes a tensor: implement it (or derive it) for
@@ -124,26 +124,7 @@ pub trait IntoDLPack: Send + Sync + 'static {
     where
         Self: Sized,
     {
-        let request = ExportRequest {
-            max_version: match format {
-                CapsuleFormat::Legacy => None,
-                CapsuleFormat::Versioned => Some((1, 3)),
-            },
-            ..ExportRequest::default()
-        };
-        export_capsule(py, self, &request)
-    }
-}
-
-/// The value behind a [`DLPackTensor`], shared by every capsule exported from it.
-pub(crate) struct Shared(pub(crate) Arc<dyn IntoDLPack>);
-
-impl IntoDLPack for Shared {
-    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
-        self.0.tensor_info()
-    }
-    fn synchronize(&self, consumer_stream: i64) -> Result<(), DLPackError> {
-        self.0.synchronize(consumer_stream)
+        export_value(py, self, &ExportRequest::of_format(format))
     }
 }
 

@@ -16,10 +16,8 @@ use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{self, NonNull};
 
-use crate::Device;
-#[cfg(test)]
 use crate::export::info::TensorInfo;
-use crate::export::template::Description;
+use crate::export::plan::ExportPlan;
 use crate::ffi::{self, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor};
 
 /// The two managed-tensor structs a capsule can carry.
@@ -84,6 +82,7 @@ struct ExportBlock<M, O> {
 }
 
 /// The block's layout for `ndim` dimensions and the offset of the shape array.
+/// `ndim` is at most `MAX_NDIM`, so neither step can fail.
 fn block_layout<M, O>(ndim: usize) -> (Layout, usize) {
     let dims = Layout::array::<i64>(2 * ndim).expect("ndim fits in i32, so 2 * ndim i64s fit");
     let (layout, tail) = Layout::new::<ExportBlock<M, O>>()
@@ -92,80 +91,55 @@ fn block_layout<M, O>(ndim: usize) -> (Layout, usize) {
     (layout.pad_to_align(), tail)
 }
 
-/// An allocated block whose managed struct, shape and strides are written but
-/// whose owner is not yet: [`finish`](Self::finish) moves it in. Splitting
-/// the two steps lets the description borrow the owner until just before the
-/// owner moves into the block.
-pub(crate) struct PendingBlock<M, O> {
-    block: NonNull<ExportBlock<M, O>>,
-    layout: Layout,
-    managed: M,
-    ndim: usize,
-}
-
-impl<M: ManagedTensor, O: Send + 'static> PendingBlock<M, O> {
-    /// Allocates the block and writes the shape and strides after its header.
-    pub(crate) fn new(info: &impl Description, device: Device, flags: u64) -> Self {
-        let ndim = info.ndim();
-        let (layout, tail) = block_layout::<M, O>(ndim);
-        // SAFETY: the layout is at least the size of `ExportBlock`, which holds
-        // a non-zero-sized `M`.
-        let raw = unsafe { alloc::alloc(layout) };
-        let Some(block) = NonNull::new(raw.cast::<ExportBlock<M, O>>()) else {
-            alloc::handle_alloc_error(layout)
-        };
-        let shape = raw.wrapping_add(tail).cast::<i64>();
-        let strides = shape.wrapping_add(ndim);
-        for (i, (dim, stride)) in info.shape_iter().zip(info.strides_iter()).enumerate() {
-            let (dim_slot, stride_slot) = (shape.wrapping_add(i), strides.wrapping_add(i));
-            // SAFETY: `shape` and `strides` each start `ndim` i64s inside the
-            // allocation (`block_layout` reserved 2 * ndim from `tail`, which
-            // `Layout::extend` aligned for i64), and `i < ndim`.
-            unsafe { dim_slot.write(dim) };
-            // SAFETY: as above.
-            unsafe { stride_slot.write(stride) };
-        }
-        let dl_tensor = DLTensor {
-            data: info.data_ptr(),
-            device,
-            ndim: i32::try_from(ndim).expect("TensorInfo::build checked that ndim fits i32"),
-            dtype: info.dtype(),
-            shape,
-            strides,
-            byte_offset: 0,
-        };
-        let managed = M::assemble(dl_tensor, flags, delete_block::<M, O>);
-        Self {
-            block,
-            layout,
-            managed,
-            ndim,
-        }
-    }
-
-    /// Moves the owner in; the managed struct is then ready for a capsule.
-    /// From here on its deleter (exactly once) frees the block and drops the owner.
-    pub(crate) fn finish(self, owner: O) -> NonNull<M> {
-        let this = ManuallyDrop::new(self);
-        let header = ExportBlock {
-            // SAFETY: `this` is never used or dropped again, so the struct is
-            // moved out exactly once.
-            managed: unsafe { ptr::read(&this.managed) },
-            ndim: this.ndim,
-            owner: ManuallyDrop::new(owner),
-        };
-        // SAFETY: the block is allocated for an `ExportBlock<M, O>` and aligned for it.
-        unsafe { this.block.as_ptr().write(header) };
-        this.block.cast()
-    }
-}
-
-impl<M, O> Drop for PendingBlock<M, O> {
-    /// Only reached when `finish` was not: free the block, there is no header yet.
-    fn drop(&mut self) {
-        // SAFETY: the block was allocated with `self.layout` and never handed out.
-        unsafe { alloc::dealloc(self.block.as_ptr().cast(), self.layout) };
-    }
+/// Writes the one block of an export, as `plan` says (device, flags):
+/// allocates it, copies the description's extents and strides after the
+/// header, and moves `owner` in. From here on
+/// the returned struct's deleter (exactly once) frees the block and drops
+/// the owner.
+///
+/// `info` must describe memory that `owner` keeps alive (the caller detached
+/// it from the owner's borrow to move the owner in).
+pub(crate) fn write_block<M: ManagedTensor, O: Send + 'static>(
+    info: &TensorInfo<'_>,
+    plan: &ExportPlan,
+    owner: O,
+) -> NonNull<M> {
+    let (shape_src, strides_src) = info.dims_slices();
+    let ndim = shape_src.len();
+    let (layout, tail) = block_layout::<M, O>(ndim);
+    // SAFETY: the layout is at least the size of `ExportBlock`, which holds
+    // a non-zero-sized `M`.
+    let raw = unsafe { alloc::alloc(layout) };
+    let Some(block) = NonNull::new(raw.cast::<ExportBlock<M, O>>()) else {
+        alloc::handle_alloc_error(layout)
+    };
+    let shape = raw.wrapping_add(tail).cast::<i64>();
+    let strides = shape.wrapping_add(ndim);
+    // SAFETY: `shape` and `strides` each start `ndim` i64s inside the
+    // allocation (`block_layout` reserved 2 * ndim from `tail`, which
+    // `Layout::extend` aligned for i64); the sources are `ndim` long and
+    // are a separate allocation.
+    unsafe { ptr::copy_nonoverlapping(shape_src.as_ptr(), shape, ndim) };
+    // SAFETY: as above.
+    unsafe { ptr::copy_nonoverlapping(strides_src.as_ptr(), strides, ndim) };
+    let dl_tensor = DLTensor {
+        data: info.data_ptr(),
+        device: plan.device,
+        ndim: i32::try_from(ndim).expect("TensorInfo::build checked ndim <= MAX_NDIM"),
+        dtype: info.dtype(),
+        shape,
+        strides,
+        byte_offset: 0,
+    };
+    let header = ExportBlock {
+        managed: M::assemble(dl_tensor, plan.flags(), delete_block::<M, O>),
+        ndim,
+        owner: ManuallyDrop::new(owner),
+    };
+    // SAFETY: the block is allocated for an `ExportBlock<M, O>` and aligned
+    // for it (its layout begins with `ExportBlock`'s).
+    unsafe { block.as_ptr().write(header) };
+    block.cast()
 }
 
 /// The deleter of every exported struct. It may run on any thread, with or
@@ -175,7 +149,7 @@ impl<M, O> Drop for PendingBlock<M, O> {
 ///
 /// # Safety
 ///
-/// `managed` is null, or a pointer returned by [`PendingBlock::finish`] for the
+/// `managed` is null, or a pointer returned by [`write_block`] for the
 /// same `M` and `O` that has not been passed to this deleter before.
 unsafe extern "C" fn delete_block<M: ManagedTensor, O: Send + 'static>(managed: *mut M) {
     let Some(block) = NonNull::new(managed.cast::<ExportBlock<M, O>>()) else {
@@ -205,12 +179,20 @@ fn drop_owner<O>(owner: O) {
     }
 }
 
-/// The deleter field of a finished struct, for tests and the capsule code.
-pub(crate) fn call_deleter<M: ManagedTensor>(managed: NonNull<M>) {
-    // SAFETY: `managed` is a live struct produced by `PendingBlock::finish`.
+/// Calls a managed struct's own deleter (if it has one): the struct and
+/// everything it owns are freed.
+///
+/// # Safety
+///
+/// `managed` is a live managed struct that the caller owns (the DLPack
+/// header: "the consumer calls the deleter once it is done"), and nothing
+/// uses it afterwards: this is the single call of its deleter.
+pub(crate) unsafe fn call_deleter<M: ManagedTensor>(managed: NonNull<M>) {
+    // SAFETY: live, by the caller's contract.
     let deleter = unsafe { managed.as_ref() }.deleter();
     if let Some(deleter) = deleter {
-        // SAFETY: the struct's own deleter, called once with the struct.
+        // SAFETY: the struct's own deleter, called once with the struct, as
+        // the caller owns it and gives it up here.
         unsafe { deleter(managed.as_ptr()) };
     }
 }
@@ -218,7 +200,7 @@ pub(crate) fn call_deleter<M: ManagedTensor>(managed: NonNull<M>) {
 /// The data pointer of a finished struct (for tests).
 #[cfg(test)]
 pub(crate) fn data_of(managed: NonNull<DLManagedTensorVersioned>) -> *mut c_void {
-    // SAFETY: `managed` is a live struct produced by `PendingBlock::finish`.
+    // SAFETY: `managed` is a live struct produced by `write_block`.
     unsafe { managed.as_ref() }.dl_tensor.data
 }
 
@@ -227,6 +209,20 @@ mod tests {
     use super::*;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use crate::Device;
+    use crate::export::plan::CapsuleFormat;
+
+    /// An in-place export to `device`; `copied` sets the IS_COPIED flag.
+    fn plan(device: Device, copied: bool) -> ExportPlan {
+        ExportPlan {
+            format: CapsuleFormat::Versioned,
+            copy: copied,
+            device,
+            sync_stream: None,
+            read_only: false,
+        }
+    }
 
     struct Counted(Arc<AtomicUsize>);
     impl Drop for Counted {
@@ -244,12 +240,11 @@ mod tests {
             .build()
             .unwrap();
         let drops = Arc::new(AtomicUsize::new(0));
-        let pending = PendingBlock::<DLManagedTensorVersioned, (Vec<f32>, Counted)>::new(
+        let managed = write_block::<DLManagedTensorVersioned, _>(
             &info,
-            Device::cpu(),
-            2,
+            &plan(Device::cpu(), true),
+            (data.clone(), Counted(drops.clone())),
         );
-        let managed = pending.finish((data.clone(), Counted(drops.clone())));
         // SAFETY: live until the deleter runs below.
         let m = unsafe { managed.as_ref() };
         assert_eq!(m.version, DLPackVersion { major: 1, minor: 3 });
@@ -263,7 +258,8 @@ mod tests {
         assert_eq!(shape, [2, 3, 4]);
         assert_eq!(strides, [1, 2, 6]);
         assert_eq!(drops.load(Ordering::SeqCst), 0);
-        call_deleter(managed);
+        // SAFETY: we own the struct; its single deleter call.
+        unsafe { call_deleter(managed) };
         assert_eq!(drops.load(Ordering::SeqCst), 1);
     }
 
@@ -271,14 +267,15 @@ mod tests {
     fn zero_d_exports_point_shape_and_strides_at_empty_non_null_arrays() {
         let data = vec![1u8];
         let info = TensorInfo::new(&data, [0usize; 0]).unwrap();
-        let managed = PendingBlock::<DLManagedTensor, Vec<u8>>::new(&info, Device::cpu(), 0)
-            .finish(data.clone());
+        let managed =
+            write_block::<DLManagedTensor, _>(&info, &plan(Device::cpu(), false), data.clone());
         // SAFETY: live until the deleter runs below.
         let m = unsafe { managed.as_ref() };
         assert_eq!(m.dl_tensor.ndim, 0);
         assert!(!m.dl_tensor.shape.is_null());
         assert!(!m.dl_tensor.strides.is_null());
-        call_deleter(managed);
+        // SAFETY: we own the struct; its single deleter call.
+        unsafe { call_deleter(managed) };
     }
 
     #[test]
@@ -291,20 +288,10 @@ mod tests {
         }
         let data = vec![1u8];
         let info = TensorInfo::new(&data, [1usize]).unwrap();
-        let managed = PendingBlock::<DLManagedTensor, Explodes>::new(&info, Device::cpu(), 0)
-            .finish(Explodes);
-        call_deleter(managed); // must not unwind
-    }
-
-    #[test]
-    fn an_unfinished_block_frees_without_an_owner() {
-        let data = vec![1u8; 4];
-        let info = TensorInfo::new(&data, [4usize]).unwrap();
-        drop(PendingBlock::<DLManagedTensorVersioned, Counted>::new(
-            &info,
-            Device::cpu(),
-            0,
-        ));
+        let managed =
+            write_block::<DLManagedTensor, _>(&info, &plan(Device::cpu(), false), Explodes);
+        // SAFETY: we own the struct; its single deleter call. Must not unwind.
+        unsafe { call_deleter(managed) };
     }
 
     #[test]
@@ -315,14 +302,15 @@ mod tests {
         let data = vec![5u8; 8];
         let info = TensorInfo::new(&data, [8usize]).unwrap();
         let expected = info.data_ptr() as usize;
+        let info = info.detach();
         let managed =
-            PendingBlock::<DLManagedTensorVersioned, Vec<u8>>::new(&info, Device::cpu(), 0)
-                .finish(data);
+            write_block::<DLManagedTensorVersioned, _>(&info, &plan(Device::cpu(), false), data);
         assert_eq!(data_of(managed) as usize, expected);
         let ptr = SendPtr(managed);
         std::thread::spawn(move || {
             let ptr = ptr;
-            call_deleter(ptr.0)
+            // SAFETY: this thread owns the struct now; its single deleter call.
+            unsafe { call_deleter(ptr.0) }
         })
         .join()
         .unwrap();

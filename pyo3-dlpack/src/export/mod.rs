@@ -1,7 +1,13 @@
 //! Export: Rust values to DLPack capsules and the `DLPackTensor` Python object.
+//!
+//! Every export goes the same way: a checked [`TensorInfo`] (stored by a
+//! `DLPackTensor`, or made from the value), an [`ExportPlan`] for what the
+//! consumer asked, then [`write_block`](managed::write_block), the one
+//! function that writes a managed tensor, from the description, the plan
+//! and the owner of the memory.
 
 mod aligned;
-mod bounds;
+mod args;
 mod capsule;
 mod copy;
 mod data;
@@ -12,124 +18,124 @@ mod into;
 mod managed;
 #[cfg(feature = "ndarray")]
 mod ndarray;
-mod request;
-mod template;
+mod plan;
 mod tensor;
 
 pub use aligned::{ALIGNMENT, AlignedBuffer};
 pub use data::{RawBuffer, TensorData};
 pub use info::{Dims, TensorInfo, TensorInfoBuilder};
 pub use into::IntoDLPack;
-pub use request::CapsuleFormat;
+pub use plan::CapsuleFormat;
 pub use tensor::DLPackTensor;
 
-use pyo3::exceptions::PyBufferError;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
-use crate::DLPackError;
+use crate::error::ExportError;
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned};
-use std::sync::Arc;
+use crate::{DLPackError, DataType};
 
 use copy::HostTensor;
-use managed::PendingBlock;
-use request::{ExportPlan, ExportRequest};
-use template::{Description, Template};
+use managed::write_block;
+use plan::{ExportPlan, ExportRequest};
 
-/// Exports `owner` as the request asks: checks its description, plans the
-/// export (format, device, stream, copy, read-only), synchronises streams,
-/// and moves `owner` into a single-allocation managed tensor in a capsule.
-pub(crate) fn export_capsule<'py, O: IntoDLPack>(
+/// Exports `owner` as the request asks: describes it (once), plans the
+/// export, copies or synchronises as planned, and seals the owner into a
+/// capsule. A description that fails is the value's error (`ValueError`).
+pub(crate) fn export_value<'py, O: IntoDLPack>(
     py: Python<'py>,
     owner: O,
     request: &ExportRequest,
 ) -> PyResult<Bound<'py, PyCapsule>> {
-    let info = owner
-        .tensor_info()
-        .map_err(|err| PyBufferError::new_err(err.to_string()))?;
+    // Detached from the borrow of `owner`, which moves into the block below
+    // and keeps the described memory alive with it.
+    let info = owner.tensor_info()?.detach();
     let plan = request.plan(&info)?;
     if plan.copy {
-        let copied = HostTensor::copy_of(&info);
-        let pending = Pending::new(&copied.tensor_info()?, &plan);
-        return pending.seal(py, copied);
+        return seal_copy(py, &info, &plan);
     }
     if let Some(stream) = plan.sync_stream {
         owner.synchronize(stream)?;
     }
-    let pending = Pending::new(&info, &plan);
-    pending.seal(py, owner)
+    seal(py, &info, &plan, owner)
 }
 
-/// Exports a `DLPackTensor`'s shared value from its cached template: no
-/// description or validation per export (copies take the general path).
+/// Exports a `DLPackTensor`'s shared value from its stored description: no
+/// description or validation per export. A copy reads the memory, so it
+/// describes the value again and checks that description against the live
+/// buffer first; if that fails, the export fails (`BufferError`).
 pub(crate) fn export_shared<'py>(
     py: Python<'py>,
     value: &Arc<dyn IntoDLPack>,
-    template: &Template,
+    info: &TensorInfo<'static>,
     request: &ExportRequest,
 ) -> PyResult<Bound<'py, PyCapsule>> {
-    let plan = request.plan(template)?;
+    let plan = request.plan(info)?;
     if plan.copy {
-        return export_capsule(py, into::Shared(value.clone()), request);
+        let fresh = value
+            .tensor_info()
+            .map_err(|err| DLPackError::from(ExportError::Description(Box::new(err))))?;
+        let plan = request.plan(&fresh)?;
+        return seal_copy(py, &fresh, &plan);
     }
     if let Some(stream) = plan.sync_stream {
         value.synchronize(stream)?;
     }
-    Pending::new(template, &plan).seal(py, value.clone())
+    seal(py, info, &plan, value.clone())
 }
 
 /// A versioned managed tensor of a `DLPackTensor`'s value, for an exchange-API
-/// consumer (which owns it and calls its deleter).
-pub(crate) fn managed_versioned(
+/// consumer (which owns it and calls its deleter): the plan of
+/// `__dlpack__(max_version=(1, 3))`.
+pub(crate) fn managed_shared(
     value: &Arc<dyn IntoDLPack>,
-    template: &Template,
-) -> Result<std::ptr::NonNull<DLManagedTensorVersioned>, DLPackError> {
-    // The same plan as `__dlpack__(max_version=(1, 3))`: flags, device.
-    let request = ExportRequest {
-        max_version: Some((1, 3)),
-        ..ExportRequest::default()
-    };
-    let plan = request.plan(template)?;
-    Ok(
-        PendingBlock::<DLManagedTensorVersioned, _>::new(template, plan.device, plan.flags())
-            .finish(value.clone()),
-    )
+    info: &TensorInfo<'static>,
+) -> Result<NonNull<DLManagedTensorVersioned>, DLPackError> {
+    let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(info)?;
+    Ok(write_block(info, &plan, value.clone()))
 }
 
-/// A versioned managed tensor owning a new zero-filled host tensor.
+/// A versioned managed tensor owning a new zero-filled host tensor (the
+/// exchange API's allocator).
 pub(crate) fn managed_host_tensor(
     shape: &[i64],
-    dtype: crate::DataType,
-) -> Result<std::ptr::NonNull<DLManagedTensorVersioned>, DLPackError> {
-    let tensor = HostTensor::zeroed(shape, dtype)
-        .ok_or_else(|| DLPackError::SizeOverflow(format!("shape {shape:?} of {dtype}")))?;
-    let info = tensor.tensor_info()?;
-    let pending =
-        PendingBlock::<DLManagedTensorVersioned, HostTensor>::new(&info, info.device(), 0);
-    drop(info);
-    Ok(pending.finish(tensor))
+    dtype: DataType,
+) -> Result<NonNull<DLManagedTensorVersioned>, DLPackError> {
+    let tensor = HostTensor::zeroed(shape, dtype)?;
+    let info = tensor.tensor_info()?.detach();
+    let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(&info)?;
+    Ok(write_block(&info, &plan, tensor))
 }
 
-/// A block of the planned format, waiting for its owner.
-enum Pending<O> {
-    Legacy(PendingBlock<DLManagedTensor, O>),
-    Versioned(PendingBlock<DLManagedTensorVersioned, O>),
+/// A `copy=True` export: the elements `info` describes (checked by the plan
+/// to be host memory of known extent), copied into a buffer the capsule owns.
+fn seal_copy<'py>(
+    py: Python<'py>,
+    info: &TensorInfo<'_>,
+    plan: &ExportPlan,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    let copied = HostTensor::copy_of(info);
+    let copy_info = copied.tensor_info()?.detach();
+    seal(py, &copy_info, plan, copied)
 }
 
-impl<O: Send + 'static> Pending<O> {
-    fn new(info: &impl Description, plan: &ExportPlan) -> Self {
-        match plan.format {
-            CapsuleFormat::Legacy => Self::Legacy(PendingBlock::new(info, plan.device, 0)),
-            CapsuleFormat::Versioned => {
-                Self::Versioned(PendingBlock::new(info, plan.device, plan.flags()))
-            }
+/// The block of the planned format, in a capsule.
+fn seal<'py, O: Send + 'static>(
+    py: Python<'py>,
+    info: &TensorInfo<'_>,
+    plan: &ExportPlan,
+    owner: O,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    match plan.format {
+        CapsuleFormat::Legacy => {
+            capsule::new_capsule(py, write_block::<DLManagedTensor, O>(info, plan, owner))
         }
-    }
-
-    fn seal(self, py: Python<'_>, owner: O) -> PyResult<Bound<'_, PyCapsule>> {
-        match self {
-            Self::Legacy(block) => capsule::new_capsule(py, block.finish(owner)),
-            Self::Versioned(block) => capsule::new_capsule(py, block.finish(owner)),
-        }
+        CapsuleFormat::Versioned => capsule::new_capsule(
+            py,
+            write_block::<DLManagedTensorVersioned, O>(info, plan, owner),
+        ),
     }
 }

@@ -7,6 +7,7 @@ use ndarray::{Array, Dimension};
 use crate::export::data::TensorData;
 use crate::export::info::TensorInfo;
 use crate::export::into::IntoDLPack;
+use crate::layout;
 use crate::{DLPackError, DataType, Element};
 
 /// Byte distance from the lowest element reached to element `[0, 0, …]`
@@ -15,17 +16,12 @@ fn extent<T, D: Dimension>(array: &Array<T, D>) -> (usize, usize) {
     if array.is_empty() {
         return (0, 0);
     }
-    let (mut below, mut above) = (0usize, 0usize);
-    for (&dim, &stride) in array.shape().iter().zip(array.strides()) {
-        let reach = (dim - 1) * stride.unsigned_abs();
-        if stride < 0 {
-            below += reach;
-        } else {
-            above += reach;
-        }
-    }
-    let itemsize = size_of::<T>();
-    (below * itemsize, (below + above + 1) * itemsize)
+    // An array's extents and strides fit `isize` (ndarray guarantees it).
+    let shape: Vec<i64> = array.shape().iter().map(|&d| d as i64).collect();
+    let strides: Vec<i64> = array.strides().iter().map(|&s| s as i64).collect();
+    let (low, high) = layout::reach(&shape, &strides, size_of::<T>())
+        .expect("an owned array's elements lie inside its allocation");
+    ((-low) as usize, (high - low) as usize)
 }
 
 // SAFETY: an owned array's heap buffer does not move with the array and

@@ -10,8 +10,7 @@ use crate::DLPackError;
 use crate::export::export_shared;
 use crate::export::info::TensorInfo;
 use crate::export::into::IntoDLPack;
-use crate::export::request::{CapsuleFormat, ExportRequest};
-use crate::export::template::{Description, Template};
+use crate::export::plan::{CapsuleFormat, ExportRequest};
 
 /// A Rust tensor as a Python object that speaks DLPack: `__dlpack__` and
 /// `__dlpack_device__`, so `numpy.from_dlpack`, `torch.from_dlpack`,
@@ -59,12 +58,23 @@ use crate::export::template::{Description, Template};
 pub struct DLPackTensor {
     value: Arc<dyn IntoDLPack>,
     /// The value's description, checked once when wrapped.
-    template: Template,
+    info: Described,
 }
+
+/// The stored description of the value next to it.
+struct Described(TensorInfo<'static>);
+
+// SAFETY: the description holds the address of memory owned by the value
+// stored next to it (an `IntoDLPack`, so `Send + Sync`), which outlives it;
+// the address is only read through exports of that value, never through
+// `&Described` alone, and the other fields are plain data.
+unsafe impl Send for Described {}
+// SAFETY: as above; `&Described` only reads plain fields.
+unsafe impl Sync for Described {}
 
 impl std::fmt::Debug for DLPackTensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&describe(&self.template))
+        f.write_str(&describe(&self.info.0))
     }
 }
 
@@ -87,11 +97,14 @@ impl DLPackTensor {
     /// lifts that, on your promise.
     pub fn from_arc(value: Arc<dyn IntoDLPack>) -> Result<Self, DLPackError> {
         let shared = Arc::strong_count(&value) > 1 || Arc::weak_count(&value) > 0;
-        let mut template = Template::of(&value.tensor_info()?);
+        let mut info = value.tensor_info()?.detach();
         if shared {
-            template.force_read_only();
+            info.force_read_only();
         }
-        Ok(Self { value, template })
+        Ok(Self {
+            value,
+            info: Described(info),
+        })
     }
 
     /// Wraps a shared value and exports it writable (unless it is read-only
@@ -106,8 +119,11 @@ impl DLPackTensor {
     /// elements whose types have invalid bit patterns (`bool`) after a
     /// consumer may have written them.
     pub unsafe fn from_arc_writable(value: Arc<dyn IntoDLPack>) -> Result<Self, DLPackError> {
-        let template = Template::of(&value.tensor_info()?);
-        Ok(Self { value, template })
+        let info = value.tensor_info()?.detach();
+        Ok(Self {
+            value,
+            info: Described(info),
+        })
     }
 
     /// The initializer of a `#[pyclass(extends = DLPackTensor)]`: your own
@@ -176,8 +192,8 @@ impl DLPackTensor {
     }
 
     /// The shared value and its checked description (for the exchange API).
-    pub(crate) fn parts(&self) -> (&Arc<dyn IntoDLPack>, &Template) {
-        (&self.value, &self.template)
+    pub(crate) fn parts(&self) -> (&Arc<dyn IntoDLPack>, &TensorInfo<'static>) {
+        (&self.value, &self.info.0)
     }
 
     /// The value's own description, now. Exports use the one checked when
@@ -194,16 +210,17 @@ impl DLPackTensor {
         py: Python<'py>,
         format: CapsuleFormat,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        let request = ExportRequest {
-            max_version: (format == CapsuleFormat::Versioned).then_some((1, 3)),
-            ..ExportRequest::default()
-        };
-        export_shared(py, &self.value, &self.template, &request)
+        export_shared(
+            py,
+            &self.value,
+            &self.info.0,
+            &ExportRequest::of_format(format),
+        )
     }
 }
 
-fn describe(info: &impl Description) -> String {
-    let shape: Vec<String> = info.shape_iter().map(|d| d.to_string()).collect();
+fn describe(info: &TensorInfo<'_>) -> String {
+    let shape: Vec<String> = info.dims_slices().0.iter().map(|d| d.to_string()).collect();
     let trailing_comma = if shape.len() == 1 { "," } else { "" };
     let read_only = if info.is_read_only() {
         ", read_only=True"
@@ -231,7 +248,7 @@ impl DLPackTensor {
         copy: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let request = ExportRequest::from_python(stream, max_version, dl_device, copy)?;
-        export_shared(py, &self.value, &self.template, &request)
+        export_shared(py, &self.value, &self.info.0, &request)
     }
 
     /// The DLPack C exchange API table of this type (DLPack 1.3): consumers
@@ -243,53 +260,53 @@ impl DLPackTensor {
 
     /// `(device_type, device_id)` as DLPack codes, e.g. `(1, 0)` for the CPU.
     fn __dlpack_device__(&self) -> (i32, i32) {
-        let device = self.template.device();
+        let device = self.info.0.device();
         (device.device_type.code(), device.device_id)
     }
 
     /// Extents, as a tuple of ints.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.template.shape())
+        PyTuple::new(py, self.info.0.dims_slices().0)
     }
 
     /// Strides in elements, as a tuple of ints.
     #[getter]
     fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.template.strides())
+        PyTuple::new(py, self.info.0.dims_slices().1)
     }
 
     /// Number of dimensions.
     #[getter]
     fn ndim(&self) -> usize {
-        self.template.ndim()
+        self.info.0.ndim()
     }
 
     /// Element type name, such as `"float32"` or `"bfloat16"`.
     #[getter]
     fn dtype(&self) -> String {
-        self.template.dtype().to_string()
+        self.info.0.dtype().to_string()
     }
 
     /// Device, such as `"cpu:0"` or `"cuda:1"`.
     #[getter]
     fn device(&self) -> String {
-        self.template.device().to_string()
+        self.info.0.device().to_string()
     }
 
     /// Whether consumers get a read-only tensor.
     #[getter]
     fn read_only(&self) -> bool {
-        self.template.is_read_only()
+        self.info.0.is_read_only()
     }
 
     /// Address of the first element, to compare with a consumer's (zero-copy checks).
     #[getter]
     fn data_ptr(&self) -> usize {
-        self.template.data_ptr() as usize
+        self.info.0.data_ptr() as usize
     }
 
     fn __repr__(&self) -> String {
-        describe(&self.template)
+        describe(&self.info.0)
     }
 }

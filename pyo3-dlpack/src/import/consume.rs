@@ -7,9 +7,10 @@ use std::ptr::NonNull;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::critical_section::with_critical_section;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyCapsule, PyCapsuleMethods};
 
 use crate::DLPackError;
+use crate::error::CapsuleError;
 use crate::ffi::{
     DLManagedTensor, DLManagedTensorVersioned, DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR,
     USED_DLTENSOR_VERSIONED,
@@ -62,7 +63,16 @@ impl Managed {
 /// rename on, the returned [`Managed`] is the only owner.
 pub(crate) fn take_from_capsule(capsule: &Bound<'_, PyCapsule>) -> Result<Managed, DLPackError> {
     with_critical_section(capsule.as_any(), || {
-        let name = capsule_name(capsule);
+        // CPython refuses to read a capsule whose pointer is NULL at all
+        // (`PyCapsule_GetName` fails with "invalid PyCapsule object"): that is
+        // the only state in which a capsule object is invalid.
+        let name = capsule
+            .name()
+            .map_err(|_| DLPackError::from(CapsuleError::NullPointer))?;
+        // SAFETY: attached, inside the capsule's critical section, and no
+        // Python code runs before the comparison below is done, so nobody can
+        // rename the capsule (and free its name) meanwhile.
+        let name = name.map(|name| unsafe { name.as_cstr() });
         match name {
             Some(name) if name == DLTENSOR => {
                 take(capsule, DLTENSOR, USED_DLTENSOR).map(|p| Managed::Legacy(p.cast()))
@@ -74,50 +84,30 @@ pub(crate) fn take_from_capsule(capsule: &Bound<'_, PyCapsule>) -> Result<Manage
             Some(name) if name == USED_DLTENSOR || name == USED_DLTENSOR_VERSIONED => {
                 Err(DLPackError::AlreadyConsumed)
             }
-            other => Err(DLPackError::InvalidCapsule(format!(
-                "expected a capsule named \"dltensor\" or \"dltensor_versioned\", got {}",
-                other.map_or("an unnamed capsule".into(), |n| format!(
-                    "{:?}",
-                    n.to_string_lossy()
-                ))
-            ))),
+            other => Err(CapsuleError::Name {
+                found: other.map(|n| n.to_string_lossy().into_owned()),
+            }
+            .into()),
         }
     })
 }
 
-fn capsule_name<'a>(capsule: &'a Bound<'_, PyCapsule>) -> Option<&'a CStr> {
-    // SAFETY: attached (the Bound proves it); `capsule` is a capsule.
-    let name = unsafe { ffi::PyCapsule_GetName(capsule.as_ptr()) };
-    if name.is_null() {
-        // An unnamed capsule sets no error; a failure would have been a type
-        // error, which the cast to PyCapsule already excluded.
-        return None;
-    }
-    // SAFETY: CPython returns the capsule's name, a NUL-terminated string that
-    // lives at least as long as the capsule keeps that name (we hold it).
-    Some(unsafe { CStr::from_ptr(name) })
-}
-
+/// The pointer of a capsule named `name`, renamed `used` (the consumer's
+/// mark, DLPack Python specification).
 fn take(
     capsule: &Bound<'_, PyCapsule>,
     name: &'static CStr,
     used: &'static CStr,
 ) -> Result<NonNull<std::ffi::c_void>, DLPackError> {
-    // SAFETY: attached; the capsule has exactly this name (checked by the caller
-    // inside the same critical section).
-    let pointer = unsafe { ffi::PyCapsule_GetPointer(capsule.as_ptr(), name.as_ptr()) };
-    let Some(pointer) = NonNull::new(pointer) else {
-        let _ = PyErr::take(capsule.py());
-        return Err(DLPackError::InvalidCapsule(
-            "the DLPack capsule holds a NULL pointer".into(),
-        ));
-    };
-    // SAFETY: attached; `used` is a `&'static CStr`, as CPython keeps the pointer.
+    let pointer = capsule
+        .pointer_checked(Some(name))
+        .map_err(|_| DLPackError::from(CapsuleError::NullPointer))?;
+    // PyO3 has no rename. SAFETY: attached; the capsule is valid (its pointer
+    // was just read under this name); `used` is a `&'static CStr`, as
+    // CPython keeps the name pointer for the capsule's life.
     if unsafe { ffi::PyCapsule_SetName(capsule.as_ptr(), used.as_ptr()) } != 0 {
         let _ = PyErr::take(capsule.py());
-        return Err(DLPackError::InvalidCapsule(
-            "could not rename the DLPack capsule to mark it consumed".into(),
-        ));
+        return Err(CapsuleError::Rename.into());
     }
     Ok(pointer)
 }

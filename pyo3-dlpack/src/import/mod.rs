@@ -3,7 +3,6 @@
 mod consume;
 mod exchange;
 mod from_dlpack;
-mod layout;
 mod negotiate;
 mod reexport;
 mod registry;
@@ -11,6 +10,5 @@ mod tensor;
 mod view;
 
 pub use from_dlpack::FromDLPack;
-pub use layout::MAX_NDIM;
 pub use negotiate::ImportOptions;
 pub use tensor::PyTensor;

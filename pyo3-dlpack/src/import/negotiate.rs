@@ -10,7 +10,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 use pyo3::types::{PyBool, PyCapsule, PyInt, PySequence, PyString, PyTuple};
 
-use crate::{DLPackError, Device, DeviceType};
+use crate::error::CapsuleError;
+use crate::{DLPackError, Device, DeviceType, protocol};
 
 /// How to ask a producer for its tensor: the keywords of `__dlpack__`.
 ///
@@ -34,7 +35,7 @@ pub struct ImportOptions {
 impl Default for ImportOptions {
     fn default() -> Self {
         Self {
-            max_version: (1, 3),
+            max_version: protocol::MAX_VERSION,
             stream: None,
             dl_device: None,
             copy: None,
@@ -94,11 +95,7 @@ impl ImportOptions {
 
     /// The stream `__dlpack__` gets for a tensor on `device`, if any.
     fn stream_for(&self, device: Option<Device>) -> Option<i64> {
-        match device.map(|d| d.device_type) {
-            Some(DeviceType::CUDA | DeviceType::CUDA_MANAGED) => Some(self.stream.unwrap_or(1)),
-            Some(DeviceType::ROCM) => Some(self.stream.unwrap_or(0)),
-            _ => None,
-        }
+        protocol::stream_to_request(self.stream, device)
     }
 }
 
@@ -152,18 +149,18 @@ pub(crate) fn request_capsule<'py>(
         other => other?,
     };
     result.cast_into::<PyCapsule>().map_err(|err| {
-        PyTypeError::new_err(format!(
-            "{}.__dlpack__() returned {}, expected a DLPack capsule",
-            type_name(obj),
-            type_name(err.into_inner().as_any())
-        ))
+        DLPackError::NotACapsule {
+            producer: type_name(obj),
+            found: type_name(err.into_inner().as_any()),
+        }
+        .into()
     })
 }
 
 /// `(1, 3)` as a Python tuple, made once; other versions on the fly.
 fn max_version_object(py: Python<'_>, (major, minor): (u32, u32)) -> PyResult<Bound<'_, PyAny>> {
     static DEFAULT: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
-    if (major, minor) == (1, 3) {
+    if (major, minor) == protocol::MAX_VERSION {
         let default =
             DEFAULT.get_or_try_init(py, || PyTuple::new(py, [1u32, 3]).map(Bound::unbind))?;
         return Ok(default.bind(py).clone().into_any());
@@ -310,11 +307,10 @@ fn producer_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>> {
     };
     let result = method.call0()?;
     let invalid = || {
-        DLPackError::InvalidCapsule(format!(
-            "{}.__dlpack_device__() returned {}, expected a (device_type, device_id) tuple",
-            type_name(obj),
-            result.repr().map_or_else(|_| "?".into(), |r| r.to_string())
-        ))
+        DLPackError::from(CapsuleError::DeviceTuple {
+            type_name: type_name(obj),
+            found: result.repr().map_or_else(|_| "?".into(), |r| r.to_string()),
+        })
     };
     let pair = result.cast::<PySequence>().map_err(|_| invalid())?;
     if pair.len()? != 2 {

@@ -6,14 +6,16 @@ use std::fmt;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
+use crate::error::LayoutError;
 use crate::ffi::{
     DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion, DLTensor,
 };
+use crate::foreign::{self, Checked};
 use crate::import::consume::{Managed, take_from_capsule};
 use crate::import::exchange;
-use crate::import::layout::{self, Checked};
 use crate::import::negotiate::{ImportOptions, request_capsule};
 use crate::import::registry::Registration;
+use crate::layout::{self, DimsBuf};
 use crate::{DLPackError, DataType, Device};
 
 /// A tensor imported from any DLPack producer (a NumPy array, a torch or JAX
@@ -59,44 +61,10 @@ pub struct PyTensor {
     managed: Option<Managed>,
     checked: Checked,
     registration: Option<Registration>,
-    /// Shape and strides copied out of a borrowed view.
-    dims_copy: Option<DimsCopy>,
-}
-
-/// A borrowed view's shape and strides, copied: its producer's own arrays
-/// may change if Python code runs while it is borrowed. Inline up to 8
-/// dimensions, so borrowing does not allocate.
-enum DimsCopy {
-    Inline { dims: [i64; 16], ndim: usize },
-    Heap { dims: Box<[i64]>, ndim: usize },
-}
-
-impl DimsCopy {
-    fn new(shape: &[i64], strides: &[i64]) -> Self {
-        let ndim = shape.len();
-        if ndim <= 8 {
-            let mut dims = [0i64; 16];
-            dims[..ndim].copy_from_slice(shape);
-            dims[ndim..ndim + strides.len()].copy_from_slice(strides);
-            Self::Inline { dims, ndim }
-        } else {
-            let mut dims = vec![0i64; 2 * ndim];
-            dims[..ndim].copy_from_slice(shape);
-            dims[ndim..ndim + strides.len()].copy_from_slice(strides);
-            Self::Heap {
-                dims: dims.into_boxed_slice(),
-                ndim,
-            }
-        }
-    }
-
-    fn parts(&self) -> (&[i64], &[i64]) {
-        let (dims, ndim) = match self {
-            Self::Inline { dims, ndim } => (&dims[..], *ndim),
-            Self::Heap { dims, ndim } => (&dims[..], *ndim),
-        };
-        (&dims[..ndim], &dims[ndim..2 * ndim])
-    }
+    /// Shape and strides copied out of a borrowed view: its producer's own
+    /// arrays may change if Python code runs while it is borrowed. Inline up
+    /// to 8 dimensions, so borrowing does not allocate.
+    dims_copy: Option<DimsBuf>,
 }
 
 // SAFETY: a PyTensor owns its managed tensor exclusively (the capsule was
@@ -226,7 +194,7 @@ impl PyTensor {
             });
         }
         // SAFETY: live and of major version 1, so its layout is known.
-        unsafe { layout::check(&struct_ref.dl_tensor) }?;
+        unsafe { foreign::check(&struct_ref.dl_tensor) }?;
         Self::from_managed(Managed::Versioned(managed))
     }
 
@@ -263,9 +231,9 @@ impl PyTensor {
         }
         // SAFETY: the struct is live and of a version whose layout we know;
         // its shape and strides are `ndim` long per the header.
-        tensor.checked = unsafe { layout::check(tensor.dl_tensor()) }?;
+        tensor.checked = unsafe { foreign::check(tensor.dl_tensor()) }?;
         if matches!(tensor.managed, Some(Managed::Borrowed { .. })) {
-            tensor.dims_copy = Some(DimsCopy::new(
+            tensor.dims_copy = Some(DimsBuf::copy_pair(
                 tensor.foreign_shape(),
                 tensor.foreign_strides(),
             ));
@@ -297,7 +265,7 @@ impl PyTensor {
     /// Extents.
     pub fn shape(&self) -> &[i64] {
         match &self.dims_copy {
-            Some(copy) => copy.parts().0,
+            Some(copy) => copy.split().0,
             None => self.foreign_shape(),
         }
     }
@@ -305,10 +273,10 @@ impl PyTensor {
     /// Strides in elements; row-major ones when the producer sent none.
     pub fn strides(&self) -> &[i64] {
         if let Some(strides) = &self.checked.synthesized_strides {
-            return strides;
+            return strides.as_slice();
         }
         match &self.dims_copy {
-            Some(copy) => copy.parts().1,
+            Some(copy) => copy.split().1,
             None => self.foreign_strides(),
         }
     }
@@ -317,7 +285,7 @@ impl PyTensor {
     fn foreign_shape(&self) -> &[i64] {
         let tensor = self.dl_tensor();
         // SAFETY: validated: non-NULL when ndim > 0, `ndim` long, alive with `self`.
-        unsafe { layout::foreign_slice(tensor.shape, self.checked.ndim) }
+        unsafe { foreign::foreign_slice(tensor.shape, self.checked.ndim) }
     }
 
     /// The producer's strides array; empty when it sent NULL.
@@ -327,7 +295,7 @@ impl PyTensor {
             return &[];
         }
         // SAFETY: non-NULL, `ndim` long per the header, alive with `self`.
-        unsafe { layout::foreign_slice(tensor.strides, self.checked.ndim) }
+        unsafe { foreign::foreign_slice(tensor.strides, self.checked.ndim) }
     }
 
     /// Number of dimensions.
@@ -390,17 +358,7 @@ impl PyTensor {
     /// Whether the elements are packed in row-major (C) order. Strides of
     /// dimensions of extent 0 or 1 are ignored (torch rewrites them).
     pub fn is_contiguous(&self) -> bool {
-        if self.numel() == 0 {
-            return true;
-        }
-        let mut expected = 1i64;
-        for (&dim, &stride) in self.shape().iter().zip(self.strides()).rev() {
-            if dim != 1 && stride != expected {
-                return false;
-            }
-            expected *= dim;
-        }
-        true
+        layout::is_contiguous(self.shape(), self.strides())
     }
 
     /// `Ok` if the tensor has this dtype, else [`DLPackError::Dtype`].
@@ -438,11 +396,11 @@ impl PyTensor {
         if self.is_contiguous() {
             Ok(())
         } else {
-            Err(DLPackError::Layout(format!(
-                "expected a contiguous (row-major) tensor, got shape {:?} with strides {:?}",
-                self.shape(),
-                self.strides()
-            )))
+            Err(LayoutError::NotContiguous {
+                shape: self.shape().to_vec(),
+                strides: self.strides().to_vec(),
+            }
+            .into())
         }
     }
 
@@ -450,11 +408,7 @@ impl PyTensor {
     /// view needs exclusive access), else [`DLPackError::Layout`].
     pub(crate) fn ensure_exclusive(&self) -> Result<(), DLPackError> {
         match &self.registration {
-            Some(registration) if !registration.is_exclusive() => Err(DLPackError::Layout(
-                "another imported tensor shares this memory (the same array passed twice?): \
-                 a mutable view needs it alone"
-                    .into(),
-            )),
+            Some(registration) if !registration.is_exclusive() => Err(LayoutError::Shared.into()),
             _ => Ok(()),
         }
     }

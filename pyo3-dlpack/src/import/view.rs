@@ -2,7 +2,9 @@
 
 use std::ptr::NonNull;
 
+use crate::error::{CapsuleError, LayoutError};
 use crate::import::tensor::PyTensor;
+use crate::layout;
 use crate::{DLPackError, DataType, PlainElement};
 
 impl PyTensor {
@@ -11,11 +13,7 @@ impl PyTensor {
     /// as `u8`, never written (a byte other than 0 or 1 would break it).
     fn check_element<T: PlainElement>(&self, mutable: bool) -> Result<(), DLPackError> {
         if self.is_borrowed() {
-            return Err(DLPackError::Layout(
-                "a borrowed view (PyTensor::with_borrowed) holds no reference to the memory, \
-                 so its elements cannot be read safely: import the tensor to read them"
-                    .into(),
-            ));
+            return Err(LayoutError::Borrowed.into());
         }
         let device = self.device();
         if device.device_type != crate::DeviceType::CPU {
@@ -44,13 +42,20 @@ impl PyTensor {
         }
         let ptr = self.data_ptr().cast::<T>();
         if !ptr.is_aligned() {
-            return Err(DLPackError::Layout(format!(
-                "the data at {ptr:p} is not aligned for {} ({} bytes)",
-                T::DTYPE,
-                align_of::<T>()
-            )));
+            return Err(LayoutError::Misaligned {
+                address: ptr as usize,
+                dtype: T::DTYPE,
+                align: align_of::<T>(),
+            }
+            .into());
         }
-        NonNull::new(ptr).ok_or_else(|| DLPackError::InvalidCapsule("NULL data".into()))
+        // Validated on import: data is non-NULL whenever there are elements.
+        NonNull::new(ptr).ok_or_else(|| {
+            CapsuleError::NullData {
+                shape: self.shape().to_vec(),
+            }
+            .into()
+        })
     }
 
     /// The elements as a slice, for a contiguous host tensor of `T`'s dtype.
@@ -116,23 +121,13 @@ impl PyTensor {
             return Ok(out);
         }
         let base = self.data_ptr().cast::<T>().cast_const();
-        let (shape, strides) = (self.shape(), self.strides());
-        let mut index = vec![0i64; shape.len()];
-        for _ in 0..numel {
-            let offset: i64 = index.iter().zip(strides).map(|(i, s)| i * s).sum();
-            let element = base.wrapping_offset(offset as isize);
-            // SAFETY: `index` stays within `shape`, so `element` is one of the
-            // elements the validated layout describes: inside the producer's
-            // live, host-readable buffer (the extent was checked on import);
-            // `read_unaligned` needs no alignment; any bit pattern is a `T`.
+        for offset in layout::offsets(self.shape(), self.strides()) {
+            let element = base.wrapping_offset(offset);
+            // SAFETY: the walk stays within the shape, so `element` is one of
+            // the elements the validated layout describes: inside the
+            // producer's live, host-readable buffer (the extent was checked on
+            // import); `read_unaligned` needs no alignment; any bit pattern is a `T`.
             out.push(unsafe { element.read_unaligned() });
-            for (i, &dim) in index.iter_mut().zip(shape).rev() {
-                *i += 1;
-                if *i < dim {
-                    break;
-                }
-                *i = 0;
-            }
         }
         Ok(out)
     }
@@ -231,11 +226,11 @@ mod ndarray_views {
                     .expect("an empty shape fits an empty slice"));
             }
             if !elements_are_distinct(self.shape(), self.strides()) {
-                return Err(DLPackError::Layout(format!(
-                    "a mutable view needs distinct elements, but shape {:?} with strides {:?} reaches some twice",
-                    self.shape(),
-                    self.strides()
-                )));
+                return Err(LayoutError::Overlapping {
+                    shape: self.shape().to_vec(),
+                    strides: self.strides().to_vec(),
+                }
+                .into());
             }
             let (shape, lowest, inverted) = view_layout(self, self.element_ptr::<T>()?);
             // SAFETY: as in `as_array`, plus: writable (checked), no other live

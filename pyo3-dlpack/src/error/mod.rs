@@ -1,6 +1,14 @@
-//! The crate's one error type and its mapping to Python exceptions.
+//! The crate's one error type, its structured details, and its one mapping
+//! to Python exceptions.
+
+mod detail;
 
 use std::fmt;
+
+pub use detail::{
+    ArgumentError, CapsuleError, DimsKind, DtypeError, ExportError, LayoutDesc, LayoutError,
+    SizeOverflow,
+};
 
 use pyo3::PyErr;
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
@@ -16,7 +24,7 @@ use crate::{DataType, Device};
 /// | failure | Python exception |
 /// |---|---|
 /// | the tensor cannot be exported as asked ([`Export`](Self::Export), [`UnsupportedVersion`](Self::UnsupportedVersion)) | `BufferError` |
-/// | the object speaks no DLPack ([`NotDLPack`](Self::NotDLPack)) | `TypeError` |
+/// | the object speaks no DLPack, or returned the wrong type ([`NotDLPack`](Self::NotDLPack), [`NotACapsule`](Self::NotACapsule), [`NotADLPackTensor`](Self::NotADLPackTensor)) | `TypeError` |
 /// | a constraint the data or an argument fails (everything else) | `ValueError` |
 ///
 /// ```
@@ -53,11 +61,13 @@ pub enum DLPackError {
     },
     /// Shape, strides and offset do not describe memory inside the buffer,
     /// or the layout is not the one required (for example, not contiguous).
-    Layout(String),
+    Layout(LayoutError),
     /// Writing was required but the tensor is read-only.
     ReadOnly,
     /// A size computation overflowed (shape × strides × itemsize).
-    SizeOverflow(String),
+    SizeOverflow(SizeOverflow),
+    /// A dtype the DLPack header does not allow (both directions refuse the same ones).
+    InvalidDtype(DtypeError),
     /// A versioned capsule of a major version this crate cannot read.
     UnsupportedVersion {
         /// Major version found.
@@ -68,17 +78,61 @@ pub enum DLPackError {
     /// The capsule was already consumed by another importer.
     AlreadyConsumed,
     /// A capsule or a producer's struct is malformed.
-    InvalidCapsule(String),
+    InvalidCapsule(CapsuleError),
     /// The tensor cannot be exported as the consumer asked (device, stream,
     /// copy, read-only through a legacy capsule, …).
-    Export(String),
+    Export(ExportError),
     /// An argument has a value outside what the protocol allows.
-    InvalidArgument(String),
+    InvalidArgument(ArgumentError),
     /// The object has neither `__dlpack__` nor is a DLPack capsule.
     NotDLPack {
         /// Python type name of the object.
         type_name: String,
     },
+    /// A producer's `__dlpack__` returned something other than a capsule.
+    NotACapsule {
+        /// Python type name of the producer.
+        producer: String,
+        /// Python type name of what it returned.
+        found: String,
+    },
+    /// `DLPackTensor`'s exchange API was called with another type of object.
+    NotADLPackTensor {
+        /// Python type name of the object.
+        found: String,
+    },
+}
+
+/// The Python exception a [`DLPackError`] becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PythonKind {
+    Buffer,
+    Type,
+    Value,
+}
+
+impl PythonKind {
+    /// The exception's name, for the exchange API's `SetError` callback.
+    pub(crate) fn name(self) -> &'static std::ffi::CStr {
+        match self {
+            Self::Buffer => c"BufferError",
+            Self::Type => c"TypeError",
+            Self::Value => c"ValueError",
+        }
+    }
+}
+
+impl DLPackError {
+    /// The one rule from failure to Python exception (see the type's table).
+    pub(crate) fn python_kind(&self) -> PythonKind {
+        match self {
+            Self::Export(_) | Self::UnsupportedVersion { .. } => PythonKind::Buffer,
+            Self::NotDLPack { .. } | Self::NotACapsule { .. } | Self::NotADLPackTensor { .. } => {
+                PythonKind::Type
+            }
+            _ => PythonKind::Value,
+        }
+    }
 }
 
 impl fmt::Display for DLPackError {
@@ -100,9 +154,10 @@ impl fmt::Display for DLPackError {
             Self::Device { expected, found } => {
                 write!(f, "expected a tensor on {expected}, got one on {found}")
             }
-            Self::Layout(message) | Self::InvalidCapsule(message) | Self::Export(message) => {
-                f.write_str(message)
-            }
+            Self::Layout(err) => err.fmt(f),
+            Self::InvalidCapsule(err) => err.fmt(f),
+            Self::Export(err) => err.fmt(f),
+            Self::InvalidDtype(err) => err.fmt(f),
             Self::ReadOnly => f.write_str("expected a writable tensor, got a read-only one"),
             Self::SizeOverflow(what) => write!(f, "size overflow: {what}"),
             Self::UnsupportedVersion { major, minor } => write!(
@@ -112,25 +167,78 @@ impl fmt::Display for DLPackError {
             Self::AlreadyConsumed => f.write_str(
                 "the DLPack capsule was already consumed; a capsule can be imported once",
             ),
-            Self::InvalidArgument(message) => f.write_str(message),
+            Self::InvalidArgument(err) => err.fmt(f),
             Self::NotDLPack { type_name } => write!(
                 f,
                 "expected an object with __dlpack__ or a DLPack capsule, got {type_name}"
             ),
+            Self::NotACapsule { producer, found } => write!(
+                f,
+                "{producer}.__dlpack__() returned {found}, expected a DLPack capsule"
+            ),
+            Self::NotADLPackTensor { found } => {
+                write!(f, "the DLPackTensor exchange API got a {found}")
+            }
         }
     }
 }
 
-impl std::error::Error for DLPackError {}
+impl std::error::Error for DLPackError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Export(
+                ExportError::Description(source) | ExportError::Allocation { source, .. },
+            ) => Some(&**source),
+            _ => None,
+        }
+    }
+}
 
+impl From<LayoutError> for DLPackError {
+    fn from(err: LayoutError) -> Self {
+        Self::Layout(err)
+    }
+}
+
+impl From<SizeOverflow> for DLPackError {
+    fn from(err: SizeOverflow) -> Self {
+        Self::SizeOverflow(err)
+    }
+}
+
+impl From<DtypeError> for DLPackError {
+    fn from(err: DtypeError) -> Self {
+        Self::InvalidDtype(err)
+    }
+}
+
+impl From<CapsuleError> for DLPackError {
+    fn from(err: CapsuleError) -> Self {
+        Self::InvalidCapsule(err)
+    }
+}
+
+impl From<ExportError> for DLPackError {
+    fn from(err: ExportError) -> Self {
+        Self::Export(err)
+    }
+}
+
+impl From<ArgumentError> for DLPackError {
+    fn from(err: ArgumentError) -> Self {
+        Self::InvalidArgument(err)
+    }
+}
+
+/// The one conversion every entry point uses (Python methods, the exchange
+/// table, derives), so the same failure raises the same exception everywhere.
 impl From<DLPackError> for PyErr {
     fn from(err: DLPackError) -> Self {
-        match err {
-            DLPackError::Export(_) | DLPackError::UnsupportedVersion { .. } => {
-                PyBufferError::new_err(err.to_string())
-            }
-            DLPackError::NotDLPack { .. } => PyTypeError::new_err(err.to_string()),
-            _ => PyValueError::new_err(err.to_string()),
+        let message = err.to_string();
+        match err.python_kind() {
+            PythonKind::Buffer => PyBufferError::new_err(message),
+            PythonKind::Type => PyTypeError::new_err(message),
+            PythonKind::Value => PyValueError::new_err(message),
         }
     }
 }
@@ -176,7 +284,7 @@ mod tests {
     #[test]
     fn python_exception_types() {
         Python::attach(|py| {
-            let buffer: PyErr = DLPackError::Export("no".into()).into();
+            let buffer: PyErr = DLPackError::Export(ExportError::ReadOnlyLegacy).into();
             assert!(buffer.is_instance_of::<PyBufferError>(py));
             let version: PyErr = DLPackError::UnsupportedVersion { major: 2, minor: 0 }.into();
             assert!(version.is_instance_of::<PyBufferError>(py));

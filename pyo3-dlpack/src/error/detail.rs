@@ -1,0 +1,638 @@
+//! The structured details of [`DLPackError`](super::DLPackError)'s variants:
+//! each says what was expected and what was found, as fields a caller can
+//! read, and formats its message from them.
+
+use std::fmt;
+
+use crate::{DataType, Device};
+
+/// A list of extents or strides, formatted like a Python list: `[2, 3]`.
+fn list(entries: &[i64]) -> impl fmt::Display + '_ {
+    struct List<'a>(&'a [i64]);
+    impl fmt::Display for List<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            fmt::Debug::fmt(self.0, f)
+        }
+    }
+    List(entries)
+}
+
+/// A tensor layout named in an error: shape, strides (when given) and dtype.
+///
+/// Displays as `shape [2, 3] with strides [3, 1] of float32`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayoutDesc {
+    /// Extents.
+    pub shape: Vec<i64>,
+    /// Strides in elements; `None` when the description gave none (row-major).
+    pub strides: Option<Vec<i64>>,
+    /// Element type.
+    pub dtype: DataType,
+}
+
+impl fmt::Display for LayoutDesc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "shape {}", list(&self.shape))?;
+        if let Some(strides) = &self.strides {
+            write!(f, " with strides {}", list(strides))?;
+        }
+        write!(f, " of {}", self.dtype)
+    }
+}
+
+/// Which list of a tensor's description an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DimsKind {
+    /// The extents.
+    Shape,
+    /// The strides.
+    Strides,
+}
+
+impl fmt::Display for DimsKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Shape => "shape",
+            Self::Strides => "strides",
+        })
+    }
+}
+
+/// Shape, strides and offset do not describe memory inside the buffer, or
+/// the layout is not the one required.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LayoutError {
+    /// More dimensions than this crate handles.
+    TooManyDims {
+        /// The rank asked for.
+        ndim: usize,
+        /// [`MAX_NDIM`](crate::MAX_NDIM).
+        max: usize,
+    },
+    /// An extent below zero.
+    NegativeExtent {
+        /// The whole shape.
+        shape: Vec<i64>,
+        /// The dimension.
+        dim: usize,
+        /// Its extent.
+        extent: i64,
+    },
+    /// Strides of another rank than the shape.
+    StridesRank {
+        /// The strides given.
+        strides: Vec<i64>,
+        /// The shape given.
+        shape: Vec<i64>,
+    },
+    /// Elements past the end of the buffer.
+    PastEnd {
+        /// The description.
+        layout: LayoutDesc,
+        /// Bytes from the start of the buffer the elements need.
+        needed: u128,
+        /// Bytes the buffer holds.
+        available: usize,
+    },
+    /// Elements before the start of the buffer (negative strides without an offset).
+    BeforeStart {
+        /// The description.
+        layout: LayoutDesc,
+        /// How many bytes before the start the lowest element lies.
+        bytes: u128,
+    },
+    /// A buffer of unknown length described without a shape.
+    UnknownLength,
+    /// A buffer whose length is not a whole number of elements, described without a shape.
+    PartialElement {
+        /// Bytes available after the offset.
+        available: usize,
+        /// Element type.
+        dtype: DataType,
+    },
+    /// Strides given for a type that packs several elements per byte.
+    StridedSubByte {
+        /// Element type.
+        dtype: DataType,
+    },
+    /// A row-major contiguous tensor was required.
+    NotContiguous {
+        /// The tensor's shape.
+        shape: Vec<i64>,
+        /// Its strides.
+        strides: Vec<i64>,
+    },
+    /// A mutable view was asked for while another live import shares the memory.
+    Shared,
+    /// A mutable view was asked for over strides that reach an element twice.
+    Overlapping {
+        /// The tensor's shape.
+        shape: Vec<i64>,
+        /// Its strides.
+        strides: Vec<i64>,
+    },
+    /// The first element is not aligned for the element type asked for.
+    Misaligned {
+        /// Its address.
+        address: usize,
+        /// Element type.
+        dtype: DataType,
+        /// Alignment in bytes the Rust type needs.
+        align: usize,
+    },
+    /// A borrowed view's elements were asked for.
+    Borrowed,
+    /// Negative entries for a field of unsigned integers.
+    NegativeEntries {
+        /// Shape or strides.
+        kind: DimsKind,
+        /// The entries.
+        entries: Vec<i64>,
+    },
+}
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TooManyDims { ndim, max } => write!(
+                f,
+                "{ndim} dimensions are more than the {max} this crate exports"
+            ),
+            Self::NegativeExtent { shape, dim, extent } => write!(
+                f,
+                "shape {} has a negative extent {extent} in dimension {dim}",
+                list(shape)
+            ),
+            Self::StridesRank { strides, shape } => write!(
+                f,
+                "strides {} have {} entries, but shape {} has {} dimensions",
+                list(strides),
+                strides.len(),
+                list(shape),
+                shape.len()
+            ),
+            Self::PastEnd {
+                layout,
+                needed,
+                available,
+            } => write!(
+                f,
+                "{layout} needs {needed} bytes, but the buffer holds {available} bytes"
+            ),
+            Self::BeforeStart { layout, bytes } => write!(
+                f,
+                "{layout} reaches {bytes} bytes before the start of the buffer"
+            ),
+            Self::UnknownLength => {
+                f.write_str("a buffer of unknown length needs an explicit shape")
+            }
+            Self::PartialElement { available, dtype } => write!(
+                f,
+                "a buffer of {available} bytes is not a whole number of {dtype} elements; \
+                 give an explicit shape"
+            ),
+            Self::StridedSubByte { dtype } => write!(
+                f,
+                "{dtype} packs several elements per byte: it cannot be exported with strides"
+            ),
+            Self::NotContiguous { shape, strides } => write!(
+                f,
+                "expected a contiguous (row-major) tensor, got shape {} with strides {}",
+                list(shape),
+                list(strides)
+            ),
+            Self::Shared => f.write_str(
+                "another imported tensor shares this memory (the same array passed twice?): \
+                 a mutable view needs it alone",
+            ),
+            Self::Overlapping { shape, strides } => write!(
+                f,
+                "a mutable view needs distinct elements, but shape {} with strides {} reaches some twice",
+                list(shape),
+                list(strides)
+            ),
+            Self::Misaligned {
+                address,
+                dtype,
+                align,
+            } => write!(
+                f,
+                "the data at {address:#x} is not aligned for {dtype} ({align} bytes)"
+            ),
+            Self::Borrowed => f.write_str(
+                "a borrowed view (PyTensor::with_borrowed) holds no reference to the memory, \
+                 so its elements cannot be read safely: import the tensor to read them",
+            ),
+            Self::NegativeEntries { kind, entries } => write!(
+                f,
+                "the {kind} {} has negative entries, which a usize field cannot hold",
+                list(entries)
+            ),
+        }
+    }
+}
+
+/// A size or address computation that does not fit.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SizeOverflow {
+    /// An extent that does not fit an `int64`.
+    Extent {
+        /// The dimension.
+        dim: usize,
+    },
+    /// Strides that do not fit `int64`.
+    Strides {
+        /// The strides, saturated to `i64`.
+        strides: Vec<i64>,
+    },
+    /// More elements than fit in memory.
+    Elements {
+        /// The shape.
+        shape: Vec<i64>,
+    },
+    /// A layout that spans more bytes than fit in memory.
+    Span {
+        /// The description.
+        layout: LayoutDesc,
+    },
+    /// More bytes of storage than fit in memory.
+    Storage {
+        /// Element count.
+        numel: usize,
+        /// Element type.
+        dtype: DataType,
+    },
+    /// A buffer's byte count that does not fit an element count.
+    Bytes {
+        /// The byte count.
+        bytes: usize,
+    },
+    /// A producer's layout that reaches outside the address space.
+    AddressSpace {
+        /// The shape.
+        shape: Vec<i64>,
+        /// The strides.
+        strides: Vec<i64>,
+        /// The producer's `byte_offset`.
+        byte_offset: u64,
+    },
+    /// A tensor this crate was asked to allocate that does not fit in memory.
+    Allocation {
+        /// The shape.
+        shape: Vec<i64>,
+        /// Element type.
+        dtype: DataType,
+    },
+}
+
+impl fmt::Display for SizeOverflow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Extent { dim } => write!(f, "extent of dimension {dim} does not fit an int64"),
+            Self::Strides { strides } => write!(f, "strides {} do not fit int64", list(strides)),
+            Self::Elements { shape } => write!(
+                f,
+                "shape {} has more elements than fit in memory",
+                list(shape)
+            ),
+            Self::Span { layout } => write!(f, "{layout} spans more bytes than fit in memory"),
+            Self::Storage { numel, dtype } => write!(f, "{numel} elements of {dtype}"),
+            Self::Bytes { bytes } => write!(f, "{bytes} bytes"),
+            Self::AddressSpace {
+                shape,
+                strides,
+                byte_offset,
+            } => write!(
+                f,
+                "shape {} with strides {} and byte_offset {byte_offset} reaches outside the address space",
+                list(shape),
+                list(strides)
+            ),
+            Self::Allocation { shape, dtype } => write!(f, "shape {} of {dtype}", list(shape)),
+        }
+    }
+}
+
+/// A dtype the DLPack 1.3 header does not allow, or this crate does not handle.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DtypeError {
+    /// A type code outside the header.
+    UnknownCode {
+        /// The dtype.
+        dtype: DataType,
+    },
+    /// A code whose width the header fixes, with another width (float8 is 8
+    /// bits, float6 6, float4 4, bool 8); or 0 bits.
+    Bits {
+        /// The dtype.
+        dtype: DataType,
+        /// The width the code requires; `None` when any non-zero width is allowed.
+        required: Option<u8>,
+    },
+    /// Lanes other than 1 (vector types).
+    Lanes {
+        /// The dtype.
+        dtype: DataType,
+    },
+}
+
+impl fmt::Display for DtypeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownCode { dtype } => write!(
+                f,
+                "unknown DLPack dtype code {} (bits {}): this crate knows the codes of DLPack 1.3",
+                dtype.code.code(),
+                dtype.bits
+            ),
+            Self::Bits {
+                dtype,
+                required: None,
+            } => write!(f, "dtype {dtype} has 0 bits per element"),
+            Self::Bits {
+                dtype,
+                required: Some(bits),
+            } => write!(
+                f,
+                "dtype {} must have {bits} bits per element, got {}",
+                DataType::new(dtype.code, *bits, dtype.lanes),
+                dtype.bits
+            ),
+            Self::Lanes { dtype } => write!(
+                f,
+                "dtype {dtype} has {} lanes: vector dtypes (lanes != 1) are not supported",
+                dtype.lanes
+            ),
+        }
+    }
+}
+
+/// A capsule or a producer's struct that is malformed.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CapsuleError {
+    /// A capsule of another name.
+    Name {
+        /// The name found; `None` for an unnamed capsule.
+        found: Option<String>,
+    },
+    /// A capsule whose pointer is NULL.
+    NullPointer,
+    /// The capsule could not be renamed `used_…`.
+    Rename,
+    /// A rank outside `0..=MAX_NDIM`.
+    Ndim {
+        /// The producer's `ndim`.
+        ndim: i32,
+        /// [`MAX_NDIM`](crate::MAX_NDIM).
+        max: usize,
+    },
+    /// `ndim > 0` with a NULL shape.
+    NullShape {
+        /// The rank.
+        ndim: usize,
+        /// Whether the struct is an allocator's prototype rather than a tensor.
+        prototype: bool,
+    },
+    /// Elements with a NULL data pointer.
+    NullData {
+        /// The shape.
+        shape: Vec<i64>,
+    },
+    /// A field that breaks the layout rules.
+    Layout(LayoutError),
+    /// A dtype the header does not allow.
+    Dtype(DtypeError),
+    /// `__dlpack_device__` returned something else than a `(device_type, device_id)` pair.
+    DeviceTuple {
+        /// The producer's type name.
+        type_name: String,
+        /// `repr` of what it returned.
+        found: String,
+    },
+}
+
+impl fmt::Display for CapsuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Name { found: None } => f.write_str(
+                "expected a capsule named \"dltensor\" or \"dltensor_versioned\", got an unnamed capsule",
+            ),
+            Self::Name { found: Some(name) } => write!(
+                f,
+                "expected a capsule named \"dltensor\" or \"dltensor_versioned\", got {name:?}"
+            ),
+            Self::NullPointer => f.write_str("the DLPack capsule holds a NULL pointer"),
+            Self::Rename => f.write_str("could not rename the DLPack capsule to mark it consumed"),
+            Self::Ndim { ndim, max } => write!(f, "ndim {ndim} is outside 0..={max}"),
+            Self::NullShape {
+                ndim,
+                prototype: false,
+            } => write!(f, "the tensor has {ndim} dimensions but a NULL shape"),
+            Self::NullShape {
+                ndim,
+                prototype: true,
+            } => write!(f, "a prototype of {ndim} dimensions with a NULL shape"),
+            Self::NullData { shape } => write!(
+                f,
+                "the tensor has shape {} but a NULL data pointer",
+                list(shape)
+            ),
+            Self::Layout(err) => err.fmt(f),
+            Self::Dtype(err) => err.fmt(f),
+            Self::DeviceTuple { type_name, found } => write!(
+                f,
+                "{type_name}.__dlpack_device__() returned {found}, expected a (device_type, device_id) tuple"
+            ),
+        }
+    }
+}
+
+/// A tensor that cannot be exported (or imported) as the other side asked.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExportError {
+    /// A read-only tensor asked for as a legacy capsule, which cannot say so.
+    ReadOnlyLegacy,
+    /// A device the tensor is not on, and cannot be exported to in place.
+    CrossDevice {
+        /// The tensor's device.
+        source: Device,
+        /// The device asked for.
+        target: Device,
+    },
+    /// `copy=True` for memory the host cannot read.
+    CopyNeedsHost {
+        /// The tensor's device.
+        source: Device,
+    },
+    /// `copy=True` to a device other than the CPU.
+    CopyTarget {
+        /// The device asked for.
+        target: Device,
+    },
+    /// `copy=True` for a buffer of unknown length.
+    CopyUnknownLength,
+    /// A stream the specification does not allow for the device.
+    Stream {
+        /// The stream asked for (`None` for Python's `None`).
+        stream: Option<i64>,
+        /// The tensor's device.
+        device: Device,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// The value's description failed when an export described it again.
+    Description(Box<super::DLPackError>),
+    /// A torch tensor whose lazy conjugate or negative bit is set.
+    LazyBit {
+        /// `"conjugate"` or `"negative"`.
+        bit: &'static str,
+        /// The torch method that resolves it.
+        resolve: &'static str,
+    },
+    /// A NULL managed tensor handed to the exchange API.
+    NullTensor,
+    /// A read-only tensor asked for as a borrowed `DLTensor`, which cannot say so.
+    ReadOnlyBorrowed,
+    /// A tensor this crate was asked to allocate on a device other than the CPU.
+    AllocationDevice {
+        /// The device asked for.
+        device: Device,
+    },
+    /// A tensor this crate was asked to allocate from a prototype it refuses.
+    Allocation {
+        /// The prototype's dtype.
+        dtype: DataType,
+        /// What is wrong with the prototype.
+        source: Box<super::DLPackError>,
+    },
+    /// A NULL out-parameter (or prototype) passed to the exchange API.
+    NullOut {
+        /// The parameter's name.
+        name: &'static str,
+    },
+}
+
+impl fmt::Display for ExportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ReadOnlyLegacy => f.write_str(
+                "the tensor is read-only and the legacy (unversioned) DLPack capsule cannot say so; \
+                 call __dlpack__ with max_version=(1, 0) or later, or copy=True",
+            ),
+            Self::CrossDevice { source, target } => write!(
+                f,
+                "cannot export a tensor on {source} to {target}: \
+                 pyo3-dlpack exports in place and does not copy across devices"
+            ),
+            Self::CopyNeedsHost { source } => write!(
+                f,
+                "copy=True needs host memory, but the tensor is on {source}; \
+                 export it without copy and copy it in the consumer"
+            ),
+            Self::CopyTarget { target } => write!(
+                f,
+                "copy=True makes a cpu:0 copy, but dl_device asks for {target}"
+            ),
+            Self::CopyUnknownLength => f.write_str(
+                "copy=True needs a buffer of known length (its TensorData reports none)",
+            ),
+            Self::Stream {
+                stream,
+                device,
+                reason,
+            } => {
+                f.write_str("stream=")?;
+                match stream {
+                    Some(stream) => write!(f, "{stream}")?,
+                    None => f.write_str("None")?,
+                }
+                write!(f, " is not valid for a tensor on {device}: {reason}")
+            }
+            Self::Description(source) => source.fmt(f),
+            Self::LazyBit { bit, resolve } => write!(
+                f,
+                "the torch tensor has its lazy {bit} bit set, so its memory does not hold its values: \
+                 call .{resolve}() before passing it"
+            ),
+            Self::NullTensor => f.write_str("a NULL managed tensor"),
+            Self::ReadOnlyBorrowed => f.write_str(
+                "the tensor is read-only, which a borrowed DLTensor cannot say; \
+                 use managed_tensor_from_py_object_no_sync",
+            ),
+            Self::AllocationDevice { device } => {
+                write!(f, "DLPackTensor allocates CPU tensors only, not {device}")
+            }
+            Self::Allocation { dtype, source } => {
+                write!(f, "cannot allocate a tensor of {dtype}: {source}")
+            }
+            Self::NullOut { name } => write!(
+                f,
+                "the DLPack exchange API was called with a NULL {name} pointer"
+            ),
+        }
+    }
+}
+
+/// An argument value outside what the protocol allows.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgumentError {
+    /// Not an integer (or `None`).
+    NotInteger {
+        /// The argument's name.
+        name: &'static str,
+        /// `repr` and type of the value.
+        found: String,
+    },
+    /// Not a pair of integers.
+    NotPair {
+        /// The argument's name.
+        name: &'static str,
+        /// The expected form, such as `(major, minor)`.
+        form: &'static str,
+        /// `repr` and type of the value.
+        found: String,
+    },
+    /// A `dl_device` whose entries do not fit `int32`.
+    DeviceRange {
+        /// The device type code given.
+        device_type: i64,
+        /// The device index given.
+        device_id: i64,
+    },
+    /// Not `True`, `False` or `None`.
+    NotBool {
+        /// The argument's name.
+        name: &'static str,
+        /// `repr` and type of the value.
+        found: String,
+    },
+}
+
+impl fmt::Display for ArgumentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotInteger { name, found } => {
+                write!(f, "{name} must be an integer or None, got {found}")
+            }
+            Self::NotPair { name, form, found } => {
+                write!(f, "{name} must be a {form} tuple of integers, got {found}")
+            }
+            Self::DeviceRange {
+                device_type,
+                device_id,
+            } => write!(
+                f,
+                "dl_device must be a (device_type, device_id) pair of int32s, got ({device_type}, {device_id})"
+            ),
+            Self::NotBool { name, found } => {
+                write!(f, "{name} must be True, False or None, got {found}")
+            }
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! Validation of a foreign `DLTensor` (a producer's, or a prototype handed
+//! to the exchange API's allocator) before anything else reads it: the one
+//! place that decides which foreign fields are trusted.
+
+use crate::error::{CapsuleError, LayoutError, SizeOverflow};
+use crate::ffi::DLTensor;
+use crate::layout::{self, DimsBuf, MAX_NDIM};
+use crate::{DLPackError, protocol};
+
+/// What validation learnt about a tensor, kept by `PyTensor`.
+#[derive(Debug)]
+pub(crate) struct Checked {
+    pub(crate) ndim: usize,
+    pub(crate) numel: usize,
+    pub(crate) nbytes: usize,
+    /// Row-major strides, when the producer gave NULL strides for ndim > 0.
+    pub(crate) synthesized_strides: Option<DimsBuf>,
+    /// Addresses `[start, end)` of every byte the elements reach (empty for no elements).
+    pub(crate) span: (usize, usize),
+}
+
+impl Checked {
+    /// Placeholder until a tensor is checked (never read).
+    pub(crate) const EMPTY: Self = Self {
+        ndim: 0,
+        numel: 0,
+        nbytes: 0,
+        synthesized_strides: None,
+        span: (0, 0),
+    };
+}
+
+/// Which foreign struct is checked, for the messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A producer's tensor.
+    Tensor,
+    /// An allocator's prototype (only dtype, ndim, shape and device are read).
+    Prototype,
+}
+
+/// The extents of `tensor` and their product: ndim within `0..=MAX_NDIM`, a non-NULL shape
+/// when ndim > 0, every extent non-negative and their product in range.
+///
+/// # Safety
+///
+/// `tensor` comes from a live managed tensor or prototype: when non-NULL,
+/// `shape` points to `ndim` readable `i64`s, as the DLPack header requires.
+pub(crate) unsafe fn shape_of(
+    tensor: &DLTensor,
+    role: Role,
+) -> Result<(&[i64], usize), DLPackError> {
+    let ndim = usize::try_from(tensor.ndim)
+        .ok()
+        .filter(|&n| n <= MAX_NDIM)
+        .ok_or(CapsuleError::Ndim {
+            ndim: tensor.ndim,
+            max: MAX_NDIM,
+        })?;
+    if ndim > 0 && tensor.shape.is_null() {
+        let prototype = role == Role::Prototype;
+        return Err(CapsuleError::NullShape { ndim, prototype }.into());
+    }
+    // SAFETY: non-NULL when ndim > 0 (checked above) and `ndim` long, per the caller.
+    let shape = unsafe { foreign_slice(tensor.shape, ndim) };
+    let numel = layout::numel(shape).map_err(as_foreign)?;
+    Ok((shape, numel))
+}
+
+/// Checks every field of `tensor` that later code relies on: the dtype
+/// (the protocol's rule), the shape ([`shape_of`]), the byte extent (no
+/// overflow, no address wrap-around), NULL data with elements.
+///
+/// # Safety
+///
+/// `tensor` comes from a live managed tensor: when non-NULL, `shape` and
+/// `strides` point to `ndim` readable `i64`s each, as the DLPack header requires.
+pub(crate) unsafe fn check(tensor: &DLTensor) -> Result<Checked, DLPackError> {
+    protocol::check_dtype(tensor.dtype)?;
+    // SAFETY: the caller's contract.
+    let (shape, numel) = unsafe { shape_of(tensor, Role::Tensor) }?;
+    let ndim = shape.len();
+    let synthesized_strides = (ndim > 0 && tensor.strides.is_null()).then(|| {
+        let mut strides = DimsBuf::zeros(ndim);
+        layout::row_major(shape, strides.as_mut_slice());
+        strides
+    });
+    let strides = match &synthesized_strides {
+        Some(strides) => strides.as_slice(),
+        // SAFETY: non-NULL here, and `ndim` long, per the caller.
+        None => unsafe { foreign_slice(tensor.strides, ndim) },
+    };
+    let nbytes =
+        layout::storage_bytes(numel, tensor.dtype, false).ok_or(SizeOverflow::Storage {
+            numel,
+            dtype: tensor.dtype,
+        })?;
+    let span = if numel > 0 {
+        check_extent(tensor, shape, strides)?
+    } else {
+        (0, 0)
+    };
+    Ok(Checked {
+        ndim,
+        numel,
+        nbytes,
+        synthesized_strides,
+        span,
+    })
+}
+
+/// A layout rule a foreign field broke is a malformed capsule.
+fn as_foreign(err: DLPackError) -> DLPackError {
+    match err {
+        DLPackError::Layout(err @ LayoutError::NegativeExtent { .. }) => {
+            CapsuleError::Layout(err).into()
+        }
+        other => other,
+    }
+}
+
+/// `len` i64s at `ptr`, or an empty slice for `len == 0` (where `ptr` may be NULL).
+///
+/// # Safety
+///
+/// When `len > 0`, `ptr` is non-NULL and points to `len` readable `i64`s that
+/// outlive the returned slice's use.
+pub(crate) unsafe fn foreign_slice<'a>(ptr: *const i64, len: usize) -> &'a [i64] {
+    if len == 0 {
+        return &[];
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(ptr, len) }
+}
+
+/// The bytes the tensor reaches, from its first element's address plus the
+/// most negative and most positive stride reach, must be a real address
+/// range of at most `isize::MAX` bytes.
+fn check_extent(
+    tensor: &DLTensor,
+    shape: &[i64],
+    strides: &[i64],
+) -> Result<(usize, usize), DLPackError> {
+    if tensor.data.is_null() {
+        return Err(CapsuleError::NullData {
+            shape: shape.to_vec(),
+        }
+        .into());
+    }
+    let overflow = || SizeOverflow::AddressSpace {
+        shape: shape.to_vec(),
+        strides: strides.to_vec(),
+        byte_offset: tensor.byte_offset,
+    };
+    let itemsize = layout::element_bytes(tensor.dtype, false).unwrap_or(1);
+    let (low, high) = layout::reach(shape, strides, itemsize).ok_or_else(overflow)?;
+    let first = tensor.data as usize as i128 + i128::from(tensor.byte_offset);
+    if first + low < 0 || first + high > usize::MAX as i128 {
+        return Err(overflow().into());
+    }
+    Ok(((first + low) as usize, (first + high) as usize))
+}

@@ -1,0 +1,329 @@
+//! Shape and strides arithmetic, the one home of these rules for both
+//! directions: export descriptions, import validation, copies, views and
+//! `ndarray` all call it.
+//!
+//! One overflow policy: a tensor may span at most `isize::MAX` bytes (no
+//! allocation can be larger), every intermediate sum stays within that in
+//! magnitude, and anything beyond it is a [`SizeOverflow`].
+
+use crate::error::{LayoutError, SizeOverflow};
+use crate::{DLPackError, DataType};
+
+/// Most dimensions a tensor may have, in both directions. NumPy allows 64;
+/// the limit only guards against absurd values from a broken producer.
+pub const MAX_NDIM: usize = 1024;
+
+/// The most bytes a tensor may span.
+const LIMIT: i128 = isize::MAX as i128;
+
+/// Number of elements of `shape`: every extent non-negative, the product at
+/// most `isize::MAX`.
+pub(crate) fn numel(shape: &[i64]) -> Result<usize, DLPackError> {
+    let mut numel: i128 = 1;
+    let mut overflowed = false;
+    for (dim, &extent) in shape.iter().enumerate() {
+        if extent < 0 {
+            return Err(LayoutError::NegativeExtent {
+                shape: shape.to_vec(),
+                dim,
+                extent,
+            }
+            .into());
+        }
+        // Keep going after an overflow: a negative extent later is the better error.
+        numel = numel.saturating_mul(i128::from(extent));
+        overflowed |= numel > LIMIT;
+        if numel > LIMIT {
+            numel = LIMIT + 1;
+        }
+    }
+    if overflowed && numel != 0 {
+        return Err(SizeOverflow::Elements {
+            shape: shape.to_vec(),
+        }
+        .into());
+    }
+    Ok(numel as usize)
+}
+
+/// Bytes one element occupies in storage: `itemsize` for byte-sized types,
+/// one byte per lane for padded sub-byte types; `None` for packed sub-byte
+/// types (see [`storage_bytes`]).
+pub(crate) fn element_bytes(dtype: DataType, padded: bool) -> Option<usize> {
+    if dtype.is_byte_sized() {
+        Some(dtype.itemsize())
+    } else if padded {
+        Some(usize::from(dtype.bits).div_ceil(8) * usize::from(dtype.lanes))
+    } else {
+        None
+    }
+}
+
+/// Bytes of storage for `numel` elements: `numel × itemsize`; packed
+/// sub-byte types take `ceil(numel × bits × lanes / 8)` (the header's
+/// `GetDataSize`), padded ones a byte per lane. `None` beyond `isize::MAX`.
+pub(crate) fn storage_bytes(numel: usize, dtype: DataType, padded: bool) -> Option<usize> {
+    let bytes = match element_bytes(dtype, padded) {
+        Some(size) => (numel as u128) * (size as u128),
+        None => ((numel as u128) * u128::from(dtype.bits) * u128::from(dtype.lanes)).div_ceil(8),
+    };
+    usize::try_from(bytes).ok().filter(|&b| b as i128 <= LIMIT)
+}
+
+/// The bytes the elements reach relative to the first element's address:
+/// `(lowest, one past the highest)`, for a tensor with at least one element
+/// whose extents were checked by [`numel`]. `None` when the span exceeds
+/// `isize::MAX` bytes.
+pub(crate) fn reach(shape: &[i64], strides: &[i64], itemsize: usize) -> Option<(i128, i128)> {
+    let itemsize = itemsize as i128;
+    let (mut low, mut high) = (0i128, itemsize);
+    for (&dim, &stride) in shape.iter().zip(strides) {
+        let step = i128::from(dim - 1)
+            .checked_mul(i128::from(stride))?
+            .checked_mul(itemsize)
+            .filter(|step| step.abs() <= LIMIT)?;
+        // Each side stays within ±LIMIT after every step, so no sum overflows.
+        let side = if step < 0 { &mut low } else { &mut high };
+        *side += step;
+        if side.abs() > LIMIT || high - low > LIMIT {
+            return None;
+        }
+    }
+    Some((low, high))
+}
+
+/// Whether the elements are packed in row-major (C) order. Strides of
+/// dimensions of extent 1 do not matter (torch rewrites them), nor do any
+/// strides of an empty tensor.
+pub(crate) fn is_contiguous(shape: &[i64], strides: &[i64]) -> bool {
+    if shape.contains(&0) {
+        return true;
+    }
+    let mut expected = 1i64;
+    for (&dim, &stride) in shape.iter().zip(strides).rev() {
+        if dim != 1 && stride != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(dim);
+    }
+    true
+}
+
+/// Writes the row-major strides of `shape` into `out` (same length): stride
+/// `i` is the product of the extents after `i` (extents of 0 count as 1).
+pub(crate) fn row_major(shape: &[i64], out: &mut [i64]) {
+    let mut step = 1i64;
+    for (stride, &dim) in out.iter_mut().zip(shape).rev() {
+        *stride = step;
+        step = step.saturating_mul(dim.max(1));
+    }
+}
+
+/// The offsets, in elements from the first element, of every element in
+/// row-major index order: the one strided walk (copies, `to_vec`).
+pub(crate) fn offsets<'a>(shape: &'a [i64], strides: &'a [i64]) -> Offsets<'a> {
+    let numel = shape.iter().product::<i64>().max(0) as usize;
+    Offsets {
+        shape,
+        strides,
+        index: DimsBuf::zeros(shape.len()),
+        offset: 0,
+        left: numel,
+    }
+}
+
+/// Iterator of [`offsets`].
+pub(crate) struct Offsets<'a> {
+    shape: &'a [i64],
+    strides: &'a [i64],
+    index: DimsBuf,
+    offset: i64,
+    left: usize,
+}
+
+impl Iterator for Offsets<'_> {
+    type Item = isize;
+
+    fn next(&mut self) -> Option<isize> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let current = self.offset;
+        // Odometer step, last axis fastest; the offset follows incrementally.
+        let index = self.index.as_mut_slice();
+        for axis in (0..self.shape.len()).rev() {
+            index[axis] += 1;
+            self.offset += self.strides[axis];
+            if index[axis] < self.shape[axis] {
+                break;
+            }
+            self.offset -= self.strides[axis] * index[axis];
+            index[axis] = 0;
+        }
+        // Within the checked reach of the tensor, so within isize.
+        Some(current as isize)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Offsets<'_> {}
+
+/// Owned `i64` storage for a shape and its strides (or any two equal-length
+/// lists), inline up to [`DimsBuf::INLINE`] dimensions, so descriptions of
+/// ordinary tensors do not allocate.
+#[derive(Clone)]
+pub(crate) struct DimsBuf {
+    repr: DimsRepr,
+}
+
+#[derive(Clone)]
+enum DimsRepr {
+    Inline {
+        entries: [i64; 2 * DimsBuf::INLINE],
+        len: u8,
+    },
+    Heap(Box<[i64]>),
+}
+
+impl DimsBuf {
+    /// Dimensions stored without allocating.
+    pub(crate) const INLINE: usize = 8;
+
+    /// `len` zeros (a single list, for an index).
+    pub(crate) fn zeros(len: usize) -> Self {
+        if len <= 2 * Self::INLINE {
+            Self {
+                repr: DimsRepr::Inline {
+                    entries: [0; 2 * Self::INLINE],
+                    len: len as u8,
+                },
+            }
+        } else {
+            Self {
+                repr: DimsRepr::Heap(vec![0; len].into_boxed_slice()),
+            }
+        }
+    }
+
+    /// A shape and its strides, `ndim` each, zero-filled.
+    pub(crate) fn pair(ndim: usize) -> Self {
+        Self::zeros(2 * ndim)
+    }
+
+    /// A copy of `shape` and `strides`; strides shorter than the shape
+    /// (none, from a producer that sent NULL) leave zeros.
+    pub(crate) fn copy_pair(shape: &[i64], strides: &[i64]) -> Self {
+        let mut buf = Self::pair(shape.len());
+        let (s, t) = buf.split_mut();
+        s.copy_from_slice(shape);
+        let n = strides.len().min(t.len());
+        t[..n].copy_from_slice(&strides[..n]);
+        buf
+    }
+
+    pub(crate) fn as_slice(&self) -> &[i64] {
+        match &self.repr {
+            DimsRepr::Inline { entries, len } => &entries[..usize::from(*len)],
+            DimsRepr::Heap(entries) => entries,
+        }
+    }
+
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [i64] {
+        match &mut self.repr {
+            DimsRepr::Inline { entries, len } => &mut entries[..usize::from(*len)],
+            DimsRepr::Heap(entries) => entries,
+        }
+    }
+
+    /// The two halves of a [`pair`](Self::pair): shape, strides.
+    pub(crate) fn split(&self) -> (&[i64], &[i64]) {
+        let all = self.as_slice();
+        all.split_at(all.len() / 2)
+    }
+
+    /// The two halves, writable.
+    pub(crate) fn split_mut(&mut self) -> (&mut [i64], &mut [i64]) {
+        let all = self.as_mut_slice();
+        let half = all.len() / 2;
+        all.split_at_mut(half)
+    }
+}
+
+impl std::fmt::Debug for DimsBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_slice(), f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numel_checks_signs_and_overflow() {
+        assert_eq!(numel(&[]).unwrap(), 1);
+        assert_eq!(numel(&[2, 3, 4]).unwrap(), 24);
+        assert_eq!(numel(&[0, i64::MAX]).unwrap(), 0);
+        assert_eq!(
+            numel(&[2, -1]).unwrap_err().to_string(),
+            "shape [2, -1] has a negative extent -1 in dimension 1"
+        );
+        assert!(matches!(
+            numel(&[1 << 40, 1 << 40]),
+            Err(DLPackError::SizeOverflow(SizeOverflow::Elements { .. }))
+        ));
+        // An overflow followed by a zero extent is an empty tensor.
+        assert_eq!(numel(&[1 << 40, 1 << 40, 0]).unwrap(), 0);
+    }
+
+    #[test]
+    fn storage_of_byte_and_sub_byte_types() {
+        assert_eq!(storage_bytes(6, DataType::F32, false), Some(24));
+        assert_eq!(storage_bytes(7, DataType::F4_E2M1FN, false), Some(4));
+        assert_eq!(storage_bytes(7, DataType::F4_E2M1FN, true), Some(7));
+        assert_eq!(storage_bytes(usize::MAX / 2, DataType::F64, false), None);
+    }
+
+    #[test]
+    fn reach_of_every_stride_sign() {
+        assert_eq!(reach(&[2, 3], &[3, 1], 4), Some((0, 24)));
+        assert_eq!(reach(&[3], &[-1], 1), Some((-2, 1)));
+        assert_eq!(reach(&[100, 3], &[0, 1], 8), Some((0, 24)));
+        assert_eq!(reach(&[2, 2], &[i64::MAX, 1], 1), None);
+        assert_eq!(reach(&[2, 2], &[-(1 << 62), 1 << 62], 1), None);
+    }
+
+    #[test]
+    fn contiguity_and_row_major() {
+        let mut strides = [0; 3];
+        row_major(&[2, 0, 4], &mut strides);
+        assert_eq!(strides, [4, 4, 1]);
+        assert!(is_contiguous(&[2, 3], &[3, 1]));
+        assert!(is_contiguous(&[2, 1], &[1, 99]));
+        assert!(!is_contiguous(&[2, 3], &[1, 2]));
+        assert!(is_contiguous(&[0, 3], &[7, 7]));
+    }
+
+    #[test]
+    fn offsets_walk_in_row_major_order() {
+        let walk = |shape: &[i64], strides: &[i64]| offsets(shape, strides).collect::<Vec<_>>();
+        assert_eq!(walk(&[2, 3], &[1, 2]), [0, 2, 4, 1, 3, 5]);
+        assert_eq!(walk(&[3], &[-1]), [0, -1, -2]);
+        assert_eq!(walk(&[2, 2], &[0, 1]), [0, 1, 0, 1]);
+        assert_eq!(walk(&[], &[]), [0]);
+        assert!(walk(&[3, 0], &[1, 1]).is_empty());
+    }
+
+    #[test]
+    fn dims_buf_inline_and_heap() {
+        let small = DimsBuf::copy_pair(&[2, 3], &[3, 1]);
+        assert_eq!(small.split(), (&[2i64, 3][..], &[3i64, 1][..]));
+        let shape: Vec<i64> = (1..=20).collect();
+        let big = DimsBuf::copy_pair(&shape, &shape);
+        assert_eq!(big.split().0, &shape[..]);
+    }
+}

@@ -1,0 +1,195 @@
+//! The DLPack rules both directions share, each in one place: the version
+//! this crate speaks, the flag bits, which dtypes the header allows, what
+//! byte storage may hold, and the stream rule per device type.
+
+use crate::error::{DtypeError, ExportError};
+use crate::ffi::{DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion};
+use crate::{DLPackError, DataType, DataTypeCode, Device, DeviceType};
+
+/// The DLPack version this crate exports and asks producers for.
+pub(crate) const VERSION: DLPackVersion = DLPackVersion::CURRENT;
+
+/// [`VERSION`] as the `(major, minor)` pair of `max_version`.
+pub(crate) const MAX_VERSION: (u32, u32) = (VERSION.major, VERSION.minor);
+
+/// The versioned struct's flags for an export.
+pub(crate) const fn flags(read_only: bool, copied: bool) -> u64 {
+    let mut flags = 0;
+    if read_only {
+        flags |= DLPACK_FLAG_BITMASK_READ_ONLY;
+    }
+    if copied {
+        flags |= DLPACK_FLAG_BITMASK_IS_COPIED;
+    }
+    flags
+}
+
+/// The width in bits a type code fixes, if it fixes one (DLPack 1.3: the
+/// float8 codes are 8 bits, float6 6, float4 4; bool is one byte).
+const fn required_bits(code: DataTypeCode) -> Option<u8> {
+    match code.code() {
+        6..=14 => Some(8),
+        15 | 16 => Some(6),
+        17 => Some(4),
+        _ => None,
+    }
+}
+
+/// Whether this crate exchanges `dtype`: a code of the 1.3 header, the
+/// width that code requires (any non-zero width for the others), one lane.
+/// The exporter refuses exactly what the importer refuses.
+///
+/// Bool is 8 bits here, as NumPy, torch and JAX export it.
+pub(crate) fn check_dtype(dtype: DataType) -> Result<(), DLPackError> {
+    if !dtype.code.is_known() {
+        return Err(DtypeError::UnknownCode { dtype }.into());
+    }
+    if dtype.bits == 0 {
+        return Err(DtypeError::Bits {
+            dtype,
+            required: None,
+        }
+        .into());
+    }
+    if let Some(bits) = required_bits(dtype.code) {
+        if dtype.bits != bits {
+            return Err(DtypeError::Bits {
+                dtype,
+                required: Some(bits),
+            }
+            .into());
+        }
+    }
+    if dtype.lanes != 1 {
+        return Err(DtypeError::Lanes { dtype }.into());
+    }
+    Ok(())
+}
+
+/// Whether a buffer of `storage` elements may be exported as `declared`:
+/// the same type, or `u8` bytes holding any type but bool (whose bytes must
+/// be 0 or 1, which arbitrary bytes are not).
+pub(crate) const fn storage_holds(storage: DataType, declared: DataType) -> bool {
+    let same = storage.code.code() == declared.code.code()
+        && storage.bits == declared.bits
+        && storage.lanes == declared.lanes;
+    let bytes = storage.code.code() == DataType::U8.code.code()
+        && storage.bits == 8
+        && storage.lanes == 1
+        && declared.code.code() != DataTypeCode::BOOL.code();
+    same || bytes
+}
+
+/// The stream rule of the DLPack Python specification for a tensor on
+/// `device`, as the producer applies it to a consumer's `stream` argument.
+/// Returns the consumer stream to make the data safe on, if any.
+///
+/// | device | `None` | `-1` | `0` | `1`, `2` | other |
+/// |---|---|---|---|---|---|
+/// | CUDA, CUDA managed | legacy default (1) | no sync | refused (ambiguous) | that stream | a stream handle |
+/// | ROCm | default (0) | no sync | default | refused | a stream handle |
+/// | others | nothing | nothing | refused | refused | refused |
+pub(crate) fn stream_to_sync(
+    stream: Option<i64>,
+    device: Device,
+) -> Result<Option<i64>, DLPackError> {
+    let refuse = |reason: &'static str| {
+        Err(ExportError::Stream {
+            stream,
+            device,
+            reason,
+        }
+        .into())
+    };
+    match (device.device_type, stream) {
+        (_, Some(s)) if s < -1 => refuse("a stream must be -1, None or a non-negative integer"),
+        (_, Some(-1)) => Ok(None),
+        (DeviceType::CUDA | DeviceType::CUDA_MANAGED, None) => Ok(Some(1)),
+        (DeviceType::CUDA | DeviceType::CUDA_MANAGED, Some(0)) => refuse(
+            "0 is ambiguous on CUDA; use 1 for the legacy default stream or 2 for per-thread",
+        ),
+        (DeviceType::CUDA | DeviceType::CUDA_MANAGED, Some(s)) => Ok(Some(s)),
+        (DeviceType::ROCM, None) => Ok(Some(0)),
+        (DeviceType::ROCM, Some(1 | 2)) => {
+            refuse("ROCm has no stream 1 or 2; use 0 for the default stream")
+        }
+        (DeviceType::ROCM, Some(s)) => Ok(Some(s)),
+        (_, None) => Ok(None),
+        (_, Some(_)) => refuse("only None (or -1) is accepted on devices without streams"),
+    }
+}
+
+/// The stream a consumer passes to a producer whose tensor will be on
+/// `device`, given the stream it asked for (`None`: the default). Devices
+/// without streams get none at all.
+pub(crate) fn stream_to_request(asked: Option<i64>, device: Option<Device>) -> Option<i64> {
+    match device.map(|d| d.device_type) {
+        Some(DeviceType::CUDA | DeviceType::CUDA_MANAGED) => Some(asked.unwrap_or(1)),
+        Some(DeviceType::ROCM) => Some(asked.unwrap_or(0)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dtype_rule_follows_the_header() {
+        for ok in [
+            DataType::F32,
+            DataType::BOOL,
+            DataType::BF16,
+            DataType::C64,
+            DataType::F4_E2M1FN,
+            DataType::new(DataTypeCode::INT, 4, 1),
+        ] {
+            assert_eq!(check_dtype(ok), Ok(()), "{ok}");
+        }
+        let bad = |code, bits, lanes| check_dtype(DataType::new(code, bits, lanes)).unwrap_err();
+        assert_eq!(
+            bad(DataTypeCode::FLOAT4_E2M1FN, 8, 1).to_string(),
+            "dtype float4_e2m1fn must have 4 bits per element, got 8"
+        );
+        assert!(matches!(
+            bad(DataTypeCode::FLOAT6_E2M3FN, 8, 1),
+            DLPackError::InvalidDtype(DtypeError::Bits {
+                required: Some(6),
+                ..
+            })
+        ));
+        assert!(matches!(
+            bad(DataTypeCode::FLOAT, 0, 1),
+            DLPackError::InvalidDtype(DtypeError::Bits { required: None, .. })
+        ));
+        assert!(matches!(
+            bad(DataTypeCode::FLOAT, 32, 0),
+            DLPackError::InvalidDtype(DtypeError::Lanes { .. })
+        ));
+        assert!(matches!(
+            bad(DataTypeCode::from_code(20), 8, 1),
+            DLPackError::InvalidDtype(DtypeError::UnknownCode { .. })
+        ));
+    }
+
+    #[test]
+    fn bytes_hold_any_type_but_bool() {
+        assert!(storage_holds(DataType::F32, DataType::F32));
+        assert!(storage_holds(DataType::U8, DataType::C128));
+        assert!(!storage_holds(DataType::U8, DataType::BOOL));
+        assert!(!storage_holds(DataType::I8, DataType::F32));
+        assert!(!storage_holds(DataType::F32, DataType::I32));
+    }
+
+    #[test]
+    fn requested_streams() {
+        assert_eq!(stream_to_request(None, Some(Device::cuda(0))), Some(1));
+        assert_eq!(
+            stream_to_request(Some(7), Some(Device::cuda_managed(0))),
+            Some(7)
+        );
+        assert_eq!(stream_to_request(None, Some(Device::rocm(0))), Some(0));
+        assert_eq!(stream_to_request(Some(7), Some(Device::cpu())), None);
+        assert_eq!(stream_to_request(Some(7), None), None);
+    }
+}
