@@ -4,7 +4,7 @@
 
 use crate::error::{CapsuleError, LayoutError, SizeOverflow};
 use crate::ffi::DLTensor;
-use crate::layout::{self, DimsBuf, MAX_NDIM};
+use crate::layout::{self, MAX_NDIM};
 use crate::{DLPackError, protocol};
 
 /// What validation learnt about a tensor, kept by `PyTensor`.
@@ -13,8 +13,9 @@ pub(crate) struct Checked {
     pub(crate) ndim: usize,
     pub(crate) numel: usize,
     pub(crate) nbytes: usize,
-    /// Row-major strides, when the producer gave NULL strides for ndim > 0.
-    pub(crate) synthesized_strides: Option<DimsBuf>,
+    /// Row-major strides, when the producer gave NULL strides for ndim > 0
+    /// (boxed: rare, and a `PyTensor` stays small for the common case).
+    pub(crate) synthesized_strides: Option<Box<[i64]>>,
     /// Addresses `[start, end)` of every byte the elements reach (empty for no elements).
     pub(crate) span: (usize, usize),
 }
@@ -81,12 +82,12 @@ pub(crate) unsafe fn check(tensor: &DLTensor) -> Result<Checked, DLPackError> {
     let (shape, numel) = unsafe { shape_of(tensor, Role::Tensor) }?;
     let ndim = shape.len();
     let synthesized_strides = (ndim > 0 && tensor.strides.is_null()).then(|| {
-        let mut strides = DimsBuf::zeros(ndim);
-        layout::row_major(shape, strides.as_mut_slice());
+        let mut strides = vec![0; ndim].into_boxed_slice();
+        layout::row_major(shape, &mut strides);
         strides
     });
     let strides = match &synthesized_strides {
-        Some(strides) => strides.as_slice(),
+        Some(strides) => &strides[..],
         // SAFETY: non-NULL here, and `ndim` long, per the caller.
         None => unsafe { foreign_slice(tensor.strides, ndim) },
     };

@@ -19,22 +19,26 @@ const LIMIT: i128 = isize::MAX as i128;
 /// Number of elements of `shape`: every extent non-negative, the product at
 /// most `isize::MAX`.
 pub(crate) fn numel(shape: &[i64]) -> Result<usize, DLPackError> {
-    let mut numel: i128 = 1;
+    let mut numel: usize = 1;
     let mut overflowed = false;
     for (dim, &extent) in shape.iter().enumerate() {
-        if extent < 0 {
+        let Ok(extent) = usize::try_from(extent) else {
             return Err(LayoutError::NegativeExtent {
                 shape: shape.to_vec(),
                 dim,
                 extent,
             }
             .into());
-        }
-        // Keep going after an overflow: a negative extent later is the better error.
-        numel = numel.saturating_mul(i128::from(extent));
-        overflowed |= numel > LIMIT;
-        if numel > LIMIT {
-            numel = LIMIT + 1;
+        };
+        // Keep going after an overflow: a negative extent later is the
+        // better error, and a zero extent later makes the tensor empty.
+        match numel.checked_mul(extent) {
+            Some(n) if n <= LIMIT as usize => numel = n,
+            _ if extent == 0 => numel = 0,
+            _ => {
+                overflowed = true;
+                numel = 1;
+            }
         }
     }
     if overflowed && numel != 0 {
@@ -43,7 +47,7 @@ pub(crate) fn numel(shape: &[i64]) -> Result<usize, DLPackError> {
         }
         .into());
     }
-    Ok(numel as usize)
+    Ok(numel)
 }
 
 /// Bytes one element occupies in storage: `itemsize` for byte-sized types,
@@ -191,7 +195,7 @@ enum DimsRepr {
 
 impl DimsBuf {
     /// Dimensions stored without allocating.
-    pub(crate) const INLINE: usize = 8;
+    pub(crate) const INLINE: usize = 4;
 
     /// `len` zeros (a single list, for an index).
     pub(crate) fn zeros(len: usize) -> Self {

@@ -205,13 +205,8 @@ pub fn assert_field_is_exportable<T: ?Sized + Send + Sync + 'static>() {}
 /// `#[dlpack(dtype = T)]` against a typed data field, at compile time.
 pub const fn check_static_dtype(data: Option<DataType>, declared: DataType) {
     if let Some(data) = data {
-        let bytes =
-            data.code.code() == 1 && data.bits == 8 && data.lanes == 1 && declared.code.code() != 6;
-        let same = data.code.code() == declared.code.code()
-            && data.bits == declared.bits
-            && data.lanes == declared.lanes;
         assert!(
-            same || bytes,
+            crate::protocol::storage_holds(data, declared),
             "#[dlpack(dtype = …)] differs from the element type of the #[dlpack(data)] field: \
              use data of that element type (only u8 byte buffers may hold another dtype, and not bool)"
         );

@@ -12,6 +12,19 @@ pub(crate) const VERSION: DLPackVersion = DLPackVersion::CURRENT;
 /// [`VERSION`] as the `(major, minor)` pair of `max_version`.
 pub(crate) const MAX_VERSION: (u32, u32) = (VERSION.major, VERSION.minor);
 
+/// `Ok` for a versioned struct this crate can read: major version 1 (the
+/// header: a consumer must not read past `version` of another major).
+pub(crate) fn check_version(version: DLPackVersion) -> Result<(), DLPackError> {
+    if version.major == VERSION.major {
+        Ok(())
+    } else {
+        Err(DLPackError::UnsupportedVersion {
+            major: version.major,
+            minor: version.minor,
+        })
+    }
+}
+
 /// The versioned struct's flags for an export.
 pub(crate) const fn flags(read_only: bool, copied: bool) -> u64 {
     let mut flags = 0;

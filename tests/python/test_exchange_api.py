@@ -321,3 +321,67 @@ def test_tvm_ffi_imports_our_tensors_through_the_table():
     back = np.from_dlpack(t)
     assert back.ctypes.data == x.data_ptr
     np.testing.assert_array_equal(back, np.arange(8, dtype="f4"))
+
+
+def raw(function, *argtypes):
+    """A table function called with raw pointers (to pass NULL where ctypes would not)."""
+    address = ctypes.cast(function, ctypes.c_void_p).value
+    return ctypes.PYFUNCTYPE(ctypes.c_int, *argtypes)(address)
+
+
+@pytest.mark.parametrize("name", ["from_py", "dltensor_from_py", "current_work_stream"])
+def test_null_out_pointers_raise_and_write_nothing(name, capfd, drops):
+    table = our_table()
+    x = ext.arange("float32", 6)
+    if name == "current_work_stream":
+        call = raw(table.current_work_stream, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p)
+        args = (1, 0, None)
+    else:
+        call = raw(getattr(table, name), ctypes.py_object, ctypes.c_void_p)
+        args = (x, None)
+    with pytest.raises(BufferError, match="^the DLPack exchange API was called with a NULL out pointer$"):
+        call(*args)
+    del x
+    gc.collect()
+    assert drops.dropped == 1, "nothing was exported or kept"
+    assert capfd.readouterr().err == ""
+
+
+def test_to_py_object_refuses_null_tensor_and_null_out(capfd):
+    from handmade import HandMade
+
+    table = our_table()
+    call = raw(table.to_py, ctypes.c_void_p, ctypes.c_void_p)
+    with pytest.raises(BufferError, match="^a NULL managed tensor$"):
+        call(None, ctypes.addressof(ctypes.py_object()))
+    good = HandMade()
+    with pytest.raises(BufferError, match="NULL out pointer"):
+        call(ctypes.addressof(good.managed), None)
+    assert good.deleted == 0, "not adopted: still the caller's"
+    assert capfd.readouterr().err == ""
+
+
+def test_a_null_object_is_a_type_error_not_a_crash(capfd):
+    table = our_table()
+    call = raw(table.from_py, ctypes.c_void_p, ctypes.c_void_p)
+    out = ctypes.c_void_p()
+    with pytest.raises(TypeError, match="^the DLPackTensor exchange API got a NULL object$"):
+        call(None, ctypes.addressof(out))
+    assert out.value is None
+    assert capfd.readouterr().err == ""
+
+
+def test_the_allocator_refuses_null_pointers_through_set_error():
+    table = our_table()
+    errors = []
+    on_error = SET_ERROR(lambda ctx, kind, text: errors.append((kind, text)))
+    call = raw(table.allocator, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, SET_ERROR)
+    prototype, _dims = make_prototype((2,))
+    out = ctypes.c_void_p()
+    assert call(None, ctypes.addressof(out), None, on_error) == -1
+    assert call(ctypes.addressof(prototype), None, None, on_error) == -1
+    assert errors == [
+        (b"BufferError", b"the DLPack exchange API was called with a NULL prototype pointer"),
+        (b"BufferError", b"the DLPack exchange API was called with a NULL out pointer"),
+    ]
+    assert out.value is None

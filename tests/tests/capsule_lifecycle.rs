@@ -196,3 +196,91 @@ fn exports_use_the_description_checked_when_wrapped() {
         assert!(!err.is_instance_of::<PyRuntimeError>(py));
     });
 }
+
+#[test]
+fn a_bad_description_is_the_same_value_error_from_every_rust_entry_point() {
+    /// A shape that does not fit its buffer.
+    struct TooLong {
+        data: Vec<u8>,
+        drops: Arc<AtomicUsize>,
+    }
+    impl IntoDLPack for TooLong {
+        fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+            TensorInfo::new(&self.data, [9usize])
+        }
+    }
+    impl Drop for TooLong {
+        fn drop(&mut self) {
+            self.drops.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    let make = || TooLong {
+        data: vec![0; 4],
+        drops: drops.clone(),
+    };
+    let expected = "shape [9] of uint8 needs 9 bytes, but the buffer holds 4 bytes";
+    Python::attach(|py| {
+        let from_new: PyErr = DLPackTensor::new(make()).unwrap_err().into();
+        let from_capsule = make()
+            .into_capsule(py, CapsuleFormat::Versioned)
+            .unwrap_err();
+        let from_legacy = make().into_capsule(py, CapsuleFormat::Legacy).unwrap_err();
+        for err in [from_new, from_capsule, from_legacy] {
+            assert!(
+                err.is_instance_of::<pyo3::exceptions::PyValueError>(py),
+                "{err}"
+            );
+            assert_eq!(err.value(py).to_string(), expected);
+        }
+    });
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        3,
+        "each refused value dropped once"
+    );
+}
+
+#[test]
+fn dtypes_the_importer_refuses_are_refused_on_export() {
+    use pyo3_dlpack::error::DtypeError;
+    use pyo3_dlpack::{DataType, DataTypeCode};
+    let bytes = vec![0u8; 16];
+    for (dtype, message) in [
+        (
+            DataType::new(DataTypeCode::FLOAT6_E2M3FN, 8, 1),
+            "dtype float6_e2m3fn must have 6 bits per element, got 8",
+        ),
+        (
+            DataType::new(DataTypeCode::FLOAT4_E2M1FN, 8, 1),
+            "dtype float4_e2m1fn must have 4 bits per element, got 8",
+        ),
+        (
+            DataType::new(DataTypeCode::FLOAT, 0, 1),
+            "dtype float0 has 0 bits per element",
+        ),
+        (
+            DataType::new(DataTypeCode::FLOAT, 32, 0),
+            "dtype float32x0 has 0 lanes: vector dtypes (lanes != 1) are not supported",
+        ),
+    ] {
+        let err = TensorInfo::builder(&bytes)
+            .shape([1usize])
+            .dtype(dtype)
+            .build()
+            .unwrap_err();
+        assert!(matches!(err, DLPackError::InvalidDtype(_)), "{err:?}");
+        assert_eq!(err.to_string(), message);
+    }
+    let err = TensorInfo::builder(&bytes)
+        .shape([1usize])
+        .dtype(DataType::new(DataTypeCode::FLOAT, 32, 4))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        DLPackError::InvalidDtype(DtypeError::Lanes {
+            dtype: DataType::new(DataTypeCode::FLOAT, 32, 4)
+        })
+    );
+}

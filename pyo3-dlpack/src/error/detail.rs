@@ -89,18 +89,18 @@ pub enum LayoutError {
     /// Elements past the end of the buffer.
     PastEnd {
         /// The description.
-        layout: LayoutDesc,
+        layout: Box<LayoutDesc>,
         /// Bytes from the start of the buffer the elements need.
-        needed: u128,
+        needed: u64,
         /// Bytes the buffer holds.
         available: usize,
     },
     /// Elements before the start of the buffer (negative strides without an offset).
     BeforeStart {
         /// The description.
-        layout: LayoutDesc,
+        layout: Box<LayoutDesc>,
         /// How many bytes before the start the lowest element lies.
-        bytes: u128,
+        bytes: u64,
     },
     /// A buffer of unknown length described without a shape.
     UnknownLength,
@@ -255,7 +255,7 @@ pub enum SizeOverflow {
     /// A layout that spans more bytes than fit in memory.
     Span {
         /// The description.
-        layout: LayoutDesc,
+        layout: Box<LayoutDesc>,
     },
     /// More bytes of storage than fit in memory.
     Storage {
@@ -510,6 +510,8 @@ pub enum ExportError {
         /// What is wrong with the prototype.
         source: Box<super::DLPackError>,
     },
+    /// A producer's exchange-API function failed without setting an exception.
+    NoErrorSet,
     /// A NULL out-parameter (or prototype) passed to the exchange API.
     NullOut {
         /// The parameter's name.
@@ -569,6 +571,9 @@ impl fmt::Display for ExportError {
             }
             Self::Allocation { dtype, source } => {
                 write!(f, "cannot allocate a tensor of {dtype}: {source}")
+            }
+            Self::NoErrorSet => {
+                f.write_str("the producer's exchange API failed without setting an error")
             }
             Self::NullOut { name } => write!(
                 f,

@@ -27,11 +27,32 @@ use crate::{DataType, Device};
 /// | the object speaks no DLPack, or returned the wrong type ([`NotDLPack`](Self::NotDLPack), [`NotACapsule`](Self::NotACapsule), [`NotADLPackTensor`](Self::NotADLPackTensor)) | `TypeError` |
 /// | a constraint the data or an argument fails (everything else) | `ValueError` |
 ///
+/// The same failure raises the same exception from every entry point
+/// (`__dlpack__`, [`IntoDLPack::into_capsule`](crate::IntoDLPack::into_capsule),
+/// [`DLPackTensor::new`](crate::DLPackTensor::new), imports, the derives and
+/// the C exchange table). A value whose own description fails is a
+/// `ValueError` wherever it is turned into a tensor; only when a consumer's
+/// `__dlpack__(copy=True)` describes it again and that fails is the failure
+/// the export's ([`ExportError::Description`], `BufferError`, wrapping the
+/// description's error as its `source`).
+///
+/// Variants carry their details as fields (the types in [`error`](crate::error)),
+/// so code can tell failures apart without parsing messages:
+///
 /// ```
-/// use pyo3_dlpack::{DataType, DLPackError};
+/// use pyo3_dlpack::error::LayoutError;
+/// use pyo3_dlpack::{DataType, DLPackError, TensorInfo};
 ///
 /// let err = DLPackError::Dtype { expected: DataType::F32, found: DataType::I64 };
 /// assert_eq!(err.to_string(), "expected a float32 tensor, got int64");
+///
+/// let data = vec![0u8; 4];
+/// match TensorInfo::new(&data, [9usize]).unwrap_err() {
+///     DLPackError::Layout(LayoutError::PastEnd { needed, available, .. }) => {
+///         assert_eq!((needed, available), (9, 4));
+///     }
+///     other => panic!("{other}"),
+/// }
 /// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]

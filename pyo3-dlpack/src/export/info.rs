@@ -18,7 +18,7 @@ use crate::{DLPackError, DataType, Device};
 /// Build it with [`TensorInfo::builder`] (or [`TensorInfo::new`]) from a
 /// [`TensorData`]; `build` checks that the shape, strides and offset stay
 /// inside the buffer, so an export never describes memory it does not own.
-/// The description owns its extents and strides (inline up to 8
+/// The description owns its extents and strides (inline up to 4
 /// dimensions); its lifetime is the borrow of the buffer it describes.
 ///
 /// ```
@@ -235,11 +235,11 @@ impl<'a> TensorInfoBuilder<'a> {
     }
 
     /// Checks the description against the buffer.
-    pub fn build(self) -> Result<TensorInfo<'a>, DLPackError> {
+    pub fn build(mut self) -> Result<TensorInfo<'a>, DLPackError> {
         let dtype = self.resolve_dtype()?;
         protocol::check_dtype(dtype)?;
-        let shape = match &self.shape {
-            Some(shape) => shape.clone(),
+        let shape = match self.shape.take() {
+            Some(shape) => shape,
             None => Dims::from([self.implied_length(dtype)?]),
         };
         let dims = own_dims(&shape, self.strides.as_ref())?;
@@ -296,13 +296,13 @@ impl<'a> TensorInfoBuilder<'a> {
     }
 
     /// The description as an error names it.
-    fn describe(&self, info: &TensorInfo<'_>) -> LayoutDesc {
+    fn describe(&self, info: &TensorInfo<'_>) -> Box<LayoutDesc> {
         let (shape, strides) = info.dims_slices();
-        LayoutDesc {
+        Box::new(LayoutDesc {
             shape: shape.to_vec(),
             strides: self.strides.as_ref().map(|_| strides.to_vec()),
             dtype: info.dtype,
-        }
+        })
     }
 
     /// Every element inside `[0, byte_len)` of the buffer, when its length is
@@ -313,9 +313,10 @@ impl<'a> TensorInfoBuilder<'a> {
         }
         let (shape, strides) = info.dims_slices();
         let span = match layout::element_bytes(info.dtype, false) {
-            Some(itemsize) => layout::reach(shape, strides, itemsize),
-            // Packed sub-byte elements, row-major: the header's storage size.
-            None => {
+            Some(itemsize) if self.strides.is_some() => layout::reach(shape, strides, itemsize),
+            // Row-major (packed sub-byte elements always are): the elements
+            // and nothing else, the header's storage size.
+            _ => {
                 layout::storage_bytes(info.numel, info.dtype, false).map(|bytes| (0, bytes as i128))
             }
         };
@@ -329,13 +330,13 @@ impl<'a> TensorInfoBuilder<'a> {
         let offset = self.byte_offset as i128;
         if offset + low < 0 {
             let layout = self.describe(info);
-            let bytes = (-(offset + low)) as u128;
+            let bytes = (-(offset + low)) as u64;
             return Err(LayoutError::BeforeStart { layout, bytes }.into());
         }
         if offset + high > byte_len as i128 {
             return Err(LayoutError::PastEnd {
                 layout: self.describe(info),
-                needed: (offset + high) as u128,
+                needed: (offset + high) as u64,
                 available: byte_len,
             }
             .into());

@@ -120,6 +120,8 @@ pub trait IntoDLPack: Send + Sync + 'static {
     /// [`DLPackTensor`] instead.
     ///
     /// The capsule owns the value; if nobody consumes it, dropping it drops the value.
+    /// A description that fails is a `ValueError`, as from [`DLPackTensor::new`],
+    /// and the value is dropped.
     fn into_capsule(self, py: Python<'_>, format: CapsuleFormat) -> PyResult<Bound<'_, PyCapsule>>
     where
         Self: Sized,

@@ -12,7 +12,8 @@ use std::sync::{Mutex, PoisonError};
 
 use pyo3::exceptions::PyAttributeError;
 
-use crate::{DataType, DataTypeCode};
+use crate::error::ExportError;
+use crate::{DLPackError, DataType, DataTypeCode};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyType};
 
@@ -148,11 +149,7 @@ fn same_behaviour_as_owner(ty: &Bound<'_, PyType>) -> PyResult<bool> {
 
 /// The exception a failed exchange-API call set (or one saying it set none).
 fn producer_error(py: Python<'_>) -> PyErr {
-    PyErr::take(py).unwrap_or_else(|| {
-        pyo3::exceptions::PyBufferError::new_err(
-            "the producer's exchange API failed without setting an error",
-        )
-    })
+    PyErr::take(py).unwrap_or_else(|| DLPackError::from(ExportError::NoErrorSet).into())
 }
 
 impl ExchangeApi {
@@ -182,10 +179,7 @@ impl ExchangeApi {
             (neg, pyo3::intern!(py, "is_neg"), "negative", "resolve_neg"),
         ] {
             if checked && obj.call_method0(method)?.is_truthy()? {
-                return Err(pyo3::exceptions::PyBufferError::new_err(format!(
-                    "the torch tensor has its lazy {bit} bit set, so its memory does not hold its values: \
-                     call .{resolve}() before passing it"
-                )));
+                return Err(DLPackError::from(ExportError::LazyBit { bit, resolve }).into());
             }
         }
         Ok(())

@@ -16,7 +16,7 @@ use crate::import::exchange;
 use crate::import::negotiate::{ImportOptions, request_capsule};
 use crate::import::registry::Registration;
 use crate::layout::{self, DimsBuf};
-use crate::{DLPackError, DataType, Device};
+use crate::{DLPackError, DataType, Device, protocol};
 
 /// A tensor imported from any DLPack producer (a NumPy array, a torch or JAX
 /// tensor, a CuPy array, a raw capsule), owned by Rust: the producer's memory
@@ -63,7 +63,7 @@ pub struct PyTensor {
     registration: Option<Registration>,
     /// Shape and strides copied out of a borrowed view: its producer's own
     /// arrays may change if Python code runs while it is borrowed. Inline up
-    /// to 8 dimensions, so borrowing does not allocate.
+    /// to 4 dimensions, so borrowing does not allocate.
     dims_copy: Option<DimsBuf>,
 }
 
@@ -186,13 +186,7 @@ impl PyTensor {
     ) -> Result<Self, DLPackError> {
         // SAFETY: the caller's contract: a live versioned struct.
         let struct_ref = unsafe { managed.as_ref() };
-        let version = struct_ref.version;
-        if version.major != 1 {
-            return Err(DLPackError::UnsupportedVersion {
-                major: version.major,
-                minor: version.minor,
-            });
-        }
+        protocol::check_version(struct_ref.version)?;
         // SAFETY: live and of major version 1, so its layout is known.
         unsafe { foreign::check(&struct_ref.dl_tensor) }?;
         Self::from_managed(Managed::Versioned(managed))
@@ -221,13 +215,7 @@ impl PyTensor {
         if let Some(Managed::Versioned(versioned)) = &tensor.managed {
             // SAFETY: a live struct we own; `version` is its first field, which
             // the header says stays stable across majors.
-            let version = unsafe { versioned.as_ref() }.version;
-            if version.major != 1 {
-                return Err(DLPackError::UnsupportedVersion {
-                    major: version.major,
-                    minor: version.minor,
-                });
-            }
+            protocol::check_version(unsafe { versioned.as_ref() }.version)?;
         }
         // SAFETY: the struct is live and of a version whose layout we know;
         // its shape and strides are `ndim` long per the header.
@@ -273,7 +261,7 @@ impl PyTensor {
     /// Strides in elements; row-major ones when the producer sent none.
     pub fn strides(&self) -> &[i64] {
         if let Some(strides) = &self.checked.synthesized_strides {
-            return strides.as_slice();
+            return strides;
         }
         match &self.dims_copy {
             Some(copy) => copy.split().1,
