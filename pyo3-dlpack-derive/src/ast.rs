@@ -106,7 +106,7 @@ impl<'a> Input<'a> {
                     field.role.as_ref().map_or_else(Span::call_site, |r| r.span),
                     format!(
                         "only one field can be #[dlpack({})]; `{}` already is",
-                        role.name(),
+                        role.symbol(),
                         member_name(&first.member)
                     ),
                 )),

@@ -12,7 +12,7 @@ use crate::{expand_from, expand_into};
 /// Expands `#[derive(…)]`: the impls, or every error found plus stub impls
 /// (so that one mistake does not cascade into errors at every use site).
 pub(crate) fn derive(derive: Derive, input: &DeriveInput) -> TokenStream {
-    let ctxt = Ctxt::default();
+    let ctxt = Ctxt::new();
     let expanded = Input::from_syn(&ctxt, derive, input).and_then(|parsed| match derive {
         Derive::IntoDLPack => expand_into::expand(&ctxt, &parsed),
         Derive::FromDLPack => expand_from::expand(&ctxt, &parsed),
@@ -38,8 +38,10 @@ pub(crate) fn krate(input: &Input<'_>) -> TokenStream {
 
 /// The runtime crate's path for an input that may not have parsed.
 fn raw_krate(input: &DeriveInput) -> TokenStream {
-    let ctxt = Ctxt::default();
+    // Its errors were reported by the parse that failed.
+    let ctxt = Ctxt::new();
     let path = crate::attr::container(&ctxt, &input.attrs).krate;
+    let _ = ctxt.check();
     path.map_or_else(|| quote!(::pyo3_dlpack), |p| quote!(#p))
 }
 

@@ -17,6 +17,7 @@ mod expand_from;
 mod expand_into;
 #[cfg(test)]
 mod snapshots;
+mod symbol;
 
 use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
