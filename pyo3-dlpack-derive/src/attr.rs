@@ -1,12 +1,13 @@
 //! Parsing of `#[dlpack(...)]` on the struct and on its fields.
 //!
-//! Both derives share one grammar; `ast.rs` then refuses, per derive, the
-//! keys that belong to the other. A struct derives one of the two:
+//! Both derives share one grammar; `validate.rs` then refuses, per derive,
+//! the keys that belong to the other. A struct derives one of the two:
 //! `data` is memory for an export and a pointer for an import.
 //!
 //! As in serde_derive, parsers return what they could read and record every
 //! problem in the [`Ctxt`] instead of returning at the first one, so a user
-//! sees all mistakes at once.
+//! sees all mistakes at once. Checks of one attribute live here; checks
+//! across attributes or fields live in `validate.rs`.
 
 use proc_macro2::Span;
 use syn::meta::ParseNestedMeta;

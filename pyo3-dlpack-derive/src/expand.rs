@@ -1,48 +1,41 @@
-//! Code generation shared by both derives: the runtime crate's path, the
-//! `const _` wrapper, and the fallback emitted when the input is invalid.
+//! Code generation shared by both derives: the pipeline (parse → validate →
+//! expand), the runtime crate's path, the `const _` wrapper, and the
+//! fallback emitted when the input is invalid.
 
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::DeriveInput;
 
 use crate::ast::{Derive, Input};
+use crate::attr::ContainerAttrs;
 use crate::ctxt::Ctxt;
+use crate::validate::{self, Plan};
 use crate::{expand_from, expand_into};
 
 /// Expands `#[derive(…)]`: the impls, or every error found plus stub impls
 /// (so that one mistake does not cascade into errors at every use site).
 pub(crate) fn derive(derive: Derive, input: &DeriveInput) -> TokenStream {
     let ctxt = Ctxt::new();
-    let expanded = Input::from_syn(&ctxt, derive, input).and_then(|parsed| match derive {
-        Derive::IntoDLPack => expand_into::expand(&ctxt, &parsed),
-        Derive::FromDLPack => expand_from::expand(&ctxt, &parsed),
-    });
-    match (ctxt.check(), expanded) {
-        (Ok(()), Some(tokens)) => wrap(tokens),
+    let parsed = Input::from_syn(&ctxt, derive, input);
+    let plan = validate::validate(&ctxt, derive, &parsed);
+    match (ctxt.check(), plan) {
+        (Ok(()), Some(Plan::Into(plan))) => wrap(expand_into::expand(&plan)),
+        (Ok(()), Some(Plan::From(plan))) => wrap(expand_from::expand(&plan)),
         (Err(errors), _) => {
             let errors = errors.into_compile_error();
-            let stub = wrap(fallback(derive, input));
+            let stub = wrap(fallback(derive, input, &parsed.attrs));
             quote!(#errors #stub)
         }
-        (Ok(()), None) => unreachable!("an expansion that fails records an error"),
+        (Ok(()), None) => unreachable!("validation that gives no plan records an error"),
     }
 }
 
 /// The path generated code uses for the runtime crate.
-pub(crate) fn krate(input: &Input<'_>) -> TokenStream {
-    match &input.attrs.krate {
+pub(crate) fn krate(attrs: &ContainerAttrs) -> TokenStream {
+    match &attrs.krate {
         Some(path) => quote!(#path),
         None => quote!(::pyo3_dlpack),
     }
-}
-
-/// The runtime crate's path for an input that may not have parsed.
-fn raw_krate(input: &DeriveInput) -> TokenStream {
-    // Its errors were reported by the parse that failed.
-    let ctxt = Ctxt::new();
-    let path = crate::attr::container(&ctxt, &input.attrs).krate;
-    let _ = ctxt.check();
-    path.map_or_else(|| quote!(::pyo3_dlpack), |p| quote!(#p))
 }
 
 fn wrap(tokens: TokenStream) -> TokenStream {
@@ -56,8 +49,8 @@ fn wrap(tokens: TokenStream) -> TokenStream {
 }
 
 /// Impls that compile whatever the input, so only the real errors show.
-fn fallback(derive: Derive, input: &DeriveInput) -> TokenStream {
-    let krate = raw_krate(input);
+fn fallback(derive: Derive, input: &DeriveInput, attrs: &ContainerAttrs) -> TokenStream {
+    let krate = krate(attrs);
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     match derive {

@@ -4,19 +4,18 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::Input;
-use crate::ctxt::Ctxt;
 use crate::expand::krate;
+use crate::validate::IntoPlan;
 
-pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
-    let plan = input.plan_into_dlpack(ctxt)?;
-    let krate = krate(input);
+pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
+    let input = plan.input;
+    let krate = krate(&input.attrs);
     let private = quote!(#krate::__private);
     let ident = &input.original.ident;
     let (impl_generics, ty_generics, where_clause) = input.original.generics.split_for_impl();
 
     // Every field travels with the value to whichever thread drops it.
-    let exportable = input.fields.iter().map(|field| {
+    let exportable = plan.fields.iter().map(|field| {
         let ty = field.ty;
         quote_spanned!(ty.span()=> #private::assert_field_is_exportable::<#ty>();)
     });
@@ -68,7 +67,7 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
     let (py_impl_generics, _, _) = py_generics.split_for_impl();
     let pyo3 = quote!(#private::pyo3);
 
-    Some(quote! {
+    quote! {
         #[automatically_derived]
         impl #impl_generics #krate::IntoDLPack for #ident #ty_generics #where_clause {
             fn tensor_info(&self) -> #private::core::result::Result<#krate::TensorInfo<'_>, #krate::DLPackError> {
@@ -88,5 +87,5 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
                 #private::into_pyobject(self, py)
             }
         }
-    })
+    }
 }

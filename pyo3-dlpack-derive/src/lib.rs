@@ -3,10 +3,18 @@
 //!
 //! Depend on `pyo3-dlpack` (feature `derive`, on by default), which
 //! re-exports these derives and documents them; this crate's version is
-//! pinned to it. The pipeline: `attr` parses `#[dlpack(...)]`, `ast` builds a
-//! typed view and checks the cross-field rules (collecting every error in a
-//! `Ctxt`), `expand_*` generate safe code that calls the runtime crate's
-//! hidden `__private` module.
+//! pinned to it.
+//!
+//! The pipeline, one module per stage (as in serde_derive and thiserror):
+//! - `attr` parses `#[dlpack(...)]` (keys are the constants of `symbol`) and
+//!   `ast` builds a typed view of the struct; both record every error in a
+//!   `Ctxt` (`ctxt`) and go on;
+//! - `validate` checks the rules across attributes and fields, again
+//!   recording every error, and turns a valid input into a plan;
+//! - `expand_into` and `expand_from` turn a plan into safe code that calls
+//!   the runtime crate's hidden `__private` module; they cannot fail.
+//!   `expand` runs the pipeline and, when there are errors, emits them with
+//!   stub impls so that they do not cascade.
 
 mod ast;
 mod attr;
@@ -18,6 +26,7 @@ mod expand_into;
 #[cfg(test)]
 mod snapshots;
 mod symbol;
+mod validate;
 
 use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
