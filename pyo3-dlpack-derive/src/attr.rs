@@ -238,21 +238,71 @@ pub(crate) fn container(ctxt: &Ctxt, attrs: &[Attribute]) -> ContainerAttrs {
     out
 }
 
-/// The type after `dtype =`; a string is an error, and parsing goes on.
+/// The type after `dtype =`; a string is an error that names the type to
+/// write instead, and parsing goes on.
 fn dtype_value(ctxt: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Option<syn::Type>> {
     let value = meta.value()?;
     if !value.peek(LitStr) {
         return value.parse().map(Some);
     }
     let lit: LitStr = value.parse()?;
-    let message = format!(
-        "`dtype` takes a Rust element type, not a string: write `dtype = {}`",
-        lit.value()
-    );
+    let message = match dtype_for_string(&lit.value()) {
+        Some(ty) => {
+            format!("`dtype` takes a Rust element type, not a string: write `dtype = {ty}`")
+        }
+        None => format!(
+            "`dtype` takes a Rust element type, not a string: {:?} names none; write a type such as `dtype = f32`",
+            lit.value()
+        ),
+    };
     // Recorded, not returned: parsing goes on, so later mistakes are
     // reported too.
     ctxt.syn_error(syn::Error::new(lit.span(), message));
     Ok(None)
+}
+
+/// DLPack and NumPy dtype names, and the Rust element type each one is.
+const DTYPE_NAMES: &[(&str, &str)] = &[
+    ("bool", "bool"),
+    ("int8", "i8"),
+    ("int16", "i16"),
+    ("int32", "i32"),
+    ("int64", "i64"),
+    ("uint8", "u8"),
+    ("uint16", "u16"),
+    ("uint32", "u32"),
+    ("uint64", "u64"),
+    ("float16", "half::f16"),
+    ("bfloat16", "half::bf16"),
+    ("float32", "f32"),
+    ("float64", "f64"),
+    ("complex64", "num_complex::Complex<f32>"),
+    ("complex128", "num_complex::Complex<f64>"),
+];
+
+/// The Rust element types spelled as themselves.
+const RUST_ELEMENTS: &[&str] = &[
+    "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64",
+];
+
+/// The type to write for `dtype = "text"`: the element type of a dtype name
+/// (`"float32"`, `"torch.float32"`, `"np.int64"` → `f32`, `i64`), the
+/// string's contents when they already are an element type (`"f32"`, or a
+/// path such as `"half::f16"`), or `None` when the string names no type.
+fn dtype_for_string(text: &str) -> Option<String> {
+    let text = text.trim();
+    let name = text.rsplit('.').next().unwrap_or(text).to_ascii_lowercase();
+    if let Some((_, ty)) = DTYPE_NAMES.iter().find(|(known, _)| *known == name) {
+        return Some((*ty).to_owned());
+    }
+    if RUST_ELEMENTS.contains(&text) {
+        return Some(text.to_owned());
+    }
+    let is_path = text.contains("::") || text.contains('<');
+    match syn::parse_str::<syn::Type>(text) {
+        Ok(ty) if is_path => Some(quote::quote!(#ty).to_string().replace(' ', "")),
+        _ => None,
+    }
 }
 
 /// Parses a field's `#[dlpack(...)]` attributes: its role, if any.
@@ -302,4 +352,42 @@ pub(crate) fn field(ctxt: &Ctxt, attrs: &[Attribute]) -> Option<Spanned<Role>> {
         Ok(())
     });
     role
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dtype_strings_name_the_type_to_write() {
+        for (text, expected) in [
+            ("float32", Some("f32")),
+            ("Float32", Some("f32")),
+            ("torch.float32", Some("f32")),
+            ("np.int64", Some("i64")),
+            ("uint8", Some("u8")),
+            ("bool", Some("bool")),
+            ("bfloat16", Some("half::bf16")),
+            ("complex128", Some("num_complex::Complex<f64>")),
+            ("f32", Some("f32")),
+            ("half::f16", Some("half::f16")),
+            (
+                "num_complex :: Complex < f32 >",
+                Some("num_complex::Complex<f32>"),
+            ),
+            ("float", None),
+            ("double", None),
+            ("", None),
+            ("f 32", None),
+        ] {
+            assert_eq!(dtype_for_string(text).as_deref(), expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn every_dtype_name_maps_to_a_type() {
+        for (name, ty) in DTYPE_NAMES {
+            assert!(syn::parse_str::<syn::Type>(ty).is_ok(), "{name} → {ty}");
+        }
+    }
 }
