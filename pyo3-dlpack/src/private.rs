@@ -190,8 +190,109 @@ impl TensorField for PyTensor {
     }
 }
 
-/// Every field of an exported value travels to whichever thread frees it.
-pub fn assert_field_is_exportable<T: ?Sized + Send + Sync + 'static>() {}
+/// A type an exported value's fields may have: every field travels with the
+/// value to whichever thread frees it.
+///
+/// The derive asserts it once per field, spanned on the field's type. The
+/// second impl (which never applies) makes selection weigh both impls: when
+/// neither holds, rustc reports one error with this message at the field,
+/// instead of one error per missing auto trait.
+#[diagnostic::on_unimplemented(
+    message = "field type `{Self}` must be `Send + Sync` to be exported",
+    label = "not `Send + Sync`: an exported value is dropped on whichever thread lets go of it last",
+    note = "use a thread-safe type instead (`Arc` for `Rc`, `Arc<Mutex<…>>` or an atomic for `Cell`/`RefCell`), or, if you know the type is thread-safe, write `unsafe impl Send for …` and `unsafe impl Sync for …`"
+)]
+pub trait SendSyncField<Why> {}
+
+/// Why a field is [`SendSyncField`]: it is `Send + Sync`.
+#[derive(Debug)]
+pub enum ThreadSafe {}
+
+/// The reason no field has: see [`SendSyncField`].
+#[derive(Debug)]
+pub enum Unreachable {}
+
+mod sealed {
+    /// Implemented by no type (and only this module could implement it).
+    pub trait Impossible {}
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: ?Sized + Send + Sync> SendSyncField<ThreadSafe> for T {}
+#[diagnostic::do_not_recommend]
+impl<T: ?Sized + sealed::Impossible> SendSyncField<Unreachable> for T {}
+
+/// Compile-time check that a field of an exported value is [`SendSyncField`].
+pub fn assert_send_sync_field<T: ?Sized + SendSyncField<Why>, Why>() {}
+
+/// The `IntoPyObject` of a derived type, which compiles whether or not the
+/// type is [`IntoDLPack`]: `IntoPyObjectProbe::<T>::new().convert(value, py)`.
+///
+/// A derived type whose fields are not all [`SendSyncField`] is not
+/// `IntoDLPack` (its impl requires `Send + Sync`), and already fails to
+/// compile with one error per such field. Were its `IntoPyObject` to require
+/// `IntoDLPack` too, every `#[pyfunction]` returning it would add errors of
+/// its own. So `convert` is the inherent method below when `T: IntoDLPack`,
+/// and otherwise, through `Deref`, [`NotExportable::convert`], which a
+/// program that compiles never calls.
+pub struct IntoPyObjectProbe<T> {
+    value: std::marker::PhantomData<fn(T)>,
+    not_exportable: NotExportable,
+}
+
+impl<T> IntoPyObjectProbe<T> {
+    /// A probe for values of type `T`.
+    pub const fn new() -> Self {
+        Self {
+            value: std::marker::PhantomData,
+            not_exportable: NotExportable,
+        }
+    }
+}
+
+impl<T> Default for IntoPyObjectProbe<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> std::fmt::Debug for IntoPyObjectProbe<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IntoPyObjectProbe")
+    }
+}
+
+impl<T: IntoDLPack> IntoPyObjectProbe<T> {
+    /// The value as a checked `DLPackTensor`.
+    pub fn convert<'py>(&self, value: T, py: Python<'py>) -> PyResult<Bound<'py, DLPackTensor>> {
+        into_pyobject(value, py)
+    }
+}
+
+impl<T> std::ops::Deref for IntoPyObjectProbe<T> {
+    type Target = NotExportable;
+    fn deref(&self) -> &NotExportable {
+        &self.not_exportable
+    }
+}
+
+/// See [`IntoPyObjectProbe`]: a type that is not `IntoDLPack`.
+#[derive(Debug)]
+pub struct NotExportable;
+
+impl NotExportable {
+    /// Never called: a derived type that is not `IntoDLPack` has fields that
+    /// are not [`SendSyncField`], and does not compile.
+    pub fn convert<'py, T>(
+        &self,
+        _value: T,
+        _py: Python<'py>,
+    ) -> PyResult<Bound<'py, DLPackTensor>> {
+        unreachable!(
+            "a #[derive(IntoDLPack)] type whose fields are not Send + Sync does not compile"
+        )
+    }
+}
 
 /// `#[dlpack(dtype = T)]` against a typed data field, at compile time.
 pub const fn check_static_dtype(data: Option<DataType>, declared: DataType) {
