@@ -16,6 +16,7 @@ const _: () = {
         > {
             ::pyo3_dlpack::__private::assert_send_sync_field::<S, _>();
             let builder = ::pyo3_dlpack::__private::builder(&self.storage);
+            ::pyo3_dlpack::__private::DtypeProbe::<S, f32>::new().dtype_check().check();
             const {
                 ::pyo3_dlpack::__private::check_static_dtype(
                     <S as ::pyo3_dlpack::TensorData>::STATIC_DTYPE,

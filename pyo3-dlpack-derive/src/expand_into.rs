@@ -49,7 +49,16 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
             let builder = builder.dtype(<#ty as #private::DtypeField>::dtype(&self.#member));));
     }
     if let Some(element) = &input.attrs.dtype {
-        // Checked at compile time against a typed data field (`Vec<i64>` with `dtype = f32`).
+        // A type error on the data field when its type names a different
+        // element type (`Vec<i64>` with `dtype = f32`), so `cargo check`
+        // reports it (see `DtypeProbe`; the whole call is spanned on the
+        // field's type, or rustc points at the derive). `check_static_dtype`
+        // covers, at code generation, the data and element types the type
+        // checker cannot compare (generic or user-defined ones), and the
+        // builder checks raw memory when the value is exported.
+        let private_at = respan(private.clone(), data_ty.span());
+        steps.push(quote_spanned!(data_ty.span()=>
+            #private_at::DtypeProbe::<#data_ty, #element>::new().dtype_check().check();));
         steps.push(quote_spanned!(element.span()=>
             const { #private::check_static_dtype(<#data_ty as #krate::TensorData>::STATIC_DTYPE, <#element as #krate::Element>::DTYPE) };
             let builder = builder.dtype(<#element as #krate::Element>::DTYPE);
