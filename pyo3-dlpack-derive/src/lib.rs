@@ -31,14 +31,17 @@ mod validate;
 use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
 
-/// See `pyo3_dlpack::IntoDLPack`.
+/// Derives `pyo3_dlpack::IntoDLPack` and `IntoPyObject` (as a
+/// `DLPackTensor`): the attributes are in the table under [Deriving on
+/// `IntoDLPack`](https://docs.rs/pyo3-dlpack/latest/pyo3_dlpack/trait.IntoDLPack.html#deriving).
 #[proc_macro_derive(IntoDLPack, attributes(dlpack))]
 pub fn derive_into_dlpack(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     expand::derive(ast::Derive::IntoDLPack, &input).into()
 }
 
-/// See `pyo3_dlpack::FromDLPack`.
+/// Derives `pyo3_dlpack::FromDLPack` and `FromPyObject`: the attributes are
+/// in the table on [`FromDLPack`](https://docs.rs/pyo3-dlpack/latest/pyo3_dlpack/trait.FromDLPack.html).
 #[proc_macro_derive(FromDLPack, attributes(dlpack))]
 pub fn derive_from_dlpack(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
