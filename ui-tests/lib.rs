@@ -1,4 +1,6 @@
 //! trybuild cases for `#[derive(IntoDLPack, FromDLPack)]` live in
-//! `tests/ui/{fail,pass}`, one rule per file; `tests/compiletest.rs` runs
-//! them. Regenerate the expected errors with `TRYBUILD=overwrite` on the
-//! pinned toolchain (see the README). This library is empty.
+//! `tests/ui/{fail,pass}`, one rule per file, and in `tests/ui/check`, the
+//! errors `cargo check` alone must report (trybuild only checks, instead of
+//! building, a set without pass cases); `tests/compiletest.rs` runs them.
+//! Regenerate the expected errors with `TRYBUILD=overwrite` on the pinned
+//! toolchain (see the README). This library is empty.

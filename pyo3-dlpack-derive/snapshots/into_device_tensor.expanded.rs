@@ -2,19 +2,23 @@
 #[allow(non_upper_case_globals, unused_qualifications, clippy::needless_lifetimes)]
 const _: () = {
     #[automatically_derived]
-    impl crate::dl::IntoDLPack for DeviceTensor {
+    impl crate::dl::IntoDLPack for DeviceTensor
+    where
+        for<'__dlpack> Self: crate::dl::__private::core::marker::Send
+            + crate::dl::__private::core::marker::Sync,
+    {
         fn tensor_info(
             &self,
         ) -> crate::dl::__private::core::result::Result<
             crate::dl::TensorInfo<'_>,
             crate::dl::DLPackError,
         > {
-            crate::dl::__private::assert_field_is_exportable::<RawBuffer>();
-            crate::dl::__private::assert_field_is_exportable::<Vec<i64>>();
-            crate::dl::__private::assert_field_is_exportable::<Option<Vec<i64>>>();
-            crate::dl::__private::assert_field_is_exportable::<Device>();
-            crate::dl::__private::assert_field_is_exportable::<DataType>();
-            crate::dl::__private::assert_field_is_exportable::<bool>();
+            crate::dl::__private::assert_send_sync_field::<RawBuffer, _>();
+            crate::dl::__private::assert_send_sync_field::<Vec<i64>, _>();
+            crate::dl::__private::assert_send_sync_field::<Option<Vec<i64>>, _>();
+            crate::dl::__private::assert_send_sync_field::<Device, _>();
+            crate::dl::__private::assert_send_sync_field::<DataType, _>();
+            crate::dl::__private::assert_send_sync_field::<bool, _>();
             let builder = crate::dl::__private::builder(&self.buffer);
             let builder = builder
                 .shape(<Vec<i64> as crate::dl::__private::DimsField>::dims(&self.shape));
@@ -52,7 +56,7 @@ const _: () = {
             self,
             py: crate::dl::__private::pyo3::Python<'__dlpack_py>,
         ) -> crate::dl::__private::core::result::Result<Self::Output, Self::Error> {
-            crate::dl::__private::into_pyobject(self, py)
+            crate::dl::__private::IntoPyObjectProbe::<Self>::new().convert(self, py)
         }
     }
 };

@@ -5,6 +5,8 @@ const _: () = {
     impl<S: TensorData + Send + Sync + 'static> ::pyo3_dlpack::IntoDLPack for Samples<S>
     where
         S: Clone,
+        for<'__dlpack> Self: ::pyo3_dlpack::__private::core::marker::Send
+            + ::pyo3_dlpack::__private::core::marker::Sync,
     {
         fn tensor_info(
             &self,
@@ -12,8 +14,9 @@ const _: () = {
             ::pyo3_dlpack::TensorInfo<'_>,
             ::pyo3_dlpack::DLPackError,
         > {
-            ::pyo3_dlpack::__private::assert_field_is_exportable::<S>();
+            ::pyo3_dlpack::__private::assert_send_sync_field::<S, _>();
             let builder = ::pyo3_dlpack::__private::builder(&self.storage);
+            ::pyo3_dlpack::__private::DtypeProbe::<S, f32>::new().dtype_check().check();
             const {
                 ::pyo3_dlpack::__private::check_static_dtype(
                     <S as ::pyo3_dlpack::TensorData>::STATIC_DTYPE,
@@ -43,7 +46,7 @@ const _: () = {
             self,
             py: ::pyo3_dlpack::__private::pyo3::Python<'__dlpack_py>,
         ) -> ::pyo3_dlpack::__private::core::result::Result<Self::Output, Self::Error> {
-            ::pyo3_dlpack::__private::into_pyobject(self, py)
+            ::pyo3_dlpack::__private::IntoPyObjectProbe::<Self>::new().convert(self, py)
         }
     }
 };

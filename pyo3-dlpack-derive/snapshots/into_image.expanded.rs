@@ -2,16 +2,20 @@
 #[allow(non_upper_case_globals, unused_qualifications, clippy::needless_lifetimes)]
 const _: () = {
     #[automatically_derived]
-    impl ::pyo3_dlpack::IntoDLPack for Image {
+    impl ::pyo3_dlpack::IntoDLPack for Image
+    where
+        for<'__dlpack> Self: ::pyo3_dlpack::__private::core::marker::Send
+            + ::pyo3_dlpack::__private::core::marker::Sync,
+    {
         fn tensor_info(
             &self,
         ) -> ::pyo3_dlpack::__private::core::result::Result<
             ::pyo3_dlpack::TensorInfo<'_>,
             ::pyo3_dlpack::DLPackError,
         > {
-            ::pyo3_dlpack::__private::assert_field_is_exportable::<AlignedBuffer<u8>>();
-            ::pyo3_dlpack::__private::assert_field_is_exportable::<[usize; 3]>();
-            ::pyo3_dlpack::__private::assert_field_is_exportable::<String>();
+            ::pyo3_dlpack::__private::assert_send_sync_field::<AlignedBuffer<u8>, _>();
+            ::pyo3_dlpack::__private::assert_send_sync_field::<[usize; 3], _>();
+            ::pyo3_dlpack::__private::assert_send_sync_field::<String, _>();
             let builder = ::pyo3_dlpack::__private::builder(&self.pixels);
             let builder = builder
                 .shape(
@@ -35,7 +39,7 @@ const _: () = {
             self,
             py: ::pyo3_dlpack::__private::pyo3::Python<'__dlpack_py>,
         ) -> ::pyo3_dlpack::__private::core::result::Result<Self::Output, Self::Error> {
-            ::pyo3_dlpack::__private::into_pyobject(self, py)
+            ::pyo3_dlpack::__private::IntoPyObjectProbe::<Self>::new().convert(self, py)
         }
     }
 };

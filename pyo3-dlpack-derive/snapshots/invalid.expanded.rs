@@ -7,7 +7,11 @@
 #[doc(hidden)]
 #[allow(non_upper_case_globals, unused_qualifications, clippy::needless_lifetimes)]
 const _: () = {
-    impl ::pyo3_dlpack::IntoDLPack for Broken {
+    impl ::pyo3_dlpack::IntoDLPack for Broken
+    where
+        for<'__dlpack> Self: ::pyo3_dlpack::__private::core::marker::Send
+            + ::pyo3_dlpack::__private::core::marker::Sync,
+    {
         fn tensor_info(
             &self,
         ) -> ::pyo3_dlpack::__private::core::result::Result<

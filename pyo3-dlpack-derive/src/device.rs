@@ -1,10 +1,13 @@
 //! `#[dlpack(device = "…")]`: DLPack device names, checked at compile time.
 //!
-//! The same names as `pyo3_dlpack::DeviceType`'s `Display` (this crate cannot
-//! depend on the runtime crate, which depends on it).
+//! The same names as `pyo3_dlpack::DeviceType`'s `Display` and `FromStr`.
+//! This crate cannot depend on the runtime crate, which depends on it, so
+//! the list is repeated here, and `tests/tests/device_names.rs` (which
+//! compiles this file into a test of the runtime crate) checks that both
+//! agree, name by name, in both directions.
 
 /// (name, DLPack device type code), DLPack 1.3.
-const DEVICES: &[(&str, i32)] = &[
+pub(crate) const DEVICES: &[(&str, i32)] = &[
     ("cpu", 1),
     ("cuda", 2),
     ("cuda_host", 3),

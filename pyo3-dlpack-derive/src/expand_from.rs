@@ -4,13 +4,13 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Field, Input};
-use crate::ctxt::Ctxt;
+use crate::ast::Field;
 use crate::expand::krate;
+use crate::validate::FromPlan;
 
-pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
-    let plan = input.plan_from_dlpack(ctxt)?;
-    let krate = krate(input);
+pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
+    let input = plan.input;
+    let krate = krate(&input.attrs);
     let private = quote!(#krate::__private);
     let ident = &input.original.ident;
     let (impl_generics, ty_generics, where_clause) = input.original.generics.split_for_impl();
@@ -43,8 +43,7 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
     // One local per field, computed before the tensor moves into its field.
     // Named by position: field names may be raw identifiers (`r#type`).
     let position = |field: &Field<'_>| {
-        input
-            .fields
+        plan.fields
             .iter()
             .position(|f| f.member == field.member)
             .expect("a field of this input")
@@ -93,7 +92,7 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
         tensor_field,
         quote_spanned!(tensor_ty.span()=> <#tensor_ty as #private::TensorField>::from_tensor(tensor)),
     ));
-    let assigned: Vec<_> = input
+    let assigned: Vec<_> = plan
         .fields
         .iter()
         .filter(|f| f.role.is_some())
@@ -102,7 +101,7 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
             quote!(#member: #name)
         })
         .collect();
-    let defaults = input.others().map(|field| {
+    let defaults = plan.fields.iter().filter(|f| f.role.is_none()).map(|field| {
         let (member, ty) = (&field.member, field.ty);
         quote_spanned!(ty.span()=> #member: <#ty as #private::core::default::Default>::default())
     });
@@ -115,7 +114,7 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
     let (py_impl_generics, _, _) = py_generics.split_for_impl();
     let pyo3 = quote!(#private::pyo3);
 
-    Some(quote! {
+    quote! {
         #[automatically_derived]
         impl #impl_generics #krate::FromDLPack for #ident #ty_generics #where_clause {
             fn from_dlpack(tensor: #krate::PyTensor) -> #private::core::result::Result<Self, #krate::DLPackError> {
@@ -133,5 +132,5 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
                 #private::extract(&obj)
             }
         }
-    })
+    }
 }

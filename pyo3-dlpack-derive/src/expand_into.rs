@@ -4,21 +4,24 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::Input;
-use crate::ctxt::Ctxt;
-use crate::expand::krate;
+use crate::expand::{exportable_where_clause, krate, respan};
+use crate::validate::IntoPlan;
 
-pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
-    let plan = input.plan_into_dlpack(ctxt)?;
-    let krate = krate(input);
+pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
+    let input = plan.input;
+    let krate = krate(&input.attrs);
     let private = quote!(#krate::__private);
     let ident = &input.original.ident;
-    let (impl_generics, ty_generics, where_clause) = input.original.generics.split_for_impl();
+    let generics = &input.original.generics;
+    let (impl_generics, ty_generics, user_where_clause) = generics.split_for_impl();
+    let where_clause = exportable_where_clause(generics, &krate);
 
-    // Every field travels with the value to whichever thread drops it.
-    let exportable = input.fields.iter().map(|field| {
+    // Every field travels with the value to whichever thread drops it: one
+    // error per field that cannot, on the field.
+    let thread_safe = plan.fields.iter().map(|field| {
         let ty = field.ty;
-        quote_spanned!(ty.span()=> #private::assert_field_is_exportable::<#ty>();)
+        let private_at = respan(private.clone(), ty.span());
+        quote_spanned!(ty.span()=> #private_at::assert_send_sync_field::<#ty, _>();)
     });
 
     let data = &plan.data.member;
@@ -46,7 +49,16 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
             let builder = builder.dtype(<#ty as #private::DtypeField>::dtype(&self.#member));));
     }
     if let Some(element) = &input.attrs.dtype {
-        // Checked at compile time against a typed data field (`Vec<i64>` with `dtype = f32`).
+        // A type error on the data field when its type names a different
+        // element type (`Vec<i64>` with `dtype = f32`), so `cargo check`
+        // reports it (see `DtypeProbe`; the whole call is spanned on the
+        // field's type, or rustc points at the derive). `check_static_dtype`
+        // covers, at code generation, the data and element types the type
+        // checker cannot compare (generic or user-defined ones), and the
+        // builder checks raw memory when the value is exported.
+        let private_at = respan(private.clone(), data_ty.span());
+        steps.push(quote_spanned!(data_ty.span()=>
+            #private_at::DtypeProbe::<#data_ty, #element>::new().dtype_check().check();));
         steps.push(quote_spanned!(element.span()=>
             const { #private::check_static_dtype(<#data_ty as #krate::TensorData>::STATIC_DTYPE, <#element as #krate::Element>::DTYPE) };
             let builder = builder.dtype(<#element as #krate::Element>::DTYPE);
@@ -61,32 +73,34 @@ pub(crate) fn expand(ctxt: &Ctxt, input: &Input<'_>) -> Option<TokenStream> {
         steps.push(quote!(let builder = builder.read_only(true);));
     }
 
-    let mut py_generics = input.original.generics.clone();
+    let mut py_generics = generics.clone();
     py_generics
         .params
         .insert(0, syn::parse_quote!('__dlpack_py));
     let (py_impl_generics, _, _) = py_generics.split_for_impl();
     let pyo3 = quote!(#private::pyo3);
 
-    Some(quote! {
+    // `IntoPyObject` holds even when `IntoDLPack` does not (a field that is
+    // not `Send + Sync`): see `IntoPyObjectProbe`.
+    quote! {
         #[automatically_derived]
         impl #impl_generics #krate::IntoDLPack for #ident #ty_generics #where_clause {
             fn tensor_info(&self) -> #private::core::result::Result<#krate::TensorInfo<'_>, #krate::DLPackError> {
-                #(#exportable)*
+                #(#thread_safe)*
                 #(#steps)*
                 builder.build()
             }
         }
 
         #[automatically_derived]
-        impl #py_impl_generics #pyo3::IntoPyObject<'__dlpack_py> for #ident #ty_generics #where_clause {
+        impl #py_impl_generics #pyo3::IntoPyObject<'__dlpack_py> for #ident #ty_generics #user_where_clause {
             type Target = #krate::DLPackTensor;
             type Output = #pyo3::Bound<'__dlpack_py, #krate::DLPackTensor>;
             type Error = #pyo3::PyErr;
 
             fn into_pyobject(self, py: #pyo3::Python<'__dlpack_py>) -> #private::core::result::Result<Self::Output, Self::Error> {
-                #private::into_pyobject(self, py)
+                #private::IntoPyObjectProbe::<Self>::new().convert(self, py)
             }
         }
-    })
+    }
 }

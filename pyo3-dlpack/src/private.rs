@@ -199,10 +199,266 @@ impl TensorField for PyTensor {
     }
 }
 
-/// Every field of an exported value travels to whichever thread frees it.
-pub fn assert_field_is_exportable<T: ?Sized + Send + Sync + 'static>() {}
+/// A type an exported value's fields may have: every field travels with the
+/// value to whichever thread frees it.
+///
+/// The derive asserts it once per field, spanned on the field's type. The
+/// second impl (which never applies) makes selection weigh both impls: when
+/// neither holds, rustc reports one error with this message at the field,
+/// instead of one error per missing auto trait.
+#[diagnostic::on_unimplemented(
+    message = "field type `{Self}` must be `Send + Sync` to be exported",
+    label = "not `Send + Sync`: an exported value is dropped on whichever thread lets go of it last",
+    note = "use a thread-safe type instead (`Arc` for `Rc`, `Arc<Mutex<…>>` or an atomic for `Cell`/`RefCell`), or, if you know the type is thread-safe, write `unsafe impl Send for …` and `unsafe impl Sync for …`"
+)]
+pub trait SendSyncField<Why> {}
 
-/// `#[dlpack(dtype = T)]` against a typed data field, at compile time.
+/// Why a field is [`SendSyncField`]: it is `Send + Sync`.
+#[derive(Debug)]
+pub enum ThreadSafe {}
+
+/// The reason no field has: see [`SendSyncField`].
+#[derive(Debug)]
+pub enum Unreachable {}
+
+mod sealed {
+    /// Implemented by no type (and only this module could implement it).
+    pub trait Impossible {}
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: ?Sized + Send + Sync> SendSyncField<ThreadSafe> for T {}
+#[diagnostic::do_not_recommend]
+impl<T: ?Sized + sealed::Impossible> SendSyncField<Unreachable> for T {}
+
+/// Compile-time check that a field of an exported value is [`SendSyncField`].
+pub fn assert_send_sync_field<T: ?Sized + SendSyncField<Why>, Why>() {}
+
+/// The `IntoPyObject` of a derived type, which compiles whether or not the
+/// type is [`IntoDLPack`]: `IntoPyObjectProbe::<T>::new().convert(value, py)`.
+///
+/// A derived type whose fields are not all [`SendSyncField`] is not
+/// `IntoDLPack` (its impl requires `Send + Sync`), and already fails to
+/// compile with one error per such field. Were its `IntoPyObject` to require
+/// `IntoDLPack` too, every `#[pyfunction]` returning it would add errors of
+/// its own. So `convert` is the inherent method below when `T: IntoDLPack`,
+/// and otherwise, through `Deref`, [`NotExportable::convert`], which a
+/// program that compiles never calls.
+pub struct IntoPyObjectProbe<T> {
+    value: std::marker::PhantomData<fn(T)>,
+    not_exportable: NotExportable,
+}
+
+impl<T> IntoPyObjectProbe<T> {
+    /// A probe for values of type `T`.
+    pub const fn new() -> Self {
+        Self {
+            value: std::marker::PhantomData,
+            not_exportable: NotExportable,
+        }
+    }
+}
+
+impl<T> Default for IntoPyObjectProbe<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> std::fmt::Debug for IntoPyObjectProbe<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IntoPyObjectProbe")
+    }
+}
+
+impl<T: IntoDLPack> IntoPyObjectProbe<T> {
+    /// The value as a checked `DLPackTensor`.
+    pub fn convert<'py>(&self, value: T, py: Python<'py>) -> PyResult<Bound<'py, DLPackTensor>> {
+        into_pyobject(value, py)
+    }
+}
+
+impl<T> std::ops::Deref for IntoPyObjectProbe<T> {
+    type Target = NotExportable;
+    fn deref(&self) -> &NotExportable {
+        &self.not_exportable
+    }
+}
+
+/// See [`IntoPyObjectProbe`]: a type that is not `IntoDLPack`.
+#[derive(Debug)]
+pub struct NotExportable;
+
+impl NotExportable {
+    /// Never called: a derived type that is not `IntoDLPack` has fields that
+    /// are not [`SendSyncField`], and does not compile.
+    pub fn convert<'py, T>(
+        &self,
+        _value: T,
+        _py: Python<'py>,
+    ) -> PyResult<Bound<'py, DLPackTensor>> {
+        unreachable!(
+            "a #[derive(IntoDLPack)] type whose fields are not Send + Sync does not compile"
+        )
+    }
+}
+
+/// A [`TensorData`] whose Rust type names its element type, so that
+/// `#[dlpack(dtype = T)]` is checked by the type checker (`cargo check`).
+pub trait TypedData {
+    /// The element type every value holds.
+    type Element;
+}
+
+impl<T: Element> TypedData for Vec<T> {
+    type Element = T;
+}
+impl<T: Element> TypedData for Box<[T]> {
+    type Element = T;
+}
+impl<T: Element> TypedData for std::sync::Arc<[T]> {
+    type Element = T;
+}
+impl<T: Element> TypedData for crate::AlignedBuffer<T> {
+    type Element = T;
+}
+#[cfg(feature = "ndarray")]
+impl<T: Element, D: ndarray::Dimension> TypedData for ndarray::Array<T, D> {
+    type Element = T;
+}
+
+/// The element types of this crate, whose Rust types are their dtypes: two
+/// of them are the same dtype exactly when they are the same type.
+pub trait BuiltinElement: Element + sealed_builtin::Sealed {}
+
+mod sealed_builtin {
+    pub trait Sealed {}
+}
+
+macro_rules! builtin_elements {
+    ($($ty:ty),*) => {$(
+        impl sealed_builtin::Sealed for $ty {}
+        impl BuiltinElement for $ty {}
+    )*};
+}
+builtin_elements!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+#[cfg(feature = "half")]
+builtin_elements!(half::f16, half::bf16);
+#[cfg(feature = "num-complex")]
+builtin_elements!(num_complex::Complex<f32>, num_complex::Complex<f64>);
+
+/// `#[dlpack(dtype = Declared)]` over data holding `Self` elements: the same
+/// type, or bytes (`u8`) holding any dtype but `bool`.
+#[diagnostic::on_unimplemented(
+    message = "the #[dlpack(data)] field holds `{Self}` elements, but `#[dlpack(dtype = {Declared})]` declares `{Declared}`",
+    label = "holds `{Self}` elements, not `{Declared}`",
+    note = "store `{Declared}` elements, or declare the dtype the data holds; only a byte buffer (`u8` elements) may hold another dtype, and never `bool`"
+)]
+pub trait HoldsDtype<Declared> {}
+
+impl<T: Element> HoldsDtype<T> for T {}
+
+macro_rules! bytes_hold {
+    ($($ty:ty),*) => {$(
+        #[diagnostic::do_not_recommend]
+        impl HoldsDtype<$ty> for u8 {}
+    )*};
+}
+bytes_hold!(i8, i16, i32, i64, u16, u32, u64, f32, f64);
+#[cfg(feature = "half")]
+bytes_hold!(half::f16, half::bf16);
+#[cfg(feature = "num-complex")]
+bytes_hold!(num_complex::Complex<f32>, num_complex::Complex<f64>);
+
+/// `#[dlpack(dtype = E)]` over a data field of type `D`, checked by the
+/// type checker where the types say enough:
+/// `DtypeProbe::<D, E>::new().dtype_check().check()`.
+///
+/// When `D` is [`TypedData`] and both element types are [`BuiltinElement`]s,
+/// `dtype_check` is the inherent method below and `check` requires
+/// [`HoldsDtype`]: a mismatch is a type error on the data field. Otherwise
+/// (raw memory, a generic or user-defined buffer or element type) method
+/// lookup goes on through `Deref` to [`UncheckedDtype`], which checks
+/// nothing; [`check_static_dtype`] and the runtime check remain.
+pub struct DtypeProbe<D: ?Sized, E> {
+    types: std::marker::PhantomData<fn(*const D) -> E>,
+    unchecked: UncheckedDtype,
+}
+
+impl<D: ?Sized, E> DtypeProbe<D, E> {
+    /// A probe for data of type `D` declared as `E`.
+    pub const fn new() -> Self {
+        Self {
+            types: std::marker::PhantomData,
+            unchecked: UncheckedDtype,
+        }
+    }
+}
+
+impl<D, E> DtypeProbe<D, E>
+where
+    D: ?Sized + TypedData,
+    D::Element: BuiltinElement,
+    E: BuiltinElement,
+{
+    /// Both element types are known: compare them.
+    pub fn dtype_check(&self) -> TypedDtype<D, E> {
+        TypedDtype(std::marker::PhantomData)
+    }
+}
+
+impl<D: ?Sized, E> Default for DtypeProbe<D, E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<D: ?Sized, E> std::fmt::Debug for DtypeProbe<D, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DtypeProbe")
+    }
+}
+
+impl<D: ?Sized, E> std::ops::Deref for DtypeProbe<D, E> {
+    type Target = UncheckedDtype;
+    fn deref(&self) -> &UncheckedDtype {
+        &self.unchecked
+    }
+}
+
+/// See [`DtypeProbe`]: typed data and a declared dtype, both built in.
+pub struct TypedDtype<D: ?Sized, E>(std::marker::PhantomData<fn(*const D) -> E>);
+
+impl<D: ?Sized, E> std::fmt::Debug for TypedDtype<D, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TypedDtype")
+    }
+}
+
+impl<D: ?Sized + TypedData, E> TypedDtype<D, E> {
+    /// Compiles only if the data's elements may be exported as `E`.
+    pub fn check(self)
+    where
+        D::Element: HoldsDtype<E>,
+    {
+    }
+}
+
+/// See [`DtypeProbe`]: nothing the type checker can compare.
+#[derive(Debug)]
+pub struct UncheckedDtype;
+
+impl UncheckedDtype {
+    /// Nothing to compare at the type level.
+    pub fn dtype_check(&self) -> Self {
+        Self
+    }
+    /// Nothing to check at the type level.
+    pub fn check(self) {}
+}
+
+/// `#[dlpack(dtype = T)]` against a typed data field, at compile time (at
+/// code generation, for what [`DtypeProbe`] cannot compare).
 pub const fn check_static_dtype(data: Option<DataType>, declared: DataType) {
     if let Some(data) = data {
         assert!(

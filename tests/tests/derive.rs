@@ -134,6 +134,31 @@ fn generics_and_container_attributes() {
     );
 }
 
+#[test]
+fn into_pyobject_exports_plain_and_generic_types() {
+    Python::attach(|py| {
+        let signal = Signal {
+            samples: vec![1.0f32, 2.0, 3.0],
+        }
+        .into_pyobject(py)
+        .unwrap();
+        assert_eq!(signal.getattr("dtype").unwrap().to_string(), "float32");
+        let bytes = Bytes {
+            raw: vec![0; 8],
+            shape: [2],
+        }
+        .into_pyobject(py)
+        .unwrap();
+        let array = py
+            .import("numpy")
+            .unwrap()
+            .call_method1("from_dlpack", (bytes,))
+            .unwrap();
+        assert_eq!(array.getattr("shape").unwrap().to_string(), "(2,)");
+        assert_eq!(array.getattr("dtype").unwrap().to_string(), "float32");
+    });
+}
+
 #[derive(FromDLPack)]
 #[dlpack(dtype = f32, ndim = 2, device = "cpu", contiguous)]
 struct Matrix {

@@ -1,0 +1,349 @@
+//! The rules across attributes and fields, per derive: which roles a derive
+//! takes, which are unique or required, which keys contradict each other.
+//!
+//! Every rule is checked and every error recorded before giving up, so a
+//! user sees all mistakes at once. What passes is a plan: the fields each
+//! role names, from which the expanders generate code without failing.
+
+use proc_macro2::Span;
+use syn::spanned::Spanned as _;
+
+use crate::ast::{Derive, Field, Input};
+use crate::attr::Role;
+use crate::ctxt::Ctxt;
+
+/// A validated input, ready to expand.
+pub(crate) enum Plan<'i, 'a> {
+    Into(IntoPlan<'i, 'a>),
+    From(FromPlan<'i, 'a>),
+}
+
+/// The fields `#[derive(IntoDLPack)]` uses.
+pub(crate) struct IntoPlan<'i, 'a> {
+    pub(crate) input: &'i Input<'a>,
+    pub(crate) fields: &'i [Field<'a>],
+    pub(crate) data: &'i Field<'a>,
+    pub(crate) shape: Option<&'i Field<'a>>,
+    pub(crate) strides: Option<&'i Field<'a>>,
+    pub(crate) device: Option<&'i Field<'a>>,
+    pub(crate) dtype: Option<&'i Field<'a>>,
+    pub(crate) read_only: Option<&'i Field<'a>>,
+}
+
+/// The fields `#[derive(FromDLPack)]` fills.
+pub(crate) struct FromPlan<'i, 'a> {
+    pub(crate) input: &'i Input<'a>,
+    pub(crate) fields: &'i [Field<'a>],
+    pub(crate) tensor: &'i Field<'a>,
+    pub(crate) shape: Option<&'i Field<'a>>,
+    pub(crate) strides: Option<&'i Field<'a>>,
+    pub(crate) device: Option<&'i Field<'a>>,
+    pub(crate) dtype: Option<&'i Field<'a>>,
+    pub(crate) read_only: Option<&'i Field<'a>>,
+    pub(crate) data: Option<&'i Field<'a>>,
+}
+
+/// Checks `input` for `derive`: a plan, or `None` with the reasons recorded
+/// in `ctxt`.
+pub(crate) fn validate<'i, 'a>(
+    ctxt: &Ctxt,
+    derive: Derive,
+    input: &'i Input<'a>,
+) -> Option<Plan<'i, 'a>> {
+    let fields = input.fields.as_deref()?;
+    match derive {
+        Derive::IntoDLPack => into_dlpack(ctxt, input, fields).map(Plan::Into),
+        Derive::FromDLPack => from_dlpack(ctxt, input, fields).map(Plan::From),
+    }
+}
+
+fn into_dlpack<'i, 'a>(
+    ctxt: &Ctxt,
+    input: &'i Input<'a>,
+    fields: &'i [Field<'a>],
+) -> Option<IntoPlan<'i, 'a>> {
+    let attrs = &input.attrs;
+    let data = unique(ctxt, fields, Role::Data);
+    let shape = unique(ctxt, fields, Role::Shape);
+    let strides = unique(ctxt, fields, Role::Strides);
+    let device = unique(ctxt, fields, Role::Device);
+    let dtype = unique(ctxt, fields, Role::Dtype);
+    let read_only = unique(ctxt, fields, Role::ReadOnly);
+    if let (Some(strides), None) = (strides, shape) {
+        ctxt.syn_error(role_error(
+            strides,
+            "#[dlpack(strides)] needs a #[dlpack(shape)] field too: strides describe the dimensions of a shape",
+        ));
+    }
+    if let (Some(field), Some(ty)) = (dtype, &attrs.dtype) {
+        ctxt.error_spanned_by(
+            ty,
+            format!(
+                "the struct's `dtype = …` and the #[dlpack(dtype)] field `{}` both give the dtype; keep one",
+                field.name()
+            ),
+        );
+    }
+    if let (Some(field), Some(span)) = (read_only, attrs.read_only) {
+        ctxt.syn_error(syn::Error::new(
+            span,
+            format!(
+                "the struct's `read_only` and the #[dlpack(read_only)] field `{}` both decide writability; keep one",
+                field.name()
+            ),
+        ));
+    }
+    for (span, key, hint) in [
+        (
+            attrs.ndim.as_ref().map(|n| n.span),
+            "ndim",
+            "an exported tensor's rank comes from its #[dlpack(shape)] field",
+        ),
+        (
+            attrs.device.as_ref().map(|d| d.span),
+            "device",
+            "to export on a device, use a #[dlpack(device)] field or the buffer's own device",
+        ),
+        (
+            attrs.contiguous,
+            "contiguous",
+            "an export's layout comes from its shape and strides fields",
+        ),
+        (
+            attrs.writable,
+            "writable",
+            "exports are writable unless marked `read_only`",
+        ),
+    ] {
+        if let Some(span) = span {
+            ctxt.syn_error(syn::Error::new(
+                span,
+                format!("`{key}` constrains imports (#[derive(FromDLPack)]), not #[derive(IntoDLPack)]: {hint}"),
+            ));
+        }
+    }
+    for field in fields.iter().filter(|f| f.has_role(Role::Tensor)) {
+        ctxt.syn_error(role_error(
+            field,
+            "#[dlpack(tensor)] marks the PyTensor of a #[derive(FromDLPack)] struct; an export's memory is its #[dlpack(data)] field",
+        ));
+    }
+    if let Some(lifetime) = input.original.generics.lifetimes().next() {
+        ctxt.error_spanned_by(
+            lifetime,
+            "#[derive(IntoDLPack)] values outlive the call (consumers free them on any thread), so they must be 'static: own the data instead of borrowing it",
+        );
+    }
+    let Some(data) = data else {
+        ctxt.error_spanned_by(
+            &input.original.ident,
+            "#[derive(IntoDLPack)] needs a #[dlpack(data)] field: mark the field that holds the tensor's memory (a Vec<T>, AlignedBuffer<T>, RawBuffer, …)",
+        );
+        return None;
+    };
+    Some(IntoPlan {
+        input,
+        fields,
+        data,
+        shape,
+        strides,
+        device,
+        dtype,
+        read_only,
+    })
+}
+
+fn from_dlpack<'i, 'a>(
+    ctxt: &Ctxt,
+    input: &'i Input<'a>,
+    fields: &'i [Field<'a>],
+) -> Option<FromPlan<'i, 'a>> {
+    if let Some(span) = input.attrs.read_only {
+        ctxt.syn_error(syn::Error::new(
+            span,
+            "`read_only` marks exports (#[derive(IntoDLPack)]); to require a writable input, write `writable`",
+        ));
+    }
+    let tensor = unique(ctxt, fields, Role::Tensor);
+    let shape = unique(ctxt, fields, Role::Shape);
+    let strides = unique(ctxt, fields, Role::Strides);
+    let device = unique(ctxt, fields, Role::Device);
+    let dtype = unique(ctxt, fields, Role::Dtype);
+    let read_only = unique(ctxt, fields, Role::ReadOnly);
+    let data = unique(ctxt, fields, Role::Data);
+    check_ndim_against_shape(ctxt, input, shape);
+    // Checked last, so a missing tensor field hides no other mistake.
+    let Some(tensor) = tensor else {
+        ctxt.error_spanned_by(
+            &input.original.ident,
+            "#[derive(FromDLPack)] needs a #[dlpack(tensor)] field of type PyTensor: it keeps the imported memory alive",
+        );
+        return None;
+    };
+    Some(FromPlan {
+        input,
+        fields,
+        tensor,
+        shape,
+        strides,
+        device,
+        dtype,
+        read_only,
+        data,
+    })
+}
+
+/// The one field of `role`; a second one is an error.
+fn unique<'i, 'a>(ctxt: &Ctxt, fields: &'i [Field<'a>], role: Role) -> Option<&'i Field<'a>> {
+    let mut found: Option<&'i Field<'a>> = None;
+    for field in fields.iter().filter(|f| f.has_role(role)) {
+        match found {
+            None => found = Some(field),
+            Some(first) => ctxt.syn_error(syn::Error::new(
+                field.role.as_ref().map_or_else(Span::call_site, |r| r.span),
+                format!(
+                    "only one field can be #[dlpack({})]; `{}` already is",
+                    role.symbol(),
+                    first.name()
+                ),
+            )),
+        }
+    }
+    found
+}
+
+/// `ndim = N` must agree with a `[_; M]` shape field.
+fn check_ndim_against_shape(ctxt: &Ctxt, input: &Input<'_>, shape: Option<&Field<'_>>) {
+    let (Some(ndim), Some(shape)) = (&input.attrs.ndim, shape) else {
+        return;
+    };
+    if let Some(len) = fixed_array_len(shape.ty) {
+        if len != ndim.value {
+            ctxt.syn_error(syn::Error::new(
+                ndim.span,
+                format!(
+                    "`ndim = {}` contradicts the #[dlpack(shape)] field `{}`, an array of {len}: make them agree",
+                    ndim.value,
+                    shape.name()
+                ),
+            ));
+        }
+    }
+}
+
+fn role_error(field: &Field<'_>, message: &str) -> syn::Error {
+    syn::Error::new(
+        field
+            .role
+            .as_ref()
+            .map_or_else(|| field.original.span(), |r| r.span),
+        message,
+    )
+}
+
+/// `N` for a `[T; N]` type whose length is an integer literal.
+fn fixed_array_len(ty: &syn::Type) -> Option<usize> {
+    let syn::Type::Array(array) = ty else {
+        return None;
+    };
+    let syn::Expr::Lit(syn::ExprLit {
+        lit: syn::Lit::Int(lit),
+        ..
+    }) = &array.len
+    else {
+        return None;
+    };
+    lit.base10_parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The messages `validate` records for `source`, in order.
+    fn errors(derive: Derive, source: &str) -> Vec<String> {
+        let input: syn::DeriveInput = syn::parse_str(source).expect("test input parses");
+        let ctxt = Ctxt::new();
+        let parsed = Input::from_syn(&ctxt, derive, &input);
+        let plan = validate(&ctxt, derive, &parsed);
+        let result = ctxt.check();
+        assert_eq!(
+            plan.is_some(),
+            result.is_ok(),
+            "a plan exactly when no error"
+        );
+        result
+            .err()
+            .map(|e| e.into_iter().map(|e| e.to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_valid_input_gives_a_plan() {
+        assert!(
+            errors(
+                Derive::IntoDLPack,
+                "struct S { #[dlpack(data)] d: Vec<u8> }"
+            )
+            .is_empty()
+        );
+        assert!(
+            errors(
+                Derive::FromDLPack,
+                "struct S { #[dlpack(tensor)] t: PyTensor }"
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn every_cross_field_error_is_reported() {
+        let found = errors(
+            Derive::IntoDLPack,
+            r#"
+            #[dlpack(dtype = f32, ndim = 2)]
+            struct S<'a> {
+                #[dlpack(strides)] s: Vec<i64>,
+                #[dlpack(dtype)] d: DataType,
+                #[dlpack(tensor)] t: PyTensor,
+                x: &'a u8,
+            }"#,
+        );
+        assert_eq!(found.len(), 6, "{found:#?}");
+        assert!(found[0].starts_with("#[dlpack(strides)] needs a #[dlpack(shape)]"));
+        assert!(
+            found[1].starts_with("the struct's `dtype = …` and the #[dlpack(dtype)] field `d`")
+        );
+        assert!(found[2].starts_with("`ndim` constrains imports"));
+        assert!(found[3].starts_with("#[dlpack(tensor)] marks the PyTensor"));
+        assert!(found[4].contains("must be 'static"));
+        assert!(found[5].starts_with("#[derive(IntoDLPack)] needs a #[dlpack(data)] field"));
+    }
+
+    #[test]
+    fn a_missing_tensor_field_hides_nothing() {
+        let found = errors(
+            Derive::FromDLPack,
+            r#"
+            #[dlpack(ndim = 3, read_only)]
+            struct S { #[dlpack(shape)] a: [usize; 2], #[dlpack(shape)] b: Vec<usize> }"#,
+        );
+        assert_eq!(found.len(), 4, "{found:#?}");
+        assert!(found[0].starts_with("`read_only` marks exports"));
+        assert_eq!(
+            found[1],
+            "only one field can be #[dlpack(shape)]; `a` already is"
+        );
+        assert!(found[2].starts_with("`ndim = 3` contradicts the #[dlpack(shape)] field `a`"));
+        assert!(found[3].starts_with("#[derive(FromDLPack)] needs a #[dlpack(tensor)] field"));
+    }
+
+    #[test]
+    fn not_a_named_struct_is_one_error() {
+        assert_eq!(
+            errors(Derive::IntoDLPack, "struct S(Vec<u8>);").len(),
+            1,
+            "no cross-field errors after a shape error"
+        );
+    }
+}
