@@ -341,7 +341,7 @@ def test_null_out_pointers_raise_and_write_nothing(name, capfd, drops):
         args = (x, None)
     with pytest.raises(BufferError, match="^the DLPack exchange API was called with a NULL out pointer$"):
         call(*args)
-    del x
+    del x, args
     gc.collect()
     assert drops.dropped == 1, "nothing was exported or kept"
     assert capfd.readouterr().err == ""
