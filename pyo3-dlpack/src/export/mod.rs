@@ -73,14 +73,14 @@ pub(crate) fn export_shared<'py>(
     info: &TensorInfo<'static>,
     request: &ExportRequest,
 ) -> PyResult<Bound<'py, PyCapsule>> {
-    let plan = request.plan(info)?;
-    if plan.copy {
+    if request.copy == Some(true) {
         let fresh = value
             .tensor_info()
             .map_err(|err| DLPackError::from(ExportError::Description(Box::new(err))))?;
         let plan = request.plan(&fresh)?;
         return seal_copy(py, &fresh, &plan);
     }
+    let plan = request.plan(info)?;
     if let Some(stream) = plan.sync_stream {
         value.synchronize(stream)?;
     }
