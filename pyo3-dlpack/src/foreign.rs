@@ -97,7 +97,7 @@ pub(crate) unsafe fn check(tensor: &DLTensor) -> Result<Checked, DLPackError> {
             dtype: tensor.dtype,
         })?;
     let span = if numel > 0 {
-        check_extent(tensor, shape, strides)?
+        check_extent(tensor, shape, strides, nbytes)?
     } else {
         (0, 0)
     };
@@ -136,11 +136,14 @@ pub(crate) unsafe fn foreign_slice<'a>(ptr: *const i64, len: usize) -> &'a [i64]
 
 /// The bytes the tensor reaches, from its first element's address plus the
 /// most negative and most positive stride reach, must be a real address
-/// range of at most `isize::MAX` bytes.
+/// range of at most `isize::MAX` bytes. A row-major tensor of byte-sized
+/// elements reaches exactly its `nbytes` (the common case, without the
+/// strided walk's wide arithmetic).
 fn check_extent(
     tensor: &DLTensor,
     shape: &[i64],
     strides: &[i64],
+    nbytes: usize,
 ) -> Result<(usize, usize), DLPackError> {
     if tensor.data.is_null() {
         return Err(CapsuleError::NullData {
@@ -153,8 +156,10 @@ fn check_extent(
         strides: strides.to_vec(),
         byte_offset: tensor.byte_offset,
     };
-    let itemsize = layout::element_bytes(tensor.dtype, false).unwrap_or(1);
-    let (low, high) = layout::reach(shape, strides, itemsize).ok_or_else(overflow)?;
+    let (low, high) = match layout::element_bytes(tensor.dtype, false) {
+        Some(_) if layout::is_contiguous(shape, strides) => (0, nbytes as i128),
+        itemsize => layout::reach(shape, strides, itemsize.unwrap_or(1)).ok_or_else(overflow)?,
+    };
     let first = tensor.data as usize as i128 + i128::from(tensor.byte_offset);
     if first + low < 0 || first + high > usize::MAX as i128 {
         return Err(overflow().into());

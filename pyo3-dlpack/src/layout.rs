@@ -18,6 +18,7 @@ const LIMIT: i128 = isize::MAX as i128;
 
 /// Number of elements of `shape`: every extent non-negative, the product at
 /// most `isize::MAX`.
+#[inline]
 pub(crate) fn numel(shape: &[i64]) -> Result<usize, DLPackError> {
     let mut numel: usize = 1;
     let mut overflowed = false;
@@ -53,6 +54,7 @@ pub(crate) fn numel(shape: &[i64]) -> Result<usize, DLPackError> {
 /// Bytes one element occupies in storage: `itemsize` for byte-sized types,
 /// one byte per lane for padded sub-byte types; `None` for packed sub-byte
 /// types (see [`storage_bytes`]).
+#[inline]
 pub(crate) fn element_bytes(dtype: DataType, padded: bool) -> Option<usize> {
     if dtype.is_byte_sized() {
         Some(dtype.itemsize())
@@ -66,6 +68,7 @@ pub(crate) fn element_bytes(dtype: DataType, padded: bool) -> Option<usize> {
 /// Bytes of storage for `numel` elements: `numel × itemsize`; packed
 /// sub-byte types take `ceil(numel × bits × lanes / 8)` (the header's
 /// `GetDataSize`), padded ones a byte per lane. `None` beyond `isize::MAX`.
+#[inline]
 pub(crate) fn storage_bytes(numel: usize, dtype: DataType, padded: bool) -> Option<usize> {
     let bytes = match element_bytes(dtype, padded) {
         Some(size) => (numel as u128) * (size as u128),
@@ -99,6 +102,7 @@ pub(crate) fn reach(shape: &[i64], strides: &[i64], itemsize: usize) -> Option<(
 /// Whether the elements are packed in row-major (C) order. Strides of
 /// dimensions of extent 1 do not matter (torch rewrites them), nor do any
 /// strides of an empty tensor.
+#[inline]
 pub(crate) fn is_contiguous(shape: &[i64], strides: &[i64]) -> bool {
     if shape.contains(&0) {
         return true;
@@ -115,6 +119,7 @@ pub(crate) fn is_contiguous(shape: &[i64], strides: &[i64]) -> bool {
 
 /// Writes the row-major strides of `shape` into `out` (same length): stride
 /// `i` is the product of the extents after `i` (extents of 0 count as 1).
+#[inline]
 pub(crate) fn row_major(shape: &[i64], out: &mut [i64]) {
     let mut step = 1i64;
     for (stride, &dim) in out.iter_mut().zip(shape).rev() {
@@ -198,6 +203,7 @@ impl DimsBuf {
     pub(crate) const INLINE: usize = 4;
 
     /// `len` zeros (a single list, for an index).
+    #[inline]
     pub(crate) fn zeros(len: usize) -> Self {
         if len <= 2 * Self::INLINE {
             Self {
@@ -214,6 +220,7 @@ impl DimsBuf {
     }
 
     /// A shape and its strides, `ndim` each, zero-filled.
+    #[inline]
     pub(crate) fn pair(ndim: usize) -> Self {
         Self::zeros(2 * ndim)
     }
@@ -229,6 +236,7 @@ impl DimsBuf {
         buf
     }
 
+    #[inline]
     pub(crate) fn as_slice(&self) -> &[i64] {
         match &self.repr {
             DimsRepr::Inline { entries, len } => &entries[..usize::from(*len)],
@@ -236,6 +244,7 @@ impl DimsBuf {
         }
     }
 
+    #[inline]
     pub(crate) fn as_mut_slice(&mut self) -> &mut [i64] {
         match &mut self.repr {
             DimsRepr::Inline { entries, len } => &mut entries[..usize::from(*len)],
@@ -244,12 +253,14 @@ impl DimsBuf {
     }
 
     /// The two halves of a [`pair`](Self::pair): shape, strides.
+    #[inline]
     pub(crate) fn split(&self) -> (&[i64], &[i64]) {
         let all = self.as_slice();
         all.split_at(all.len() / 2)
     }
 
     /// The two halves, writable.
+    #[inline]
     pub(crate) fn split_mut(&mut self) -> (&mut [i64], &mut [i64]) {
         let all = self.as_mut_slice();
         let half = all.len() / 2;

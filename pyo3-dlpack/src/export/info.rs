@@ -163,6 +163,7 @@ impl<'a> TensorInfo<'a> {
     /// The same description, no longer tied to the borrow of its buffer:
     /// for a description stored next to the value that owns the buffer
     /// (`DLPackTensor`), which keeps the buffer alive as long as it.
+    #[inline(always)]
     pub(crate) fn detach(self) -> TensorInfo<'static> {
         TensorInfo {
             data: self.data,
@@ -242,7 +243,16 @@ impl<'a> TensorInfoBuilder<'a> {
             Some(shape) => shape,
             None => Dims::from([self.implied_length(dtype)?]),
         };
-        let dims = own_dims(&shape, self.strides.as_ref())?;
+        let ndim = shape.len();
+        if ndim > MAX_NDIM {
+            return Err(LayoutError::TooManyDims {
+                ndim,
+                max: MAX_NDIM,
+            }
+            .into());
+        }
+        let mut dims = DimsBuf::pair(ndim);
+        fill_dims(&mut dims, &shape, self.strides.as_ref())?;
         let numel = layout::numel(dims.split().0)?;
         if self.device.is_host_accessible() && !self.buffer_device.is_host_accessible() {
             return Err(DLPackError::Device {
@@ -345,18 +355,16 @@ impl<'a> TensorInfoBuilder<'a> {
     }
 }
 
-/// The extents and strides as owned `i64`s, checked for rank and range
-/// (row-major strides when none were given).
-fn own_dims(shape: &Dims<'_>, strides: Option<&Dims<'_>>) -> Result<DimsBuf, DLPackError> {
+/// Writes the extents and strides into `dims` (a pair of `shape.len()`
+/// entries, at most `MAX_NDIM`) as `i64`s, checked for range (row-major
+/// strides when none were given). Filled in place: the buffer is not moved
+/// through a `Result`.
+fn fill_dims(
+    dims: &mut DimsBuf,
+    shape: &Dims<'_>,
+    strides: Option<&Dims<'_>>,
+) -> Result<(), DLPackError> {
     let ndim = shape.len();
-    if ndim > MAX_NDIM {
-        return Err(LayoutError::TooManyDims {
-            ndim,
-            max: MAX_NDIM,
-        }
-        .into());
-    }
-    let mut dims = DimsBuf::pair(ndim);
     let (extents, steps) = dims.split_mut();
     for (dim, slot) in extents.iter_mut().enumerate() {
         *slot = shape.get(dim).ok_or(SizeOverflow::Extent { dim })?;
@@ -386,7 +394,7 @@ fn own_dims(shape: &Dims<'_>, strides: Option<&Dims<'_>>) -> Result<DimsBuf, DLP
             }
         }
     }
-    Ok(dims)
+    Ok(())
 }
 
 #[cfg(test)]

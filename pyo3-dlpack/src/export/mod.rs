@@ -51,16 +51,21 @@ pub(crate) fn export_value<'py, O: IntoDLPack>(
     request: &ExportRequest,
 ) -> PyResult<Bound<'py, PyCapsule>> {
     // Detached from the borrow of `owner`, which moves into the block below
-    // and keeps the described memory alive with it.
-    let info = owner.tensor_info()?.detach();
-    let plan = request.plan(&info)?;
+    // and keeps the described memory alive with it. Matched by reference:
+    // the description is read where `tensor_info` wrote it, never moved.
+    let described = owner.tensor_info().map(TensorInfo::detach);
+    let info = match described {
+        Ok(ref info) => info,
+        Err(err) => return Err(err.into()),
+    };
+    let plan = request.plan(info)?;
     if plan.copy {
-        return seal_copy(py, &info, &plan);
+        return seal_copy(py, info, &plan);
     }
     if let Some(stream) = plan.sync_stream {
         owner.synchronize(stream)?;
     }
-    seal(py, &info, &plan, owner)
+    seal(py, info, &plan, owner)
 }
 
 /// Exports a `DLPackTensor`'s shared value from its stored description: no
