@@ -142,6 +142,7 @@ pub use export::{
 };
 pub use import::{FromDLPack, ImportOptions, PyTensor};
 pub use layout::MAX_NDIM;
+pub use protocol::Writability;
 
 /// `#[derive(IntoDLPack)]` and `#[derive(FromDLPack)]` (feature `derive`, on by default).
 #[cfg(feature = "derive")]

@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use crate::{DataType, Device, Element};
+use crate::{DataType, Device, Element, Writability};
 
 /// A buffer whose address does not change when the value moves and stays
 /// valid until the value is dropped: the memory behind an exported tensor.
@@ -62,6 +62,21 @@ pub unsafe trait TensorData {
     /// Whether consumers must not write (for example, memory other `Arc`s share).
     fn is_read_only(&self) -> bool {
         false
+    }
+
+    /// Whether consumers may write, when the answer may be unknown (memory
+    /// imported from a legacy capsule, see [`Writability`]): an unknown
+    /// writability is exported as a legacy capsule when asked for one, and
+    /// as `READ_ONLY` otherwise. By default [`ReadOnly`](Writability::ReadOnly)
+    /// when [`is_read_only`](Self::is_read_only), else
+    /// [`Writable`](Writability::Writable); an override must agree with
+    /// `is_read_only` (true unless `Writable`).
+    fn writability(&self) -> Writability {
+        if self.is_read_only() {
+            Writability::ReadOnly
+        } else {
+            Writability::Writable
+        }
     }
 }
 

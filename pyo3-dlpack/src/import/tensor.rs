@@ -7,16 +7,14 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::error::LayoutError;
-use crate::ffi::{
-    DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion, DLTensor,
-};
+use crate::ffi::{DLPACK_FLAG_BITMASK_IS_COPIED, DLPackVersion, DLTensor};
 use crate::foreign::{self, Checked};
 use crate::import::consume::{Managed, take_from_capsule};
 use crate::import::exchange;
 use crate::import::negotiate::{ImportOptions, request_capsule};
 use crate::import::registry::Registration;
 use crate::layout::{self, DimsBuf};
-use crate::{DLPackError, DataType, Device, protocol};
+use crate::{DLPackError, DataType, Device, Writability, protocol};
 
 /// A tensor imported from any DLPack producer (a NumPy array, a torch or JAX
 /// tensor, a CuPy array, a raw capsule), owned by Rust: the producer's memory
@@ -240,13 +238,13 @@ impl PyTensor {
         }
     }
 
-    /// The versioned flags; a legacy capsule counts as read-only (see `is_read_only`).
-    fn flags(&self) -> u64 {
+    /// The versioned flags; `None` for a legacy capsule, which has none.
+    fn flags(&self) -> Option<u64> {
         match self.managed.as_ref().expect("present until drop") {
-            Managed::Legacy(_) => DLPACK_FLAG_BITMASK_READ_ONLY,
+            Managed::Legacy(_) => None,
             // SAFETY: we own the live struct until drop.
-            Managed::Versioned(managed) => unsafe { managed.as_ref() }.flags,
-            Managed::Borrowed { .. } => 0,
+            Managed::Versioned(managed) => Some(unsafe { managed.as_ref() }.flags),
+            Managed::Borrowed { .. } => Some(0),
         }
     }
 
@@ -322,15 +320,48 @@ impl PyTensor {
     /// Whether the tensor must not be written: the producer set the read-only
     /// flag, or sent a legacy capsule. A legacy capsule cannot say whether
     /// writes are allowed (JAX before 0.12 exports its immutable arrays that
-    /// way), so, as NumPy ≥ 2.3 does, legacy imports are read-only.
+    /// way), so, as NumPy ≥ 2.3 does, legacy imports are read-only here
+    /// ([`writability`](Self::writability) tells the two apart).
     pub fn is_read_only(&self) -> bool {
-        self.flags() & DLPACK_FLAG_BITMASK_READ_ONLY != 0
+        !self.writability().allows_writes()
+    }
+
+    /// What the producer said about writes: [`Writability::Writable`] or
+    /// [`Writability::ReadOnly`] from a versioned capsule's flags,
+    /// [`Writability::Unknown`] for a legacy capsule, which cannot say.
+    ///
+    /// Rust views treat unknown as read-only. Exported again (a `PyTensor`
+    /// is an [`IntoDLPack`](crate::IntoDLPack) value), an unknown tensor is
+    /// handed on as it came: as a legacy capsule to consumers that ask for
+    /// one (JAX ≤ 0.11, TensorFlow, `torch.utils.dlpack.from_dlpack`), and
+    /// flagged `READ_ONLY` in a versioned one.
+    ///
+    /// ```
+    /// use pyo3::prelude::*;
+    /// use pyo3_dlpack::{DLPackTensor, PyTensor, Writability};
+    ///
+    /// /// Python: `jnp.from_dlpack(same(jnp.arange(4.0)))`: a JAX array in,
+    /// /// the same memory out to JAX.
+    /// #[pyfunction]
+    /// fn same(tensor: PyTensor) -> PyResult<DLPackTensor> {
+    ///     if tensor.writability() == Writability::Unknown {
+    ///         // A legacy capsule: readable, not writable from Rust.
+    ///     }
+    ///     Ok(DLPackTensor::new(tensor)?)
+    /// }
+    /// ```
+    pub fn writability(&self) -> Writability {
+        match self.flags() {
+            None => Writability::Unknown,
+            Some(flags) => Writability::from_flags(flags),
+        }
     }
 
     /// Whether the producer says it copied the data for us (versioned capsules
     /// only; torch does not set it even when it copies).
     pub fn is_copied(&self) -> bool {
-        self.flags() & DLPACK_FLAG_BITMASK_IS_COPIED != 0
+        self.flags()
+            .is_some_and(|flags| flags & DLPACK_FLAG_BITMASK_IS_COPIED != 0)
     }
 
     /// The DLPack version of a versioned capsule; `None` for a legacy one.
@@ -426,7 +457,7 @@ impl fmt::Debug for PyTensor {
             .field("strides", &self.strides())
             .field("dtype", &self.dtype())
             .field("device", &self.device())
-            .field("read_only", &self.is_read_only())
+            .field("writability", &self.writability())
             .field("version", &self.version())
             .finish()
     }
