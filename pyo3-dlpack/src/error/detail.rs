@@ -494,6 +494,9 @@ pub enum ExportError {
         /// The torch method that resolves it.
         resolve: &'static str,
     },
+    /// A torch tensor that requires gradient (torch's `__dlpack__` refuses
+    /// it; its C exchange API does not).
+    RequiresGrad,
     /// A NULL managed tensor handed to the exchange API.
     NullTensor,
     /// A read-only tensor asked for as a borrowed `DLTensor`, which cannot say so.
@@ -561,6 +564,10 @@ impl fmt::Display for ExportError {
                 "the torch tensor has its lazy {bit} bit set, so its memory does not hold its values: \
                  call .{resolve}() before passing it"
             ),
+            // torch's own message (`Tensor.__dlpack__`), advice included.
+            Self::RequiresGrad => {
+                f.write_str("Can't export tensors that require gradient, use tensor.detach()")
+            }
             Self::NullTensor => f.write_str("a NULL managed tensor"),
             Self::ReadOnlyBorrowed => f.write_str(
                 "the tensor is read-only, which a borrowed DLTensor cannot say; \

@@ -157,6 +157,22 @@ pub(crate) fn request_capsule<'py>(
     })
 }
 
+/// Calls `obj.__dlpack__(max_version=(1, 3))` and drops what it returns,
+/// for its error: a producer whose C exchange export failed (torch: meta,
+/// sparse and quantized tensors) raises its own error there, without the
+/// `__dlpack_device__` call first (torch's fails with a `ValueError` for
+/// meta tensors, where its `__dlpack__` raises `BufferError`, as NumPy's
+/// import does). `Ok` when it exports after all: then import it as usual.
+pub(crate) fn probe_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = obj.py();
+    let mut keywords = Keywords::new(py);
+    keywords.push(
+        intern!(py, "max_version"),
+        max_version_object(py, protocol::MAX_VERSION)?,
+    );
+    keywords.call_dlpack(obj).map(drop)
+}
+
 /// `(1, 3)` as a Python tuple, made once; other versions on the fly.
 fn max_version_object(py: Python<'_>, (major, minor): (u32, u32)) -> PyResult<Bound<'_, PyAny>> {
     static DEFAULT: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();

@@ -11,7 +11,7 @@ use crate::ffi::{DLPACK_FLAG_BITMASK_IS_COPIED, DLPackVersion, DLTensor};
 use crate::foreign::{self, Checked};
 use crate::import::consume::{Managed, take_from_capsule};
 use crate::import::exchange;
-use crate::import::negotiate::{ImportOptions, request_capsule};
+use crate::import::negotiate::{ImportOptions, probe_dlpack, request_capsule};
 use crate::import::registry::Registration;
 use crate::layout::{self, DimsBuf};
 use crate::{DLPackError, DataType, Device, Writability, protocol};
@@ -94,17 +94,28 @@ impl PyTensor {
     /// options ask for nothing special and the tensor's device uses no
     /// streams (the C path does no stream synchronisation, so CUDA and ROCm
     /// tensors go through `__dlpack__` with a stream, after one wasted C
-    /// export). Subclasses that override `__dlpack__` or `__torch_function__`
-    /// take the `__dlpack__` path, so their own code runs; torch tensors with
-    /// the lazy conjugate or negative bit set are refused (`BufferError`), as
-    /// their memory does not hold their values.
+    /// export). Subclasses that override `__dlpack__` or `__torch_function__`,
+    /// and every subclass of `torch.Tensor`, take the `__dlpack__` path, so
+    /// their own code runs. What torch's `__dlpack__` refuses is refused on
+    /// the C path too, with torch's `BufferError`: tensors that require
+    /// gradient ("use tensor.detach()"), meta, sparse and quantized tensors,
+    /// and tensors with the lazy conjugate bit; so are tensors with the lazy
+    /// negative bit, as their memory does not hold their values.
     pub fn from_pyany_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
         if options.is_plain() {
             if let Some(api) = exchange::lookup(obj)? {
-                let tensor = Self::from_managed(Managed::Versioned(api.owned(obj)?))?;
-                api.check_lazy_bits(obj, tensor.dtype())?;
-                if !tensor.device().device_type.uses_streams() {
-                    return Ok(tensor);
+                match api.owned(obj) {
+                    Ok(managed) => {
+                        let tensor = Self::from_managed(Managed::Versioned(managed))?;
+                        api.check_torch(obj, tensor.dtype())?;
+                        if !tensor.device().device_type.uses_streams() {
+                            return Ok(tensor);
+                        }
+                    }
+                    // torch's C export fails with a C++ backtrace where its
+                    // `__dlpack__` raises a clear error (meta, sparse and
+                    // quantized tensors): raise that one.
+                    Err(_) => probe_dlpack(obj)?,
                 }
             }
         }
@@ -116,7 +127,8 @@ impl PyTensor {
     ///
     /// For producers with the DLPack C exchange API (torch ≥ 2.10) the view
     /// is made without a `__dlpack__` call and without allocating (float and
-    /// complex torch tensors cost one `is_neg()` call, see `from_pyany_with`): nothing is
+    /// complex torch tensors cost a `requires_grad` read and an `is_neg()`
+    /// call, see `from_pyany_with`, whose refusals apply here too): nothing is
     /// owned, nothing deleted, which suits a call that only needs the
     /// tensor's description while it runs (a kernel launch: shape, strides,
     /// dtype, device, `data_ptr`). Such a view holds no reference to the
@@ -138,14 +150,19 @@ impl PyTensor {
     /// ```
     pub fn with_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&PyTensor) -> R) -> PyResult<R> {
         if let Some(api) = exchange::lookup(obj)? {
-            if let Some(view) = api.borrowed(obj) {
-                let managed = Managed::Borrowed {
-                    tensor: view?,
-                    version: api.version(),
-                };
-                let tensor = Self::from_managed(managed)?;
-                api.check_lazy_bits(obj, tensor.dtype())?;
-                return Ok(f(&tensor));
+            match api.borrowed(obj) {
+                Some(Ok(view)) => {
+                    let managed = Managed::Borrowed {
+                        tensor: view,
+                        version: api.version(),
+                    };
+                    let tensor = Self::from_managed(managed)?;
+                    api.check_torch(obj, tensor.dtype())?;
+                    return Ok(f(&tensor));
+                }
+                // As in `from_pyany_with`: the producer's own error.
+                Some(Err(_)) => probe_dlpack(obj)?,
+                None => {}
             }
         }
         let tensor = Self::from_pyany(obj)?;
