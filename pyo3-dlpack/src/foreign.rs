@@ -70,13 +70,14 @@ pub(crate) unsafe fn shape_of(
 
 /// Checks every field of `tensor` that later code relies on: the dtype
 /// (the protocol's rule), the shape ([`shape_of`]), the byte extent (no
-/// overflow, no address wrap-around), NULL data with elements.
+/// overflow, no address wrap-around), NULL data with elements. `padded`:
+/// the producer's flags say sub-byte elements take a byte each.
 ///
 /// # Safety
 ///
 /// `tensor` comes from a live managed tensor: when non-NULL, `shape` and
 /// `strides` point to `ndim` readable `i64`s each, as the DLPack header requires.
-pub(crate) unsafe fn check(tensor: &DLTensor) -> Result<Checked, DLPackError> {
+pub(crate) unsafe fn check(tensor: &DLTensor, padded: bool) -> Result<Checked, DLPackError> {
     protocol::check_dtype(tensor.dtype)?;
     // SAFETY: the caller's contract.
     let (shape, numel) = unsafe { shape_of(tensor, Role::Tensor) }?;
@@ -92,12 +93,12 @@ pub(crate) unsafe fn check(tensor: &DLTensor) -> Result<Checked, DLPackError> {
         None => unsafe { foreign_slice(tensor.strides, ndim) },
     };
     let nbytes =
-        layout::storage_bytes(numel, tensor.dtype, false).ok_or(SizeOverflow::Storage {
+        layout::storage_bytes(numel, tensor.dtype, padded).ok_or(SizeOverflow::Storage {
             numel,
             dtype: tensor.dtype,
         })?;
     let span = if numel > 0 {
-        check_extent(tensor, shape, strides)?
+        check_extent(tensor, shape, strides, padded)?
     } else {
         (0, 0)
     };
@@ -141,6 +142,7 @@ fn check_extent(
     tensor: &DLTensor,
     shape: &[i64],
     strides: &[i64],
+    padded: bool,
 ) -> Result<(usize, usize), DLPackError> {
     if tensor.data.is_null() {
         return Err(CapsuleError::NullData {
@@ -153,7 +155,7 @@ fn check_extent(
         strides: strides.to_vec(),
         byte_offset: tensor.byte_offset,
     };
-    let itemsize = layout::element_bytes(tensor.dtype, false).unwrap_or(1);
+    let itemsize = layout::element_bytes(tensor.dtype, padded).unwrap_or(1);
     let (low, high) = layout::reach(shape, strides, itemsize).ok_or_else(overflow)?;
     let first = tensor.data as usize as i128 + i128::from(tensor.byte_offset);
     if first + low < 0 || first + high > usize::MAX as i128 {

@@ -3,7 +3,10 @@
 //! byte storage may hold, and the stream rule per device type.
 
 use crate::error::{DtypeError, ExportError};
-use crate::ffi::{DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion};
+use crate::ffi::{
+    DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED,
+    DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion,
+};
 use crate::{DLPackError, DataType, DataTypeCode, Device, DeviceType};
 
 /// The DLPack version this crate exports and asks producers for.
@@ -81,6 +84,13 @@ impl Writability {
     pub const fn allows_legacy_export(self) -> bool {
         !matches!(self, Self::ReadOnly)
     }
+}
+
+/// Whether a versioned struct's `flags` say its sub-byte elements (float4,
+/// float6) take a byte each (`IS_SUBBYTE_TYPE_PADDED`) instead of being
+/// packed, the header's default.
+pub(crate) const fn is_subbyte_padded(flags: u64) -> bool {
+    flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED != 0
 }
 
 /// The versioned struct's flags for an export.

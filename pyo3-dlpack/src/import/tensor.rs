@@ -202,8 +202,9 @@ impl PyTensor {
         // SAFETY: the caller's contract: a live versioned struct.
         let struct_ref = unsafe { managed.as_ref() };
         protocol::check_version(struct_ref.version)?;
+        let padded = protocol::is_subbyte_padded(struct_ref.flags);
         // SAFETY: live and of major version 1, so its layout is known.
-        unsafe { foreign::check(&struct_ref.dl_tensor) }?;
+        unsafe { foreign::check(&struct_ref.dl_tensor, padded) }?;
         Self::from_managed(Managed::Versioned(managed))
     }
 
@@ -232,9 +233,10 @@ impl PyTensor {
             // the header says stays stable across majors.
             protocol::check_version(unsafe { versioned.as_ref() }.version)?;
         }
+        let padded = tensor.flags().is_some_and(protocol::is_subbyte_padded);
         // SAFETY: the struct is live and of a version whose layout we know;
         // its shape and strides are `ndim` long per the header.
-        tensor.checked = unsafe { foreign::check(tensor.dl_tensor()) }?;
+        tensor.checked = unsafe { foreign::check(tensor.dl_tensor(), padded) }?;
         if matches!(tensor.managed, Some(Managed::Borrowed { .. })) {
             tensor.dims_copy = Some(DimsBuf::copy_pair(
                 tensor.foreign_shape(),
@@ -311,7 +313,9 @@ impl PyTensor {
         self.checked.numel
     }
 
-    /// Bytes of element storage (`numel × itemsize`; packed for sub-byte types).
+    /// Bytes of element storage: `numel × itemsize`; for sub-byte types
+    /// (float4, float6) packed, unless the producer set DLPack's
+    /// `IS_SUBBYTE_TYPE_PADDED` flag: then a byte each.
     pub fn nbytes(&self) -> usize {
         self.checked.nbytes
     }
@@ -461,6 +465,10 @@ impl PyTensor {
 
 impl Drop for PyTensor {
     fn drop(&mut self) {
+        // Leave the aliasing registry first: once the producer's deleter has
+        // run, its memory may be reused (freed and allocated again, on any
+        // thread) and imported while this entry would still claim it.
+        self.registration = None;
         if let Some(managed) = self.managed.take() {
             managed.delete();
         }
