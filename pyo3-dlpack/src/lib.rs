@@ -131,6 +131,7 @@ mod foreign;
 mod import;
 mod layout;
 mod protocol;
+mod pyint;
 
 pub use device::{Device, DeviceType, ParseDeviceError};
 pub use dtype::{DataType, DataTypeCode, ParseDataTypeError};

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use pyo3_dlpack::ffi::{
-    DLManagedTensorVersioned, DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED, DLPackVersion, DLTensor,
-    DLTENSOR_VERSIONED,
+    DLManagedTensorVersioned, DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED, DLPackVersion,
+    DLTENSOR_VERSIONED, DLTensor,
 };
 use pyo3_dlpack::{DataType, Device, PyTensor};
 
@@ -56,9 +56,8 @@ fn capsule<'py>(
     let managed: *mut DLManagedTensorVersioned = &mut handmade.managed;
     // SAFETY: attached; the pointer is non-NULL and the name a `&'static CStr`;
     // no destructor: the importer takes the tensor (tests always import it).
-    let capsule = unsafe {
-        pyo3::ffi::PyCapsule_New(managed.cast(), DLTENSOR_VERSIONED.as_ptr(), None)
-    };
+    let capsule =
+        unsafe { pyo3::ffi::PyCapsule_New(managed.cast(), DLTENSOR_VERSIONED.as_ptr(), None) };
     // SAFETY: a new reference, or NULL with an exception set.
     unsafe { Bound::from_owned_ptr_or_err(py, capsule) }
         .expect("PyCapsule_New")
@@ -72,8 +71,10 @@ fn capsule<'py>(
 ///
 /// `managed` is the `managed` field of a live `Handmade` made by `capsule`.
 unsafe fn free(managed: *mut DLManagedTensorVersioned) -> *mut c_void {
-    // SAFETY: the caller's contract: `manager_ctx` is the block's own address.
-    let block = unsafe { Box::from_raw((*managed).manager_ctx.cast::<Handmade>()) };
+    // SAFETY: the caller's contract: a live struct.
+    let context = unsafe { (*managed).manager_ctx };
+    // SAFETY: `manager_ctx` is the address of the block `capsule` boxed, freed once here.
+    let block = unsafe { Box::from_raw(context.cast::<Handmade>()) };
     block.managed.dl_tensor.data
 }
 
@@ -107,7 +108,14 @@ fn the_aliasing_registry_is_left_before_the_producers_deleter_runs() {
     let memory: &'static mut [f32] = Box::leak(vec![0.0f32; 4].into_boxed_slice());
     let data: *mut c_void = memory.as_mut_ptr().cast();
     Python::attach(|py| {
-        let first = capsule(py, data, 4, DataType::F32, 0, deleter_whose_memory_is_reused);
+        let first = capsule(
+            py,
+            data,
+            4,
+            DataType::F32,
+            0,
+            deleter_whose_memory_is_reused,
+        );
         let mut tensor = PyTensor::from_capsule(&first).unwrap();
         assert_eq!(tensor.as_slice_mut::<f32>().unwrap().len(), 4);
         drop(tensor);

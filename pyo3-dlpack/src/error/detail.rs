@@ -610,12 +610,17 @@ pub enum ArgumentError {
         /// `repr` and type of the value.
         found: String,
     },
-    /// A `dl_device` whose entries do not fit `int32`.
-    DeviceRange {
-        /// The device type code given.
-        device_type: i64,
-        /// The device index given.
-        device_id: i64,
+    /// An integer outside the range of the field it is for (`stream` an
+    /// `int64`, the `max_version` numbers `uint32`, device codes `int32`).
+    OutOfRange {
+        /// What the integer is, such as `stream` or `the major of max_version`.
+        what: String,
+        /// The smallest value the field holds.
+        min: i64,
+        /// The largest value the field holds.
+        max: i64,
+        /// The integer given, in decimal.
+        found: String,
     },
     /// Not `True`, `False` or `None`.
     NotBool {
@@ -635,12 +640,14 @@ impl fmt::Display for ArgumentError {
             Self::NotPair { name, form, found } => {
                 write!(f, "{name} must be a {form} tuple of integers, got {found}")
             }
-            Self::DeviceRange {
-                device_type,
-                device_id,
+            Self::OutOfRange {
+                what,
+                min,
+                max,
+                found,
             } => write!(
                 f,
-                "dl_device must be a (device_type, device_id) pair of int32s, got ({device_type}, {device_id})"
+                "{what} must be an integer in range [{min}, {max}], got {found}"
             ),
             Self::NotBool { name, found } => {
                 write!(f, "{name} must be True, False or None, got {found}")

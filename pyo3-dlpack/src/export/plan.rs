@@ -373,10 +373,7 @@ mod tests {
             (CapsuleFormat::Legacy, true)
         );
         let versioned = request(Some((1, 3)), None).plan(&info).unwrap();
-        assert_eq!(
-            versioned.flags(),
-            crate::ffi::DLPACK_FLAG_BITMASK_READ_ONLY
-        );
+        assert_eq!(versioned.flags(), crate::ffi::DLPACK_FLAG_BITMASK_READ_ONLY);
         // A copy is writable.
         let copied = request(Some((1, 3)), Some(true)).plan(&info).unwrap();
         assert_eq!(copied.flags(), crate::ffi::DLPACK_FLAG_BITMASK_IS_COPIED);

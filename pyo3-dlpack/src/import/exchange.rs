@@ -224,7 +224,12 @@ impl ExchangeApi {
                 "conjugate",
                 "resolve_conj",
             ),
-            (floating, pyo3::intern!(py, "is_neg"), "negative", "resolve_neg"),
+            (
+                floating,
+                pyo3::intern!(py, "is_neg"),
+                "negative",
+                "resolve_neg",
+            ),
         ] {
             if checked && obj.call_method0(method)?.is_truthy()? {
                 return Err(DLPackError::from(ExportError::LazyBit { bit, resolve }).into());

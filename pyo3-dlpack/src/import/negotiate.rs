@@ -11,6 +11,7 @@ use pyo3::types::PyDict;
 use pyo3::types::{PyBool, PyCapsule, PyInt, PySequence, PyString, PyTuple};
 
 use crate::error::CapsuleError;
+use crate::pyint::int_in_range;
 use crate::{DLPackError, Device, DeviceType, protocol};
 
 /// How to ask a producer for its tensor: the keywords of `__dlpack__`.
@@ -332,14 +333,20 @@ fn producer_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>> {
     if pair.len()? != 2 {
         return Err(invalid().into());
     }
-    let int = |i: usize| -> PyResult<i32> {
+    let int = |i: usize, field: &str| -> PyResult<i32> {
         let item = pair.get_item(i)?;
         if !item.is_instance_of::<PyInt>() {
             return Err(invalid().into());
         }
-        item.extract::<i32>().map_err(|_| invalid().into())
+        Ok(int_in_range(&item, i32::MIN..=i32::MAX, || {
+            format!("the {field} of {}.__dlpack_device__()", type_name(obj))
+        })?)
     };
-    Ok(Some(Device::new(DeviceType::from_code(int(0)?), int(1)?)))
+    let device_type = int(0, "device_type")?;
+    Ok(Some(Device::new(
+        DeviceType::from_code(device_type),
+        int(1, "device_id")?,
+    )))
 }
 
 /// Whether `__dlpack__` failed because it does not take `max_version` (the
