@@ -79,7 +79,8 @@ impl Writability {
         matches!(self, Self::Writable)
     }
 
-    /// Whether a legacy capsule, which carries no flags, may export it:
+    /// Whether a legacy capsule, or any other export that carries no flags
+    /// (a borrowed `DLTensor` of the C exchange API), may export it:
     /// everything but a known [`ReadOnly`](Self::ReadOnly), which it cannot state.
     pub const fn allows_legacy_export(self) -> bool {
         !matches!(self, Self::ReadOnly)

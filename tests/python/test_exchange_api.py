@@ -399,6 +399,20 @@ def test_a_read_only_tensor_refuses_the_borrowed_c_view():
         table.dltensor_from_py(x, ctypes.byref(view))
 
 
+def test_an_unknown_writability_is_handed_on_through_the_table():
+    table = our_table()
+    source = torch.arange(4, dtype=torch.float32)
+    x = ext.reexport(torch.utils.dlpack.to_dlpack(source))  # legacy: unknown
+    view = DLTensor()
+    assert table.dltensor_from_py(x, ctypes.byref(view)) == 0, "flagless, as it came"
+    assert view.data == source.data_ptr()
+    out = ctypes.c_void_p()
+    assert table.from_py(x, ctypes.byref(out)) == 0
+    managed = DLManagedTensorVersioned.from_address(out.value)
+    assert managed.flags == 1, "READ_ONLY in a versioned tensor"
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(managed.deleter)(out.value)
+
+
 def test_our_importer_uses_our_table(drops):
     x = ext.arange("int32", 5)
     assert ext.describe(x)["data_ptr"] == x.data_ptr
