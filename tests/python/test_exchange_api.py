@@ -493,3 +493,35 @@ def test_the_allocator_refuses_null_pointers_through_set_error():
         (b"BufferError", b"the DLPack exchange API was called with a NULL out pointer"),
     ]
     assert out.value is None
+
+
+def test_torch_tensors_take_the_c_path_and_subclasses_their_own_dlpack(monkeypatch):
+    from torch.utils.dlpack import ReadOnlyTensorWrapper
+
+    calls = []
+
+    def recording(cls):
+        original = cls.__dlpack__
+
+        def __dlpack__(self, *args, **kwargs):
+            calls.append(cls.__name__)
+            return original(self, *args, **kwargs)
+
+        return __dlpack__
+
+    t = torch.ones(2)
+    ext.describe(t)  # the type's table is looked up (and cached) once
+    with monkeypatch.context() as patch:
+        patch.setattr(torch.Tensor, "__dlpack__", recording(torch.Tensor))
+        for dtype in (torch.float32, torch.complex64, torch.int64):
+            t = torch.ones(2, dtype=dtype)
+            assert ext.describe(t)["data_ptr"] == t.data_ptr()
+            ext.describe_borrowed(t)
+    assert calls == [], "torch.Tensor itself: no Python call"
+    monkeypatch.setattr(
+        ReadOnlyTensorWrapper, "__dlpack__", recording(ReadOnlyTensorWrapper)
+    )
+    wrapper = ReadOnlyTensorWrapper(torch.ones(2))
+    assert ext.describe(wrapper)["read_only"] is True
+    ext.describe_borrowed(wrapper)
+    assert calls == ["ReadOnlyTensorWrapper"] * 2
