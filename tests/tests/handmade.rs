@@ -10,7 +10,7 @@ use pyo3_dlpack::ffi::{
     DLManagedTensorVersioned, DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED, DLPackVersion,
     DLTENSOR_VERSIONED, DLTensor,
 };
-use pyo3_dlpack::{DataType, Device, PyTensor};
+use pyo3_dlpack::{DLPackTensor, DataType, Device, PyTensor};
 
 /// A managed tensor and the shape it points to, in one allocation that its
 /// deleter frees.
@@ -143,9 +143,15 @@ fn nbytes_follows_the_padded_sub_byte_flag() {
         );
         let tensor = PyTensor::from_capsule(&padded).unwrap();
         assert_eq!((tensor.numel(), tensor.nbytes()), (8, 8), "a byte each");
-        drop(tensor);
+        // Exported again it would be described packed: refused, not misread.
+        assert_eq!(
+            DLPackTensor::new(tensor).unwrap_err().to_string(),
+            "the float4_e2m1fn elements are padded to a byte each, \
+             but this crate exports sub-byte types packed only"
+        );
         let packed = capsule(py, data, 8, DataType::F4_E2M1FN, 0, plain_deleter);
         let tensor = PyTensor::from_capsule(&packed).unwrap();
         assert_eq!((tensor.numel(), tensor.nbytes()), (8, 4), "two per byte");
+        assert!(DLPackTensor::new(tensor).is_ok());
     });
 }

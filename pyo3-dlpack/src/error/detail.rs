@@ -116,6 +116,12 @@ pub enum LayoutError {
         /// Element type.
         dtype: DataType,
     },
+    /// Sub-byte elements padded to a byte each (DLPack's
+    /// `IS_SUBBYTE_TYPE_PADDED`), which this crate exports only packed.
+    PaddedSubByte {
+        /// Element type.
+        dtype: DataType,
+    },
     /// A row-major contiguous tensor was required.
     NotContiguous {
         /// The tensor's shape.
@@ -195,6 +201,11 @@ impl fmt::Display for LayoutError {
             Self::StridedSubByte { dtype } => write!(
                 f,
                 "{dtype} packs several elements per byte: it cannot be exported with strides"
+            ),
+            Self::PaddedSubByte { dtype } => write!(
+                f,
+                "the {dtype} elements are padded to a byte each, \
+                 but this crate exports sub-byte types packed only"
             ),
             Self::NotContiguous { shape, strides } => write!(
                 f,

@@ -4,6 +4,7 @@
 
 use std::ffi::c_void;
 
+use crate::error::LayoutError;
 use crate::export::{IntoDLPack, TensorData, TensorInfo};
 use crate::import::tensor::PyTensor;
 use crate::{DLPackError, DataType, Device, Writability};
@@ -45,6 +46,13 @@ unsafe impl TensorData for PyTensor {
 /// when one is asked for, and `READ_ONLY` in a versioned one).
 impl IntoDLPack for PyTensor {
     fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        if !self.dtype().is_byte_sized() && self.is_subbyte_padded() {
+            // Described as packed, a consumer would misread the elements.
+            return Err(LayoutError::PaddedSubByte {
+                dtype: self.dtype(),
+            }
+            .into());
+        }
         let first = PyTensor::data_ptr(self) as usize;
         let lowest = TensorData::data_ptr(self) as usize;
         let builder = TensorInfo::builder(self).shape(self.shape());

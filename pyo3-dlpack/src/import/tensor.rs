@@ -214,6 +214,11 @@ impl PyTensor {
         self.managed = None;
     }
 
+    /// Whether the producer's flags say sub-byte elements take a byte each.
+    pub(crate) fn is_subbyte_padded(&self) -> bool {
+        self.flags().is_some_and(protocol::is_subbyte_padded)
+    }
+
     /// The address range `[start, end)` of every byte the elements reach.
     pub(crate) fn span(&self) -> (usize, usize) {
         self.checked.span
@@ -233,7 +238,7 @@ impl PyTensor {
             // the header says stays stable across majors.
             protocol::check_version(unsafe { versioned.as_ref() }.version)?;
         }
-        let padded = tensor.flags().is_some_and(protocol::is_subbyte_padded);
+        let padded = tensor.is_subbyte_padded();
         // SAFETY: the struct is live and of a version whose layout we know;
         // its shape and strides are `ndim` long per the header.
         tensor.checked = unsafe { foreign::check(tensor.dl_tensor(), padded) }?;
