@@ -27,7 +27,9 @@ use crate::{DataType, Device, Element, Writability};
 ///   description of the value);
 /// - when [`byte_len`](Self::byte_len) is `Some(n)`, the `n` bytes from that
 ///   address are allocated memory on [`device`](Self::device) (readable, and
-///   writable unless [`is_read_only`](Self::is_read_only) is true), and no
+///   writable when [`writability`](Self::writability) is
+///   [`Writable`](Writability::Writable), which it is only when
+///   [`is_read_only`](Self::is_read_only) is false), and no
 ///   other Rust code holds a reference to them that a consumer's writes would
 ///   invalidate;
 /// - when [`dtype`](Self::dtype) is `Some`, the memory holds elements of that
@@ -69,8 +71,8 @@ pub unsafe trait TensorData {
     /// writability is exported as a legacy capsule when asked for one, and
     /// as `READ_ONLY` otherwise. By default [`ReadOnly`](Writability::ReadOnly)
     /// when [`is_read_only`](Self::is_read_only), else
-    /// [`Writable`](Writability::Writable); an override must agree with
-    /// `is_read_only` (true unless `Writable`).
+    /// [`Writable`](Writability::Writable); an override may say `Writable`
+    /// only when `is_read_only` is false (a safety promise, see the trait).
     fn writability(&self) -> Writability {
         if self.is_read_only() {
             Writability::ReadOnly
