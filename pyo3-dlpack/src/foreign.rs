@@ -70,13 +70,14 @@ pub(crate) unsafe fn shape_of(
 
 /// Checks every field of `tensor` that later code relies on: the dtype
 /// (the protocol's rule), the shape ([`shape_of`]), the byte extent (no
-/// overflow, no address wrap-around), NULL data with elements.
+/// overflow, no address wrap-around), NULL data with elements. `padded`:
+/// the producer's flags say sub-byte elements take a byte each.
 ///
 /// # Safety
 ///
 /// `tensor` comes from a live managed tensor: when non-NULL, `shape` and
 /// `strides` point to `ndim` readable `i64`s each, as the DLPack header requires.
-pub(crate) unsafe fn check(tensor: &DLTensor) -> Result<Checked, DLPackError> {
+pub(crate) unsafe fn check(tensor: &DLTensor, padded: bool) -> Result<Checked, DLPackError> {
     protocol::check_dtype(tensor.dtype)?;
     // SAFETY: the caller's contract.
     let (shape, numel) = unsafe { shape_of(tensor, Role::Tensor) }?;
@@ -92,12 +93,12 @@ pub(crate) unsafe fn check(tensor: &DLTensor) -> Result<Checked, DLPackError> {
         None => unsafe { foreign_slice(tensor.strides, ndim) },
     };
     let nbytes =
-        layout::storage_bytes(numel, tensor.dtype, false).ok_or(SizeOverflow::Storage {
+        layout::storage_bytes(numel, tensor.dtype, padded).ok_or(SizeOverflow::Storage {
             numel,
             dtype: tensor.dtype,
         })?;
     let span = if numel > 0 {
-        check_extent(tensor, shape, strides, nbytes)?
+        check_extent(tensor, shape, strides, padded, nbytes)?
     } else {
         (0, 0)
     };
@@ -137,12 +138,13 @@ pub(crate) unsafe fn foreign_slice<'a>(ptr: *const i64, len: usize) -> &'a [i64]
 /// The bytes the tensor reaches, from its first element's address plus the
 /// most negative and most positive stride reach, must be a real address
 /// range of at most `isize::MAX` bytes. A row-major tensor of byte-sized
-/// elements reaches exactly its `nbytes` (the common case, without the
-/// strided walk's wide arithmetic).
+/// (or padded) elements reaches exactly its `nbytes` (the common case,
+/// without the strided walk's wide arithmetic).
 fn check_extent(
     tensor: &DLTensor,
     shape: &[i64],
     strides: &[i64],
+    padded: bool,
     nbytes: usize,
 ) -> Result<(usize, usize), DLPackError> {
     if tensor.data.is_null() {
@@ -156,7 +158,7 @@ fn check_extent(
         strides: strides.to_vec(),
         byte_offset: tensor.byte_offset,
     };
-    let (low, high) = match layout::element_bytes(tensor.dtype, false) {
+    let (low, high) = match layout::element_bytes(tensor.dtype, padded) {
         Some(_) if layout::is_contiguous(shape, strides) => (0, nbytes as i128),
         itemsize => layout::reach(shape, strides, itemsize.unwrap_or(1)).ok_or_else(overflow)?,
     };

@@ -131,6 +131,7 @@ mod foreign;
 mod import;
 mod layout;
 mod protocol;
+mod pyint;
 
 pub use device::{Device, DeviceType, ParseDeviceError};
 pub use dtype::{DataType, DataTypeCode, ParseDataTypeError};
@@ -142,6 +143,7 @@ pub use export::{
 };
 pub use import::{FromDLPack, ImportOptions, PyTensor};
 pub use layout::MAX_NDIM;
+pub use protocol::Writability;
 
 /// `#[derive(IntoDLPack)]` and `#[derive(FromDLPack)]` (feature `derive`, on by default).
 #[cfg(feature = "derive")]

@@ -3,7 +3,10 @@
 //! byte storage may hold, and the stream rule per device type.
 
 use crate::error::{DtypeError, ExportError};
-use crate::ffi::{DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion};
+use crate::ffi::{
+    DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED,
+    DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion,
+};
 use crate::{DLPackError, DataType, DataTypeCode, Device, DeviceType};
 
 /// The DLPack version this crate exports and asks producers for.
@@ -23,6 +26,72 @@ pub(crate) fn check_version(version: DLPackVersion) -> Result<(), DLPackError> {
             minor: version.minor,
         })
     }
+}
+
+/// Whether a tensor's memory may be written, as its producer said.
+///
+/// A versioned DLPack capsule says *writable* or *read-only* (its
+/// `READ_ONLY` flag); a legacy capsule says nothing, so its writability is
+/// *unknown* (JAX before 0.12 exports its immutable arrays that way).
+///
+/// - Rust views treat [`Unknown`](Self::Unknown) as read-only (NumPy's rule
+///   for legacy imports): [`PyTensor::as_slice_mut`](crate::PyTensor::as_slice_mut)
+///   is refused and [`PyTensor::is_read_only`](crate::PyTensor::is_read_only) is true.
+/// - A re-export hands the ambiguity on unchanged: a consumer asking for a
+///   legacy capsule gets one (so a JAX array can go through Rust and back to
+///   JAX), a consumer asking for a versioned capsule gets `READ_ONLY`.
+/// - [`ReadOnly`](Self::ReadOnly) values (the producer said so, or a Rust
+///   value shared through an `Arc`) follow NumPy's export rule: a legacy
+///   request raises `BufferError` unless `copy=True`.
+///
+/// ```
+/// use pyo3_dlpack::Writability;
+///
+/// assert!(Writability::Writable.allows_writes());
+/// assert!(!Writability::Unknown.allows_writes());
+/// assert!(Writability::Unknown.allows_legacy_export());
+/// assert!(!Writability::ReadOnly.allows_legacy_export());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Writability {
+    /// Consumers may write: a versioned capsule without `READ_ONLY`, or a
+    /// Rust value exported writable.
+    Writable,
+    /// Consumers must not write: the producer set `READ_ONLY`, or the value
+    /// is exported read-only.
+    ReadOnly,
+    /// The producer did not say (a legacy capsule, a borrowed `DLTensor`).
+    Unknown,
+}
+
+impl Writability {
+    /// The writability a versioned capsule's `flags` state.
+    pub const fn from_flags(flags: u64) -> Self {
+        if flags & DLPACK_FLAG_BITMASK_READ_ONLY != 0 {
+            Self::ReadOnly
+        } else {
+            Self::Writable
+        }
+    }
+
+    /// Whether writes are known to be allowed (only [`Writable`](Self::Writable)).
+    pub const fn allows_writes(self) -> bool {
+        matches!(self, Self::Writable)
+    }
+
+    /// Whether a legacy capsule, or any other export that carries no flags
+    /// (a borrowed `DLTensor` of the C exchange API), may export it:
+    /// everything but a known [`ReadOnly`](Self::ReadOnly), which it cannot state.
+    pub const fn allows_legacy_export(self) -> bool {
+        !matches!(self, Self::ReadOnly)
+    }
+}
+
+/// Whether a versioned struct's `flags` say its sub-byte elements (float4,
+/// float6) take a byte each (`IS_SUBBYTE_TYPE_PADDED`) instead of being
+/// packed, the header's default.
+pub(crate) const fn is_subbyte_padded(flags: u64) -> bool {
+    flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED != 0
 }
 
 /// The versioned struct's flags for an export.

@@ -101,21 +101,115 @@ def test_owned_exchange_imports_release_the_tensor():
     assert torch.Storage._expired(storage), "every import released its reference"
 
 
-def test_producer_errors_surface_unchanged():
-    sparse = torch.sparse_coo_tensor([[0, 1]], [1.0, 2.0], (3,), check_invariants=True)
+def importers():
+    """Every way a tensor is imported: owned, borrowed, as a derived argument."""
+    return {
+        "from_pyany": ext.describe,
+        "with_borrowed": ext.describe_borrowed,
+        "derived": lambda t: dict(zip(("shape", "same_address"), ext.derived_describe(t)[::5])),
+    }
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (
+            lambda: torch.sparse_coo_tensor([[0, 1]], [1.0, 2.0], (3,), check_invariants=True),
+            "Can't export tensors with layout other than torch.strided",
+        ),
+        (lambda: torch.ones(3, device="meta"), "Cannot pack tensors on meta"),
+        (
+            lambda: torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.quint8),
+            "QUInt/QInt types are not supported by dlpack",
+        ),
+    ],
+    ids=["sparse", "meta", "quantized"],
+)
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_what_torch_cannot_export_raises_torchs_own_buffer_error(make, message):
+    t = make()
+    with pytest.raises(BufferError, match=f"^{message}$"):
+        t.__dlpack__(max_version=(1, 3))
     for importer in (ext.describe, ext.describe_borrowed):
-        with pytest.raises(RuntimeError, match="doesn't have storage"):
-            importer(sparse)
+        with pytest.raises(BufferError) as excinfo:
+            importer(t)
+        assert str(excinfo.value) == message, "one line, no C++ backtrace"
 
 
-def test_the_c_path_accepts_tensors_that_require_grad():
-    # torch's C exchange API exports them (kernels inside autograd functions
-    # need that); its Python __dlpack__ refuses. Reading is what an import does.
-    t = torch.arange(3.0, requires_grad=True)
-    with pytest.raises(BufferError):
+REQUIRES_GRAD = "Can't export tensors that require gradient, use tensor.detach()"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.complex64])
+@pytest.mark.parametrize("path", ["from_pyany", "with_borrowed", "derived"])
+def test_tensors_that_require_grad_are_refused_as_torch_refuses_them(dtype, path):
+    t = torch.ones(3, dtype=dtype, requires_grad=True)
+    with pytest.raises(BufferError, match=r"^Can't export tensors that require gradient"):
         t.__dlpack__()
-    assert ext.describe(t)["shape"] == (3,)
-    assert ext.to_list(t, "float32") == [0.0, 1.0, 2.0]
+    with pytest.raises(BufferError) as excinfo:
+        importers()[path](t)
+    assert str(excinfo.value) == REQUIRES_GRAD
+    # Non-leaf results of autograd too; torch's advice works.
+    with pytest.raises(BufferError, match=r"^Can't export tensors that require gradient"):
+        importers()[path](t * 2)
+    detached = importers()[path](t.detach())
+    assert detached.get("data_ptr", t.data_ptr()) == t.data_ptr()
+    assert detached.get("same_address", True)
+
+
+def test_a_tensor_that_requires_grad_is_never_written_from_rust():
+    leaf = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(BufferError, match=r"^Can't export tensors that require gradient"):
+        ext.fill(leaf, 5.0)
+    assert leaf.tolist() == [1.0, 1.0, 1.0]
+    (leaf * leaf).sum().backward()
+    assert leaf.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.complex64, torch.bfloat16, torch.int32, torch.bool]
+)
+def test_read_only_tensor_wrappers_import_read_only_on_every_path(dtype):
+    from torch.utils.dlpack import ReadOnlyTensorWrapper
+
+    source = torch.arange(4).to(dtype)
+    wrapper = ReadOnlyTensorWrapper(source)
+    with pytest.raises(RuntimeError, match="only supports DLPack export"):
+        wrapper.is_neg()
+    owned = ext.describe(wrapper)
+    assert (owned["writability"], owned["read_only"]) == ("ReadOnly", True)
+    assert owned["data_ptr"] == source.data_ptr()
+    assert ext.describe_borrowed(wrapper)["data_ptr"] == source.data_ptr()
+    name = "uint8" if dtype == torch.bool else str(dtype).removeprefix("torch.")
+    expected = source.to(torch.uint8) if dtype == torch.bool else source
+    values = [(v.real, v.imag) if dtype.is_complex else v for v in expected.tolist()]
+    assert ext.to_list(wrapper, name) == values
+    assert source.tolist() == torch.arange(4).to(dtype).tolist()
+    doubles = torch.zeros(2, dtype=torch.float64)
+    with pytest.raises(ValueError, match="^expected a writable tensor, got a read-only one$"):
+        ext.fill(ReadOnlyTensorWrapper(doubles), 1.0)
+    assert doubles.tolist() == [0.0, 0.0]
+
+
+def test_a_read_only_wrapper_of_a_tensor_that_requires_grad_is_refused():
+    from torch.utils.dlpack import ReadOnlyTensorWrapper
+
+    wrapper = ReadOnlyTensorWrapper(torch.ones(3, requires_grad=True))
+    for importer in importers().values():
+        with pytest.raises(BufferError) as excinfo:
+            importer(wrapper)
+        assert str(excinfo.value) == REQUIRES_GRAD
+
+
+def test_plain_subclasses_import_through_their_own_dlpack():
+    class Plain(torch.Tensor):
+        pass
+
+    t = torch.arange(3.0, dtype=torch.float64).as_subclass(Plain)
+    assert ext.describe(t)["data_ptr"] == t.data_ptr()
+    ext.fill(t, 2.0)
+    assert t.tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(BufferError, match=r"^Can't export tensors that require gradient"):
+        ext.describe(torch.ones(2, requires_grad=True).as_subclass(Plain))
 
 
 def test_writes_through_an_exchange_import_reach_torch():
@@ -305,6 +399,20 @@ def test_a_read_only_tensor_refuses_the_borrowed_c_view():
         table.dltensor_from_py(x, ctypes.byref(view))
 
 
+def test_an_unknown_writability_is_handed_on_through_the_table():
+    table = our_table()
+    source = torch.arange(4, dtype=torch.float32)
+    x = ext.reexport(torch.utils.dlpack.to_dlpack(source))  # legacy: unknown
+    view = DLTensor()
+    assert table.dltensor_from_py(x, ctypes.byref(view)) == 0, "flagless, as it came"
+    assert view.data == source.data_ptr()
+    out = ctypes.c_void_p()
+    assert table.from_py(x, ctypes.byref(out)) == 0
+    managed = DLManagedTensorVersioned.from_address(out.value)
+    assert managed.flags == 1, "READ_ONLY in a versioned tensor"
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(managed.deleter)(out.value)
+
+
 def test_our_importer_uses_our_table(drops):
     x = ext.arange("int32", 5)
     assert ext.describe(x)["data_ptr"] == x.data_ptr
@@ -385,3 +493,35 @@ def test_the_allocator_refuses_null_pointers_through_set_error():
         (b"BufferError", b"the DLPack exchange API was called with a NULL out pointer"),
     ]
     assert out.value is None
+
+
+def test_torch_tensors_take_the_c_path_and_subclasses_their_own_dlpack(monkeypatch):
+    from torch.utils.dlpack import ReadOnlyTensorWrapper
+
+    calls = []
+
+    def recording(cls):
+        original = cls.__dlpack__
+
+        def __dlpack__(self, *args, **kwargs):
+            calls.append(cls.__name__)
+            return original(self, *args, **kwargs)
+
+        return __dlpack__
+
+    t = torch.ones(2)
+    ext.describe(t)  # the type's table is looked up (and cached) once
+    with monkeypatch.context() as patch:
+        patch.setattr(torch.Tensor, "__dlpack__", recording(torch.Tensor))
+        for dtype in (torch.float32, torch.complex64, torch.int64):
+            t = torch.ones(2, dtype=dtype)
+            assert ext.describe(t)["data_ptr"] == t.data_ptr()
+            ext.describe_borrowed(t)
+    assert calls == [], "torch.Tensor itself: no Python call"
+    monkeypatch.setattr(
+        ReadOnlyTensorWrapper, "__dlpack__", recording(ReadOnlyTensorWrapper)
+    )
+    wrapper = ReadOnlyTensorWrapper(torch.ones(2))
+    assert ext.describe(wrapper)["read_only"] is True
+    ext.describe_borrowed(wrapper)
+    assert calls == ["ReadOnlyTensorWrapper"] * 2

@@ -427,6 +427,26 @@ def test_the_legacy_retry_keeps_the_cuda_stream():
     assert calls == [1]
 
 
+@pytest.mark.parametrize(
+    "device, field, value",
+    [((2**40, 0), "device_type", 2**40), ((1, -(2**31) - 1), "device_id", -(2**31) - 1)],
+)
+def test_a_device_out_of_range_is_an_overflow_error(device, field, value):
+    class Huge:
+        def __dlpack__(self, **kwargs):
+            raise AssertionError("not reached")
+
+        def __dlpack_device__(self):
+            return device
+
+    with pytest.raises(OverflowError) as excinfo:
+        ext.describe(Huge())
+    assert str(excinfo.value) == (
+        f"the {field} of Huge.__dlpack_device__() must be an integer in range "
+        f"[-2147483648, 2147483647], got {value}"
+    )
+
+
 def test_copy_option_gives_a_private_copy():
     a = np.arange(4.0)
     d = ext.import_with(a, copy=True)

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_dlpack::{
     AlignedBuffer, CapsuleFormat, DLPackError, DataType, Device, FromDLPack, ImportOptions,
-    IntoDLPack, PyTensor, TensorInfo,
+    IntoDLPack, PyTensor, TensorInfo, Writability,
 };
 
 fn numpy_array<'py>(py: Python<'py>, code: &str) -> Bound<'py, PyAny> {
@@ -117,6 +117,8 @@ fn options_reach_the_producer() {
             legacy.is_read_only(),
             "legacy capsules cannot say writes are allowed"
         );
+        assert_eq!(legacy.writability(), Writability::Unknown);
+        assert_eq!(copied.writability(), Writability::Writable);
     });
 }
 

@@ -116,6 +116,12 @@ pub enum LayoutError {
         /// Element type.
         dtype: DataType,
     },
+    /// Sub-byte elements padded to a byte each (DLPack's
+    /// `IS_SUBBYTE_TYPE_PADDED`), which this crate exports only packed.
+    PaddedSubByte {
+        /// Element type.
+        dtype: DataType,
+    },
     /// A row-major contiguous tensor was required.
     NotContiguous {
         /// The tensor's shape.
@@ -195,6 +201,11 @@ impl fmt::Display for LayoutError {
             Self::StridedSubByte { dtype } => write!(
                 f,
                 "{dtype} packs several elements per byte: it cannot be exported with strides"
+            ),
+            Self::PaddedSubByte { dtype } => write!(
+                f,
+                "the {dtype} elements are padded to a byte each, \
+                 but this crate exports sub-byte types packed only"
             ),
             Self::NotContiguous { shape, strides } => write!(
                 f,
@@ -494,6 +505,9 @@ pub enum ExportError {
         /// The torch method that resolves it.
         resolve: &'static str,
     },
+    /// A torch tensor that requires gradient (torch's `__dlpack__` refuses
+    /// it; its C exchange API does not).
+    RequiresGrad,
     /// A NULL managed tensor handed to the exchange API.
     NullTensor,
     /// A read-only tensor asked for as a borrowed `DLTensor`, which cannot say so.
@@ -561,6 +575,10 @@ impl fmt::Display for ExportError {
                 "the torch tensor has its lazy {bit} bit set, so its memory does not hold its values: \
                  call .{resolve}() before passing it"
             ),
+            // torch's own message (`Tensor.__dlpack__`), advice included.
+            Self::RequiresGrad => {
+                f.write_str("Can't export tensors that require gradient, use tensor.detach()")
+            }
             Self::NullTensor => f.write_str("a NULL managed tensor"),
             Self::ReadOnlyBorrowed => f.write_str(
                 "the tensor is read-only, which a borrowed DLTensor cannot say; \
@@ -603,12 +621,17 @@ pub enum ArgumentError {
         /// `repr` and type of the value.
         found: String,
     },
-    /// A `dl_device` whose entries do not fit `int32`.
-    DeviceRange {
-        /// The device type code given.
-        device_type: i64,
-        /// The device index given.
-        device_id: i64,
+    /// An integer outside the range of the field it is for (`stream` an
+    /// `int64`, the `max_version` numbers `uint32`, device codes `int32`).
+    OutOfRange {
+        /// What the integer is, such as `stream` or `the major of max_version`.
+        what: String,
+        /// The smallest value the field holds.
+        min: i64,
+        /// The largest value the field holds.
+        max: i64,
+        /// The integer given, in decimal.
+        found: String,
     },
     /// Not `True`, `False` or `None`.
     NotBool {
@@ -628,12 +651,14 @@ impl fmt::Display for ArgumentError {
             Self::NotPair { name, form, found } => {
                 write!(f, "{name} must be a {form} tuple of integers, got {found}")
             }
-            Self::DeviceRange {
-                device_type,
-                device_id,
+            Self::OutOfRange {
+                what,
+                min,
+                max,
+                found,
             } => write!(
                 f,
-                "dl_device must be a (device_type, device_id) pair of int32s, got ({device_type}, {device_id})"
+                "{what} must be an integer in range [{min}, {max}], got {found}"
             ),
             Self::NotBool { name, found } => {
                 write!(f, "{name} must be True, False or None, got {found}")

@@ -11,7 +11,7 @@ pub use detail::{
 };
 
 use pyo3::PyErr;
-use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyOverflowError, PyTypeError, PyValueError};
 
 use crate::{DataType, Device};
 
@@ -25,6 +25,7 @@ use crate::{DataType, Device};
 /// |---|---|
 /// | the tensor cannot be exported as asked ([`Export`](Self::Export), [`UnsupportedVersion`](Self::UnsupportedVersion)) | `BufferError` |
 /// | the object speaks no DLPack, or returned the wrong type ([`NotDLPack`](Self::NotDLPack), [`NotACapsule`](Self::NotACapsule), [`NotADLPackTensor`](Self::NotADLPackTensor)) | `TypeError` |
+/// | an integer argument outside its field's range ([`ArgumentError::OutOfRange`]) | `OverflowError` |
 /// | a constraint the data or an argument fails (everything else) | `ValueError` |
 ///
 /// The same failure raises the same exception from every entry point
@@ -130,6 +131,7 @@ pub(crate) enum PythonKind {
     Buffer,
     Type,
     Value,
+    Overflow,
 }
 
 impl PythonKind {
@@ -139,6 +141,7 @@ impl PythonKind {
             Self::Buffer => c"BufferError",
             Self::Type => c"TypeError",
             Self::Value => c"ValueError",
+            Self::Overflow => c"OverflowError",
         }
     }
 }
@@ -151,6 +154,9 @@ impl DLPackError {
             Self::NotDLPack { .. } | Self::NotACapsule { .. } | Self::NotADLPackTensor { .. } => {
                 PythonKind::Type
             }
+            // As NumPy's `__dlpack__` and Python's own conversions raise; not
+            // a `TypeError`, which consumers read as "old producer".
+            Self::InvalidArgument(ArgumentError::OutOfRange { .. }) => PythonKind::Overflow,
             _ => PythonKind::Value,
         }
     }
@@ -260,6 +266,7 @@ impl From<DLPackError> for PyErr {
             PythonKind::Buffer => PyBufferError::new_err(message),
             PythonKind::Type => PyTypeError::new_err(message),
             PythonKind::Value => PyValueError::new_err(message),
+            PythonKind::Overflow => PyOverflowError::new_err(message),
         }
     }
 }

@@ -1,13 +1,15 @@
 //! The keyword arguments of `__dlpack__`, parsed into an [`ExportRequest`].
 //!
-//! Malformed values raise `ValueError` ([`ArgumentError`]), never
-//! `TypeError` (see `plan.rs`).
+//! Malformed values raise `ValueError` ([`ArgumentError`]), and integers
+//! outside their field's range `OverflowError` (as NumPy's `__dlpack__`
+//! does), never `TypeError` (see `plan.rs`).
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PySequence, PyTuple};
 
 use crate::error::ArgumentError;
 use crate::export::plan::ExportRequest;
+use crate::pyint::int_in_range;
 use crate::{DLPackError, Device, DeviceType};
 
 impl ExportRequest {
@@ -21,24 +23,31 @@ impl ExportRequest {
         Ok(Self {
             max_version: not_none(max_version)
                 .map(|v| {
-                    let (major, minor) = int_pair(v, "max_version", "(major, minor)")?;
-                    let major =
-                        u32::try_from(major).unwrap_or(if major < 0 { 0 } else { u32::MAX });
-                    let minor =
-                        u32::try_from(minor).unwrap_or(if minor < 0 { 0 } else { u32::MAX });
-                    Ok::<_, DLPackError>((major, minor))
+                    let [major, minor] = int_pair(v, "max_version", "(major, minor)")?;
+                    let version = 0..=u32::MAX;
+                    Ok::<_, DLPackError>((
+                        int_in_range(&major, version.clone(), || {
+                            "the major of max_version".into()
+                        })?,
+                        int_in_range(&minor, version, || "the minor of max_version".into())?,
+                    ))
                 })
                 .transpose()?,
-            stream: not_none(stream).map(|v| int(v, "stream")).transpose()?,
+            stream: not_none(stream)
+                .map(|v| {
+                    int(v, "stream")?;
+                    int_in_range(v, i64::MIN..=i64::MAX, || "stream".into())
+                })
+                .transpose()?,
             dl_device: not_none(dl_device)
                 .map(|v| {
-                    let (device_type, id) = int_pair(v, "dl_device", "(device_type, device_id)")?;
-                    let out_of_range = || ArgumentError::DeviceRange {
-                        device_type,
-                        device_id: id,
-                    };
-                    let device_type = i32::try_from(device_type).map_err(|_| out_of_range())?;
-                    let id = i32::try_from(id).map_err(|_| out_of_range())?;
+                    let [device_type, id] = int_pair(v, "dl_device", "(device_type, device_id)")?;
+                    let device_type = int_in_range(&device_type, i32::MIN..=i32::MAX, || {
+                        "the device_type of dl_device".into()
+                    })?;
+                    let id = int_in_range(&id, i32::MIN..=i32::MAX, || {
+                        "the device_id of dl_device".into()
+                    })?;
                     Ok::<_, DLPackError>(Device::new(DeviceType::from_code(device_type), id))
                 })
                 .transpose()?,
@@ -51,30 +60,32 @@ fn not_none<'a, 'py>(value: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'
     value.filter(|v| !v.is_none())
 }
 
-/// Any `int` (or subclass, such as torch's and JAX's `IntEnum` device types).
-fn int(value: &Bound<'_, PyAny>, name: &'static str) -> Result<i64, DLPackError> {
-    let found = || ArgumentError::NotInteger {
-        name,
-        found: describe(value),
-    };
+/// `Ok` for any `int` (or subclass, such as torch's and JAX's `IntEnum`
+/// device types), but not `bool`.
+fn int(value: &Bound<'_, PyAny>, name: &'static str) -> Result<(), DLPackError> {
     if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
-        return Err(found().into());
+        return Err(ArgumentError::NotInteger {
+            name,
+            found: describe(value),
+        }
+        .into());
     }
-    value.extract::<i64>().map_err(|_| found().into())
+    Ok(())
 }
 
-fn int_pair(
-    value: &Bound<'_, PyAny>,
+/// The two integers of a 2-sequence (not yet checked for range).
+fn int_pair<'py>(
+    value: &Bound<'py, PyAny>,
     name: &'static str,
     form: &'static str,
-) -> Result<(i64, i64), DLPackError> {
+) -> Result<[Bound<'py, PyAny>; 2], DLPackError> {
     // Fast path: the exact 2-tuple of exact ints every consumer sends.
     if let Ok(tuple) = value.cast_exact::<PyTuple>() {
         if tuple.len() == 2 {
-            let first = tuple.get_borrowed_item(0).ok().and_then(|i| exact_int(&i));
-            let second = tuple.get_borrowed_item(1).ok().and_then(|i| exact_int(&i));
+            let first = tuple.get_borrowed_item(0).ok().filter(is_exact_int);
+            let second = tuple.get_borrowed_item(1).ok().filter(is_exact_int);
             if let (Some(first), Some(second)) = (first, second) {
-                return Ok((first, second));
+                return Ok([first.to_owned(), second.to_owned()]);
             }
         }
     }
@@ -87,15 +98,17 @@ fn int_pair(
     if sequence.len().map_err(|_| wrong())? != 2 {
         return Err(wrong().into());
     }
-    let item = |i| sequence.get_item(i).map_err(|_| wrong());
-    let first = int(&item(0)?, name).map_err(|_| wrong())?;
-    let second = int(&item(1)?, name).map_err(|_| wrong())?;
-    Ok((first, second))
+    let item = |i| {
+        let item = sequence.get_item(i).map_err(|_| wrong())?;
+        int(&item, name).map_err(|_| wrong())?;
+        Ok::<_, DLPackError>(item)
+    };
+    Ok([item(0)?, item(1)?])
 }
 
-/// An exact `int` (not a subclass) that fits an `i64`.
-fn exact_int(value: &Bound<'_, PyAny>) -> Option<i64> {
-    value.cast_exact::<PyInt>().ok()?.extract::<i64>().ok()
+/// An exact `int` (not a subclass).
+fn is_exact_int(value: &Borrowed<'_, '_, PyAny>) -> bool {
+    value.is_exact_instance_of::<PyInt>()
 }
 
 fn boolean(value: &Bound<'_, PyAny>) -> Result<bool, DLPackError> {
@@ -177,6 +190,50 @@ mod tests {
             assert_eq!(
                 bad("None", "None", "None", "1"),
                 "copy must be True, False or None, got 1 (int)"
+            );
+            // Integers that do not fit their field: one message, an OverflowError.
+            let out_of_range = |stream: &str, max_version: &str, dl_device: &str| {
+                let err = ExportRequest::from_python(
+                    Some(&eval(stream)),
+                    Some(&eval(max_version)),
+                    Some(&eval(dl_device)),
+                    None,
+                )
+                .unwrap_err();
+                assert!(matches!(
+                    err,
+                    DLPackError::InvalidArgument(ArgumentError::OutOfRange { .. })
+                ));
+                assert!(
+                    PyErr::from(err.clone())
+                        .is_instance_of::<pyo3::exceptions::PyOverflowError>(py)
+                );
+                err.to_string()
+            };
+            assert_eq!(
+                out_of_range("2**70", "None", "None"),
+                "stream must be an integer in range [-9223372036854775808, 9223372036854775807], got 1180591620717411303424"
+            );
+            assert_eq!(
+                out_of_range("None", "(2**40, 0)", "None"),
+                "the major of max_version must be an integer in range [0, 4294967295], got 1099511627776"
+            );
+            assert_eq!(
+                out_of_range("None", "None", "(1, -2**31 - 1)"),
+                "the device_id of dl_device must be an integer in range [-2147483648, 2147483647], got -2147483649"
+            );
+            let edge = ExportRequest::from_python(
+                Some(&eval("2**63 - 1")),
+                Some(&eval("(2**32 - 1, 0)")),
+                Some(&eval("(-2**31, 2**31 - 1)")),
+                None,
+            )
+            .unwrap();
+            assert_eq!(edge.stream, Some(i64::MAX));
+            assert_eq!(edge.max_version, Some((u32::MAX, 0)));
+            assert_eq!(
+                edge.dl_device,
+                Some(Device::new(DeviceType::from_code(i32::MIN), i32::MAX))
             );
         });
     }

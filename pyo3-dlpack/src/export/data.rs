@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use crate::{DataType, Device, Element};
+use crate::{DataType, Device, Element, Writability};
 
 /// A buffer whose address does not change when the value moves and stays
 /// valid until the value is dropped: the memory behind an exported tensor.
@@ -27,7 +27,9 @@ use crate::{DataType, Device, Element};
 ///   description of the value);
 /// - when [`byte_len`](Self::byte_len) is `Some(n)`, the `n` bytes from that
 ///   address are allocated memory on [`device`](Self::device) (readable, and
-///   writable unless [`is_read_only`](Self::is_read_only) is true), and no
+///   writable when [`writability`](Self::writability) is
+///   [`Writable`](Writability::Writable), which it is only when
+///   [`is_read_only`](Self::is_read_only) is false), and no
 ///   other Rust code holds a reference to them that a consumer's writes would
 ///   invalidate;
 /// - when [`dtype`](Self::dtype) is `Some`, the memory holds elements of that
@@ -62,6 +64,21 @@ pub unsafe trait TensorData {
     /// Whether consumers must not write (for example, memory other `Arc`s share).
     fn is_read_only(&self) -> bool {
         false
+    }
+
+    /// Whether consumers may write, when the answer may be unknown (memory
+    /// imported from a legacy capsule, see [`Writability`]): an unknown
+    /// writability is exported as a legacy capsule when asked for one, and
+    /// as `READ_ONLY` otherwise. By default [`ReadOnly`](Writability::ReadOnly)
+    /// when [`is_read_only`](Self::is_read_only), else
+    /// [`Writable`](Writability::Writable); an override may say `Writable`
+    /// only when `is_read_only` is false (a safety promise, see the trait).
+    fn writability(&self) -> Writability {
+        if self.is_read_only() {
+            Writability::ReadOnly
+        } else {
+            Writability::Writable
+        }
     }
 }
 

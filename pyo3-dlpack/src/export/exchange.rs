@@ -129,8 +129,9 @@ unsafe extern "C" fn dltensor_from_py_object(py_object: *mut c_void, out: *mut D
         // SAFETY: as above.
         let tensor = unsafe { tensor_of(py, py_object) }?;
         let (_, info) = tensor.get().parts();
-        if info.is_read_only() {
-            // A DLTensor carries no flags: the consumer would think it may write.
+        if !info.writability().allows_legacy_export() {
+            // A DLTensor carries no flags: the consumer would think it may
+            // write. Unknown writability is handed on, as in a legacy capsule.
             return Err(DLPackError::from(ExportError::ReadOnlyBorrowed).into());
         }
         let (shape, strides) = info.dims_slices();

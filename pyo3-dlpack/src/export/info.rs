@@ -9,7 +9,7 @@ use crate::export::data::TensorData;
 pub use crate::export::dims::Dims;
 use crate::layout::{self, DimsBuf, MAX_NDIM};
 use crate::protocol;
-use crate::{DLPackError, DataType, Device};
+use crate::{DLPackError, DataType, Device, Writability};
 
 /// The checked description of one export: where the first element is, on
 /// which device, its dtype, shape, strides (in elements) and whether
@@ -47,7 +47,7 @@ pub struct TensorInfo<'a> {
     /// Extents, then strides in elements (row-major ones when none were given).
     dims: DimsBuf,
     numel: usize,
-    read_only: bool,
+    writability: Writability,
     length_known: bool,
     /// The buffer the description borrows.
     buffer: PhantomData<&'a ()>,
@@ -60,7 +60,7 @@ pub struct TensorInfoBuilder<'a> {
     data: *mut c_void,
     byte_len: Option<usize>,
     buffer_dtype: Option<DataType>,
-    buffer_read_only: bool,
+    buffer_writability: Writability,
     buffer_device: Device,
     device: Device,
     dtype: Option<DataType>,
@@ -77,7 +77,7 @@ impl<'a> TensorInfo<'a> {
             data: data.data_ptr(),
             byte_len: data.byte_len(),
             buffer_dtype: data.dtype(),
-            buffer_read_only: data.is_read_only(),
+            buffer_writability: data.writability(),
             buffer_device: data.device(),
             device: data.device(),
             dtype: None,
@@ -126,9 +126,16 @@ impl<'a> TensorInfo<'a> {
         self.dims_slices().1.to_vec()
     }
 
-    /// Whether consumers must not write.
+    /// Whether consumers must not write (read-only, or of unknown writability).
     pub fn is_read_only(&self) -> bool {
-        self.read_only
+        !self.writability.allows_writes()
+    }
+
+    /// Whether consumers may write: [`Writability::Unknown`] for memory
+    /// imported from a legacy capsule, which is exported as it came (see
+    /// [`Writability`]).
+    pub fn writability(&self) -> Writability {
+        self.writability
     }
 
     /// Whether the buffer's length was known, so that every element was
@@ -157,7 +164,7 @@ impl<'a> TensorInfo<'a> {
 
     /// Exports read-only from now on (a value shared through an `Arc`).
     pub(crate) fn force_read_only(&mut self) {
-        self.read_only = true;
+        self.writability = Writability::ReadOnly;
     }
 
     /// The same description, no longer tied to the borrow of its buffer:
@@ -171,7 +178,7 @@ impl<'a> TensorInfo<'a> {
             dtype: self.dtype,
             dims: self.dims,
             numel: self.numel,
-            read_only: self.read_only,
+            writability: self.writability,
             length_known: self.length_known,
             buffer: PhantomData,
         }
@@ -269,7 +276,11 @@ impl<'a> TensorInfoBuilder<'a> {
             dtype,
             dims,
             numel,
-            read_only: self.read_only || self.buffer_read_only,
+            writability: if self.read_only {
+                Writability::ReadOnly
+            } else {
+                self.buffer_writability
+            },
             length_known: self.byte_len.is_some(),
             buffer: PhantomData,
         };

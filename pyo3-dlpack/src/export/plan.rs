@@ -8,7 +8,7 @@
 use crate::error::ExportError;
 use crate::export::info::TensorInfo;
 use crate::protocol;
-use crate::{DLPackError, Device};
+use crate::{DLPackError, Device, Writability};
 
 /// Which managed struct a capsule carries.
 ///
@@ -93,10 +93,17 @@ impl ExportRequest {
         }
         // A copy is ordinary (pageable) host memory, whatever the source was.
         let device = if copy { Device::cpu() } else { device };
-        let read_only = info.is_read_only() && !copy;
-        if read_only && format == CapsuleFormat::Legacy {
+        // A copy is this export's own, writable memory.
+        let writability = if copy {
+            Writability::Writable
+        } else {
+            info.writability()
+        };
+        if format == CapsuleFormat::Legacy && !writability.allows_legacy_export() {
             return Err(ExportError::ReadOnlyLegacy.into());
         }
+        // Versioned: an unknown writability is stated as read-only.
+        let read_only = !writability.allows_writes();
         Ok(ExportPlan {
             format,
             copy,
@@ -323,5 +330,59 @@ mod tests {
             (copied.format, copied.read_only),
             (CapsuleFormat::Legacy, false)
         );
+    }
+
+    /// Memory of unknown writability (imported from a legacy capsule).
+    struct Unknown([f32; 4]);
+
+    // SAFETY: an owned array, read through `&self` only; reported of unknown
+    // writability, and read-only as `is_read_only` must then say.
+    unsafe impl crate::TensorData for Unknown {
+        fn data_ptr(&self) -> *mut std::ffi::c_void {
+            self.0.as_ptr().cast_mut().cast()
+        }
+        fn byte_len(&self) -> Option<usize> {
+            Some(16)
+        }
+        fn dtype(&self) -> Option<crate::DataType> {
+            Some(crate::DataType::F32)
+        }
+        fn is_read_only(&self) -> bool {
+            true
+        }
+        fn writability(&self) -> Writability {
+            Writability::Unknown
+        }
+    }
+
+    #[test]
+    fn unknown_writability_is_handed_on() {
+        let data = Unknown([0.0; 4]);
+        let info = TensorInfo::builder(&data).build().unwrap();
+        assert_eq!(info.writability(), Writability::Unknown);
+        assert!(info.is_read_only());
+        let request = |max_version, copy| ExportRequest {
+            max_version,
+            copy,
+            ..Default::default()
+        };
+        // A legacy request gets a legacy capsule, a versioned one READ_ONLY.
+        let legacy = request(None, None).plan(&info).unwrap();
+        assert_eq!(
+            (legacy.format, legacy.read_only),
+            (CapsuleFormat::Legacy, true)
+        );
+        let versioned = request(Some((1, 3)), None).plan(&info).unwrap();
+        assert_eq!(versioned.flags(), crate::ffi::DLPACK_FLAG_BITMASK_READ_ONLY);
+        // A copy is writable.
+        let copied = request(Some((1, 3)), Some(true)).plan(&info).unwrap();
+        assert_eq!(copied.flags(), crate::ffi::DLPACK_FLAG_BITMASK_IS_COPIED);
+        // Declared read-only by the exporter: NumPy's rule again.
+        let declared = TensorInfo::builder(&data).read_only(true).build().unwrap();
+        assert_eq!(declared.writability(), Writability::ReadOnly);
+        assert!(matches!(
+            request(None, None).plan(&declared),
+            Err(DLPackError::Export(ExportError::ReadOnlyLegacy))
+        ));
     }
 }

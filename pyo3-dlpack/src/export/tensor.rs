@@ -27,14 +27,18 @@ use crate::export::plan::{CapsuleFormat, ExportRequest};
 /// - no `max_version` (or a major below 1) gives a legacy `"dltensor"`
 ///   capsule; `max_version=(1, x)` or later a `"dltensor_versioned"` 1.3 one,
 ///   writable unless the value is read-only (NumPy only makes writable arrays
-///   from versioned capsules);
+///   from versioned capsules); a read-only value refuses the legacy capsule
+///   (`BufferError`, unless `copy=True`), and a value of unknown
+///   [`Writability`](crate::Writability) (a `PyTensor` imported from a legacy
+///   capsule) gets the legacy capsule, or `READ_ONLY` in a versioned one;
 /// - `stream` must be `None` or `-1` on devices without streams; CUDA and
 ///   ROCm follow the specification's table;
 /// - `dl_device` may be the tensor's device, or `(1, 0)` (CPU) for memory
 ///   the CPU can reach; `copy=True` copies host memory and sets `IS_COPIED`;
 ///   `copy=False` never copies;
 /// - an export that cannot be done raises `BufferError`; a malformed argument
-///   value raises `ValueError`, never `TypeError` (which consumers read as
+///   value raises `ValueError` (an integer out of its field's range,
+///   such as `stream=2**70`, `OverflowError`), never `TypeError` (which consumers read as
 ///   "old producer" and retry without keywords); positional arguments are a
 ///   `TypeError`, as the specification requires.
 ///

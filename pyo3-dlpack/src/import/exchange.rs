@@ -26,10 +26,10 @@ const CACHE_LIMIT: usize = 64;
 #[derive(Clone, Copy)]
 pub(crate) struct ExchangeApi {
     table: &'static DLPackExchangeAPI,
-    /// torch tensors: the C path skips `__dlpack__`'s refusal of tensors with
-    /// the conjugate or negative bit set (it would export unresolved values),
-    /// so those are checked per tensor.
-    lazy_bits: bool,
+    /// `torch.Tensor` itself: torch's C path skips the refusals of its
+    /// `__dlpack__` (tensors that require gradient, the conjugate bit), so
+    /// they are checked per tensor (see [`ExchangeApi::check_torch`]).
+    torch: bool,
 }
 
 // SAFETY: the table is immutable and lives for the whole process (DLPack:
@@ -71,7 +71,12 @@ pub(crate) fn lookup(obj: &Bound<'_, PyAny>) -> PyResult<Option<ExchangeApi>> {
 
 /// Reads and checks `ty.__dlpack_c_exchange_api__`. A malformed table means
 /// "none"; so does a subclass that overrides `__dlpack__` or
-/// `__torch_function__` (its own Python behaviour must not be bypassed).
+/// `__torch_function__` (its own Python behaviour must not be bypassed), and
+/// so does every subclass of `torch.Tensor`: the tensor checks the C path
+/// skips are cheap attribute reads on `torch.Tensor` itself, but on a
+/// subclass they run its `__torch_function__`, which may refuse them
+/// (`torch.utils.dlpack.ReadOnlyTensorWrapper` refuses everything but
+/// `__dlpack__`). Its `__dlpack__` then runs torch's own checks.
 fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAny>>)> {
     let py = ty.py();
     let attr = match ty.getattr(pyo3::intern!(py, "__dlpack_c_exchange_api__")) {
@@ -79,6 +84,10 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
         Err(err) if err.is_instance_of::<PyAttributeError>(py) => return Ok((None, None)),
         Err(err) => return Err(err),
     };
+    let torch = is_torch_tensor_like(ty)?;
+    if torch && !is_exactly_torch_tensor(ty)? {
+        return Ok((None, None));
+    }
     if !same_behaviour_as_owner(ty)? {
         return Ok((None, None));
     }
@@ -93,8 +102,6 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
         let _ = PyErr::take(py);
         return Ok((None, None));
     };
-    let lazy_bits =
-        ty.hasattr(pyo3::intern!(py, "is_conj"))? && ty.hasattr(pyo3::intern!(py, "is_neg"))?;
     // Walk `prev_api` to the table of major version 1 (bounded, in case of a cycle).
     for _ in 0..8 {
         // SAFETY: the header is the first field of a process-lifetime table
@@ -104,7 +111,7 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
             // SAFETY: a major-1 header begins a `DLPackExchangeAPI`, static as above.
             let table: &'static DLPackExchangeAPI = unsafe { header.cast().as_ref() };
             let usable = table.managed_tensor_from_py_object_no_sync.is_some();
-            let api = ExchangeApi { table, lazy_bits };
+            let api = ExchangeApi { table, torch };
             return Ok((usable.then_some(api), Some(attr.clone().unbind())));
         }
         match NonNull::new(current.prev_api) {
@@ -113,6 +120,27 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
         }
     }
     Ok((None, None))
+}
+
+/// Whether `ty` is a torch tensor type: it has torch's per-tensor state
+/// (`requires_grad`, `is_conj`, `is_neg`).
+fn is_torch_tensor_like(ty: &Bound<'_, PyType>) -> PyResult<bool> {
+    let py = ty.py();
+    for name in [
+        pyo3::intern!(py, "requires_grad"),
+        pyo3::intern!(py, "is_conj"),
+        pyo3::intern!(py, "is_neg"),
+    ] {
+        if !ty.hasattr(name)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Whether `ty` is `torch.Tensor` itself, not a subclass.
+fn is_exactly_torch_tensor(ty: &Bound<'_, PyType>) -> PyResult<bool> {
+    Ok(ty.module()?.to_str()? == "torch" && ty.qualname()?.to_str()? == "Tensor")
 }
 
 /// Whether `ty` behaves as the class that defines its exchange table: same
@@ -153,30 +181,55 @@ fn producer_error(py: Python<'_>) -> PyErr {
 }
 
 impl ExchangeApi {
-    /// Refuses torch tensors with the conjugate or negative bit set: their
-    /// memory holds unresolved values that the C path (and, for the negative
-    /// bit, torch's own `__dlpack__`) would export as they are. Only the
-    /// dtypes those bits can apply to are checked (a Python call each):
-    /// complex tensors for both, floating-point ones (views such as
-    /// `x.conj().imag`) for the negative bit.
-    pub(crate) fn check_lazy_bits(self, obj: &Bound<'_, PyAny>, dtype: DataType) -> PyResult<()> {
-        if !self.lazy_bits {
+    /// Refuses what torch's `__dlpack__` refuses and its C path exports
+    /// anyway, with the same `BufferError`:
+    ///
+    /// - tensors that require gradient (torch: "Can't export tensors that
+    ///   require gradient, use tensor.detach()"): written through a Rust
+    ///   view, autograd would silently compute wrong gradients;
+    /// - the lazy conjugate bit, and the negative bit too (torch's
+    ///   `__dlpack__` misses that one): the memory holds unresolved values.
+    ///
+    /// Only the dtypes these can apply to are checked, each by an attribute
+    /// read or a method call on `torch.Tensor` itself (never a subclass, see
+    /// `find`): floating-point and complex tensors for gradients and the
+    /// negative bit (views such as `x.conj().imag`), complex ones for the
+    /// conjugate bit. Integer and bool tensors cost nothing. Whatever else
+    /// torch's `__dlpack__` refuses (meta, sparse and quantized tensors) its
+    /// C path fails on, and the import then asks `__dlpack__`, whose error
+    /// is torch's own.
+    pub(crate) fn check_torch(self, obj: &Bound<'_, PyAny>, dtype: DataType) -> PyResult<()> {
+        if !self.torch {
             return Ok(());
         }
-        let (conj, neg) = match dtype.code {
-            DataTypeCode::COMPLEX => (true, true),
-            DataTypeCode::FLOAT | DataTypeCode::BFLOAT => (false, true),
-            _ => (false, false),
-        };
+        let code = dtype.code;
+        let complex = code == DataTypeCode::COMPLEX;
+        let floating = complex || code == DataTypeCode::FLOAT || code == DataTypeCode::BFLOAT;
+        // float8, float6 and float4 are floating point to autograd too.
+        let low_precision = code.code() >= DataTypeCode::FLOAT8_E3M4.code();
+        if !floating && !low_precision {
+            return Ok(());
+        }
         let py = obj.py();
+        if obj
+            .getattr(pyo3::intern!(py, "requires_grad"))?
+            .is_truthy()?
+        {
+            return Err(DLPackError::from(ExportError::RequiresGrad).into());
+        }
         for (checked, method, bit, resolve) in [
             (
-                conj,
+                complex,
                 pyo3::intern!(py, "is_conj"),
                 "conjugate",
                 "resolve_conj",
             ),
-            (neg, pyo3::intern!(py, "is_neg"), "negative", "resolve_neg"),
+            (
+                floating,
+                pyo3::intern!(py, "is_neg"),
+                "negative",
+                "resolve_neg",
+            ),
         ] {
             if checked && obj.call_method0(method)?.is_truthy()? {
                 return Err(DLPackError::from(ExportError::LazyBit { bit, resolve }).into());

@@ -11,6 +11,7 @@ use pyo3::types::PyDict;
 use pyo3::types::{PyBool, PyCapsule, PyInt, PySequence, PyString, PyTuple};
 
 use crate::error::CapsuleError;
+use crate::pyint::int_in_range;
 use crate::{DLPackError, Device, DeviceType, protocol};
 
 /// How to ask a producer for its tensor: the keywords of `__dlpack__`.
@@ -155,6 +156,22 @@ pub(crate) fn request_capsule<'py>(
         }
         .into()
     })
+}
+
+/// Calls `obj.__dlpack__(max_version=(1, 3))` and drops what it returns,
+/// for its error: a producer whose C exchange export failed (torch: meta,
+/// sparse and quantized tensors) raises its own error there, without the
+/// `__dlpack_device__` call first (torch's fails with a `ValueError` for
+/// meta tensors, where its `__dlpack__` raises `BufferError`, as NumPy's
+/// import does). `Ok` when it exports after all: then import it as usual.
+pub(crate) fn probe_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = obj.py();
+    let mut keywords = Keywords::new(py);
+    keywords.push(
+        intern!(py, "max_version"),
+        max_version_object(py, protocol::MAX_VERSION)?,
+    );
+    keywords.call_dlpack(obj).map(drop)
 }
 
 /// `(1, 3)` as a Python tuple, made once; other versions on the fly.
@@ -316,14 +333,20 @@ fn producer_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>> {
     if pair.len()? != 2 {
         return Err(invalid().into());
     }
-    let int = |i: usize| -> PyResult<i32> {
+    let int = |i: usize, field: &str| -> PyResult<i32> {
         let item = pair.get_item(i)?;
         if !item.is_instance_of::<PyInt>() {
             return Err(invalid().into());
         }
-        item.extract::<i32>().map_err(|_| invalid().into())
+        Ok(int_in_range(&item, i32::MIN..=i32::MAX, || {
+            format!("the {field} of {}.__dlpack_device__()", type_name(obj))
+        })?)
     };
-    Ok(Some(Device::new(DeviceType::from_code(int(0)?), int(1)?)))
+    let device_type = int(0, "device_type")?;
+    Ok(Some(Device::new(
+        DeviceType::from_code(device_type),
+        int(1, "device_id")?,
+    )))
 }
 
 /// Whether `__dlpack__` failed because it does not take `max_version` (the

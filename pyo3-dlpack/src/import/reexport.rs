@@ -4,15 +4,16 @@
 
 use std::ffi::c_void;
 
+use crate::error::LayoutError;
 use crate::export::{IntoDLPack, TensorData, TensorInfo};
 use crate::import::tensor::PyTensor;
-use crate::{DLPackError, DataType, Device};
+use crate::{DLPackError, DataType, Device, Writability};
 
 // SAFETY: the memory is the producer's, kept alive until the PyTensor drops
 // (it calls the producer's deleter then); its address and the span its
 // elements reach were validated on import and never change; it lives on
-// `device()`; it is read-only when the producer said so (or sent a legacy
-// capsule). The PyTensor owns it exclusively; its own views borrow it.
+// `device()`; it is read-only when the producer said so, and of unknown
+// writability (not written from Rust) when it sent a legacy capsule. The PyTensor owns it exclusively; its own views borrow it.
 unsafe impl TensorData for PyTensor {
     fn data_ptr(&self) -> *mut c_void {
         let (start, end) = self.span();
@@ -35,12 +36,23 @@ unsafe impl TensorData for PyTensor {
     fn is_read_only(&self) -> bool {
         PyTensor::is_read_only(self)
     }
+    fn writability(&self) -> Writability {
+        PyTensor::writability(self)
+    }
 }
 
 /// Exports the imported tensor as it is: same memory, shape, strides, device,
-/// dtype and read-only flag.
+/// dtype and [`Writability`] (a legacy import goes out as a legacy capsule
+/// when one is asked for, and `READ_ONLY` in a versioned one).
 impl IntoDLPack for PyTensor {
     fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        if !self.dtype().is_byte_sized() && self.is_subbyte_padded() {
+            // Described as packed, a consumer would misread the elements.
+            return Err(LayoutError::PaddedSubByte {
+                dtype: self.dtype(),
+            }
+            .into());
+        }
         let first = PyTensor::data_ptr(self) as usize;
         let lowest = TensorData::data_ptr(self) as usize;
         let builder = TensorInfo::builder(self).shape(self.shape());

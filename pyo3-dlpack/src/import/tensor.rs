@@ -7,16 +7,14 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::error::LayoutError;
-use crate::ffi::{
-    DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion, DLTensor,
-};
+use crate::ffi::{DLPACK_FLAG_BITMASK_IS_COPIED, DLPackVersion, DLTensor};
 use crate::foreign::{self, Checked};
 use crate::import::consume::{Managed, take_from_capsule};
 use crate::import::exchange;
-use crate::import::negotiate::{ImportOptions, request_capsule};
+use crate::import::negotiate::{ImportOptions, probe_dlpack, request_capsule};
 use crate::import::registry::Registration;
 use crate::layout::{self, DimsBuf};
-use crate::{DLPackError, DataType, Device, protocol};
+use crate::{DLPackError, DataType, Device, Writability, protocol};
 
 /// A tensor imported from any DLPack producer (a NumPy array, a torch or JAX
 /// tensor, a CuPy array, a raw capsule), owned by Rust: the producer's memory
@@ -96,17 +94,28 @@ impl PyTensor {
     /// options ask for nothing special and the tensor's device uses no
     /// streams (the C path does no stream synchronisation, so CUDA and ROCm
     /// tensors go through `__dlpack__` with a stream, after one wasted C
-    /// export). Subclasses that override `__dlpack__` or `__torch_function__`
-    /// take the `__dlpack__` path, so their own code runs; torch tensors with
-    /// the lazy conjugate or negative bit set are refused (`BufferError`), as
-    /// their memory does not hold their values.
+    /// export). Subclasses that override `__dlpack__` or `__torch_function__`,
+    /// and every subclass of `torch.Tensor`, take the `__dlpack__` path, so
+    /// their own code runs. What torch's `__dlpack__` refuses is refused on
+    /// the C path too, with torch's `BufferError`: tensors that require
+    /// gradient ("use tensor.detach()"), meta, sparse and quantized tensors,
+    /// and tensors with the lazy conjugate bit; so are tensors with the lazy
+    /// negative bit, as their memory does not hold their values.
     pub fn from_pyany_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
         if options.is_plain() {
             if let Some(api) = exchange::lookup(obj)? {
-                let tensor = Self::from_managed(Managed::Versioned(api.owned(obj)?))?;
-                api.check_lazy_bits(obj, tensor.dtype())?;
-                if !tensor.device().device_type.uses_streams() {
-                    return Ok(tensor);
+                match api.owned(obj) {
+                    Ok(managed) => {
+                        let tensor = Self::from_managed(Managed::Versioned(managed))?;
+                        api.check_torch(obj, tensor.dtype())?;
+                        if !tensor.device().device_type.uses_streams() {
+                            return Ok(tensor);
+                        }
+                    }
+                    // torch's C export fails with a C++ backtrace where its
+                    // `__dlpack__` raises a clear error (meta, sparse and
+                    // quantized tensors): raise that one.
+                    Err(_) => probe_dlpack(obj)?,
                 }
             }
         }
@@ -118,7 +127,8 @@ impl PyTensor {
     ///
     /// For producers with the DLPack C exchange API (torch ≥ 2.10) the view
     /// is made without a `__dlpack__` call and without allocating (float and
-    /// complex torch tensors cost one `is_neg()` call, see `from_pyany_with`): nothing is
+    /// complex torch tensors cost a `requires_grad` read and an `is_neg()`
+    /// call, see `from_pyany_with`, whose refusals apply here too): nothing is
     /// owned, nothing deleted, which suits a call that only needs the
     /// tensor's description while it runs (a kernel launch: shape, strides,
     /// dtype, device, `data_ptr`). Such a view holds no reference to the
@@ -140,14 +150,19 @@ impl PyTensor {
     /// ```
     pub fn with_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&PyTensor) -> R) -> PyResult<R> {
         if let Some(api) = exchange::lookup(obj)? {
-            if let Some(view) = api.borrowed(obj) {
-                let managed = Managed::Borrowed {
-                    tensor: view?,
-                    version: api.version(),
-                };
-                let tensor = Self::from_managed(managed)?;
-                api.check_lazy_bits(obj, tensor.dtype())?;
-                return Ok(f(&tensor));
+            match api.borrowed(obj) {
+                Some(Ok(view)) => {
+                    let managed = Managed::Borrowed {
+                        tensor: view,
+                        version: api.version(),
+                    };
+                    let tensor = Self::from_managed(managed)?;
+                    api.check_torch(obj, tensor.dtype())?;
+                    return Ok(f(&tensor));
+                }
+                // As in `from_pyany_with`: the producer's own error.
+                Some(Err(_)) => probe_dlpack(obj)?,
+                None => {}
             }
         }
         let tensor = Self::from_pyany(obj)?;
@@ -187,8 +202,9 @@ impl PyTensor {
         // SAFETY: the caller's contract: a live versioned struct.
         let struct_ref = unsafe { managed.as_ref() };
         protocol::check_version(struct_ref.version)?;
+        let padded = protocol::is_subbyte_padded(struct_ref.flags);
         // SAFETY: live and of major version 1, so its layout is known.
-        unsafe { foreign::check(&struct_ref.dl_tensor) }?;
+        unsafe { foreign::check(&struct_ref.dl_tensor, padded) }?;
         Self::from_managed(Managed::Versioned(managed))
     }
 
@@ -196,6 +212,11 @@ impl PyTensor {
     pub(crate) fn release(mut self) {
         // `Managed` deletes only when told to; without it, drop deletes nothing.
         self.managed = None;
+    }
+
+    /// Whether the producer's flags say sub-byte elements take a byte each.
+    pub(crate) fn is_subbyte_padded(&self) -> bool {
+        self.flags().is_some_and(protocol::is_subbyte_padded)
     }
 
     /// The address range `[start, end)` of every byte the elements reach.
@@ -217,9 +238,10 @@ impl PyTensor {
             // the header says stays stable across majors.
             protocol::check_version(unsafe { versioned.as_ref() }.version)?;
         }
+        let padded = tensor.is_subbyte_padded();
         // SAFETY: the struct is live and of a version whose layout we know;
         // its shape and strides are `ndim` long per the header.
-        tensor.checked = unsafe { foreign::check(tensor.dl_tensor()) }?;
+        tensor.checked = unsafe { foreign::check(tensor.dl_tensor(), padded) }?;
         if matches!(tensor.managed, Some(Managed::Borrowed { .. })) {
             tensor.dims_copy = Some(DimsBuf::copy_pair(
                 tensor.foreign_shape(),
@@ -240,13 +262,13 @@ impl PyTensor {
         }
     }
 
-    /// The versioned flags; a legacy capsule counts as read-only (see `is_read_only`).
-    fn flags(&self) -> u64 {
+    /// The versioned flags; `None` for a legacy capsule, which has none.
+    fn flags(&self) -> Option<u64> {
         match self.managed.as_ref().expect("present until drop") {
-            Managed::Legacy(_) => DLPACK_FLAG_BITMASK_READ_ONLY,
+            Managed::Legacy(_) => None,
             // SAFETY: we own the live struct until drop.
-            Managed::Versioned(managed) => unsafe { managed.as_ref() }.flags,
-            Managed::Borrowed { .. } => 0,
+            Managed::Versioned(managed) => Some(unsafe { managed.as_ref() }.flags),
+            Managed::Borrowed { .. } => Some(0),
         }
     }
 
@@ -296,7 +318,9 @@ impl PyTensor {
         self.checked.numel
     }
 
-    /// Bytes of element storage (`numel × itemsize`; packed for sub-byte types).
+    /// Bytes of element storage: `numel × itemsize`; for sub-byte types
+    /// (float4, float6) packed, unless the producer set DLPack's
+    /// `IS_SUBBYTE_TYPE_PADDED` flag: then a byte each.
     pub fn nbytes(&self) -> usize {
         self.checked.nbytes
     }
@@ -322,15 +346,48 @@ impl PyTensor {
     /// Whether the tensor must not be written: the producer set the read-only
     /// flag, or sent a legacy capsule. A legacy capsule cannot say whether
     /// writes are allowed (JAX before 0.12 exports its immutable arrays that
-    /// way), so, as NumPy ≥ 2.3 does, legacy imports are read-only.
+    /// way), so, as NumPy ≥ 2.3 does, legacy imports are read-only here
+    /// ([`writability`](Self::writability) tells the two apart).
     pub fn is_read_only(&self) -> bool {
-        self.flags() & DLPACK_FLAG_BITMASK_READ_ONLY != 0
+        !self.writability().allows_writes()
+    }
+
+    /// What the producer said about writes: [`Writability::Writable`] or
+    /// [`Writability::ReadOnly`] from a versioned capsule's flags,
+    /// [`Writability::Unknown`] for a legacy capsule, which cannot say.
+    ///
+    /// Rust views treat unknown as read-only. Exported again (a `PyTensor`
+    /// is an [`IntoDLPack`](crate::IntoDLPack) value), an unknown tensor is
+    /// handed on as it came: as a legacy capsule to consumers that ask for
+    /// one (JAX ≤ 0.11, TensorFlow, `torch.utils.dlpack.from_dlpack`), and
+    /// flagged `READ_ONLY` in a versioned one.
+    ///
+    /// ```
+    /// use pyo3::prelude::*;
+    /// use pyo3_dlpack::{DLPackTensor, PyTensor, Writability};
+    ///
+    /// /// Python: `jnp.from_dlpack(same(jnp.arange(4.0)))`: a JAX array in,
+    /// /// the same memory out to JAX.
+    /// #[pyfunction]
+    /// fn same(tensor: PyTensor) -> PyResult<DLPackTensor> {
+    ///     if tensor.writability() == Writability::Unknown {
+    ///         // A legacy capsule: readable, not writable from Rust.
+    ///     }
+    ///     Ok(DLPackTensor::new(tensor)?)
+    /// }
+    /// ```
+    pub fn writability(&self) -> Writability {
+        match self.flags() {
+            None => Writability::Unknown,
+            Some(flags) => Writability::from_flags(flags),
+        }
     }
 
     /// Whether the producer says it copied the data for us (versioned capsules
     /// only; torch does not set it even when it copies).
     pub fn is_copied(&self) -> bool {
-        self.flags() & DLPACK_FLAG_BITMASK_IS_COPIED != 0
+        self.flags()
+            .is_some_and(|flags| flags & DLPACK_FLAG_BITMASK_IS_COPIED != 0)
     }
 
     /// The DLPack version of a versioned capsule; `None` for a legacy one.
@@ -413,6 +470,10 @@ impl PyTensor {
 
 impl Drop for PyTensor {
     fn drop(&mut self) {
+        // Leave the aliasing registry first: once the producer's deleter has
+        // run, its memory may be reused (freed and allocated again, on any
+        // thread) and imported while this entry would still claim it.
+        self.registration = None;
         if let Some(managed) = self.managed.take() {
             managed.delete();
         }
@@ -426,7 +487,7 @@ impl fmt::Debug for PyTensor {
             .field("strides", &self.strides())
             .field("dtype", &self.dtype())
             .field("device", &self.device())
-            .field("read_only", &self.is_read_only())
+            .field("writability", &self.writability())
             .field("version", &self.version())
             .finish()
     }

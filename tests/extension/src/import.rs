@@ -24,6 +24,7 @@ pub(crate) fn describe_tensor<'py>(
     d.set_item("device", (device.device_type.code(), device.device_id))?;
     d.set_item("version", tensor.version().map(|v| (v.major, v.minor)))?;
     d.set_item("read_only", tensor.is_read_only())?;
+    d.set_item("writability", format!("{:?}", tensor.writability()))?;
     d.set_item("copied", tensor.is_copied())?;
     d.set_item("contiguous", tensor.is_contiguous())?;
     d.set_item("data_ptr", tensor.data_ptr() as usize)?;
@@ -250,4 +251,10 @@ pub(crate) fn sum_borrowed(obj: &Bound<'_, PyAny>) -> PyResult<f64> {
     PyTensor::with_borrowed(obj, |tensor| -> PyResult<f64> {
         Ok(tensor.to_vec::<f32>()?.iter().map(|&x| f64::from(x)).sum())
     })?
+}
+
+/// The imported tensor, exported again as it came (zero-copy).
+#[pyfunction]
+pub(crate) fn reexport(tensor: PyTensor) -> PyResult<DLPackTensor> {
+    Ok(DLPackTensor::new(tensor)?)
 }

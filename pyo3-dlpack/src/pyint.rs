@@ -1,0 +1,39 @@
+//! Python integers into the protocol's fixed-width fields (`stream`,
+//! `max_version`, device codes): one rule and one message for a value that
+//! does not fit, in both directions.
+
+use std::ops::RangeInclusive;
+
+use pyo3::prelude::*;
+
+use crate::DLPackError;
+use crate::error::ArgumentError;
+
+/// `value`, a Python `int` (checked by the caller), as a `T` within `range`;
+/// otherwise [`ArgumentError::OutOfRange`] naming `what` (an `OverflowError`,
+/// as NumPy raises for `max_version=(2**70, 0)`).
+pub(crate) fn int_in_range<T>(
+    value: &Bound<'_, PyAny>,
+    range: RangeInclusive<T>,
+    what: impl FnOnce() -> String,
+) -> Result<T, DLPackError>
+where
+    T: TryFrom<i64> + Into<i64> + PartialOrd + Copy,
+{
+    let fits = value
+        .extract::<i64>()
+        .ok()
+        .and_then(|wide| T::try_from(wide).ok())
+        .filter(|v| range.contains(v));
+    fits.ok_or_else(|| {
+        ArgumentError::OutOfRange {
+            what: what(),
+            min: (*range.start()).into(),
+            max: (*range.end()).into(),
+            found: value
+                .str()
+                .map_or_else(|_| "<unprintable>".into(), |s| s.to_string()),
+        }
+        .into()
+    })
+}

@@ -1,0 +1,100 @@
+"""Writability on import: writable, read-only, or unknown (a legacy capsule),
+and a re-export that hands it on as it came."""
+
+import numpy as np
+import pytest
+
+import dlpack_testext as ext
+from conftest import READ_ONLY
+
+import torch
+
+JAX_DTYPES = [
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def jax():
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    yield jax
+    jax.config.update("jax_enable_x64", False)
+
+
+def jax_pointer(array):
+    return array.addressable_data(0).unsafe_buffer_pointer()
+
+
+@pytest.mark.parametrize("dtype", JAX_DTYPES)
+def test_jax_through_rust_and_back_to_jax_is_zero_copy(jax, dtype):
+    jnp = jax.numpy
+    x = jnp.arange(6).reshape(2, 3).astype(dtype)
+    described = ext.describe(x)
+    assert (described["version"], described["writability"]) == (None, "Unknown")
+    assert described["read_only"] is True
+    y = jnp.from_dlpack(ext.reexport(x))
+    assert jax_pointer(y) == jax_pointer(x)
+    assert y.dtype == x.dtype and y.shape == (2, 3)
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
+
+
+def test_an_unknown_tensor_goes_to_versioned_consumers_read_only(jax, capsule_view):
+    x = jax.numpy.arange(4.0)
+    out = ext.reexport(x)
+    assert out.read_only
+    assert repr(out).endswith("read_only=True)")
+    view = capsule_view(out.__dlpack__(max_version=(1, 3)))
+    assert (view.name, view.version, view.flags) == ("dltensor_versioned", (1, 3), READ_ONLY)
+    assert view.data == jax_pointer(x)
+    legacy = capsule_view(out.__dlpack__())
+    assert (legacy.name, legacy.data) == ("dltensor", jax_pointer(x))
+    # NumPy makes read-only arrays of both.
+    a = np.from_dlpack(out)
+    assert not a.flags.writeable
+    np.testing.assert_array_equal(a, [0, 1, 2, 3])
+
+
+def test_a_bare_legacy_torch_capsule_goes_through_rust_and_back_to_torch(capsule_view):
+    t = torch.arange(5, dtype=torch.float32)
+    out = ext.reexport(torch.utils.dlpack.to_dlpack(t))
+    assert ext.import_with(out, max_version=(0, 8))["writability"] == "Unknown"
+    assert ext.describe(out)["writability"] == "ReadOnly"
+    # Legacy consumer: a legacy capsule.
+    back = torch.utils.dlpack.from_dlpack(out.__dlpack__())
+    assert back.data_ptr() == t.data_ptr()
+    assert torch.equal(back, t)
+    # Versioned consumer: READ_ONLY (torch ignores the flag).
+    assert capsule_view(out.__dlpack__(max_version=(1, 0))).flags == READ_ONLY
+    again = torch.from_dlpack(out)
+    assert again.data_ptr() == t.data_ptr()
+
+
+def test_known_writability_is_kept_on_reexport(capsule_view):
+    writable = np.arange(3.0)
+    out = ext.reexport(writable)
+    assert ext.describe(writable)["writability"] == "Writable"
+    assert not out.read_only
+    assert capsule_view(out.__dlpack__(max_version=(1, 0))).flags == 0
+    frozen = np.arange(3.0)
+    frozen.flags.writeable = False
+    assert ext.describe(frozen)["writability"] == "ReadOnly"
+    out = ext.reexport(frozen)
+    assert capsule_view(out.__dlpack__(max_version=(1, 0))).flags == READ_ONLY
+    # A producer's known read-only keeps NumPy's rule: no legacy capsule.
+    with pytest.raises(BufferError, match="^the tensor is read-only and the legacy"):
+        out.__dlpack__()
+    copied = capsule_view(out.__dlpack__(copy=True))
+    assert copied.name == "dltensor"
+
+
+def test_our_own_shared_values_still_refuse_legacy_capsules():
+    x = ext.arange("float32", 4, storage="arc")
+    assert x.read_only
+    with pytest.raises(
+        BufferError,
+        match=r"^the tensor is read-only and the legacy \(unversioned\) DLPack capsule cannot say so",
+    ):
+        x.__dlpack__()
