@@ -14,7 +14,7 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test bench venv lint rust-test py-test clean-venv
+.PHONY: demo test bench head-to-head venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
@@ -54,6 +54,14 @@ bench: $(VENV_STAMP)
 	maturin develop --release --quiet -m tests/extension/Cargo.toml
 	OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(VENV_SITE) cargo bench -p pyo3-dlpack-tests --bench exchange
 	for run in 1 2; do OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/python_bench.py || exit 1; done
+
+# The head-to-head against dlpark, pyo3-dlpack 0.3 and nanobind (benchmarks/README.md):
+# release builds of the four modules, then two runs into benchmarks/results.md.
+head-to-head: $(VENV_STAMP)
+	for m in bench_ours bench_dlpark bench_pyo3dlpack03; do (cd benchmarks/$$m && maturin develop --release --quiet) || exit 1; done
+	$(VENV_PY) benchmarks/bench_nanobind/build.py
+	OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/head_to_head.py --fresh
+	OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/head_to_head.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,4 +1,5 @@
-"""Head-to-head: this repository's pyo3-dlpack vs dlpark 0.10 vs pyo3-dlpack 0.3.
+"""Head-to-head: this repository's pyo3-dlpack vs dlpark 0.10 vs pyo3-dlpack 0.3,
+and against nanobind's `nb::ndarray` (C++, the reference for per-call cost).
 
 All three extension modules (built by `maturin develop --release`, see README.md)
 are imported into ONE Python process, so every ratio below comes from one run on
@@ -8,6 +9,9 @@ reported in ns per call.
 
     python head_to_head.py            # appends a "Run N" section to results.md
     python head_to_head.py --fresh    # starts results.md over (machine header + run 1)
+
+The nanobind table needs `bench_nanobind` (built by `bench_nanobind/build.py`);
+its results also go to `results.json` and the chart `head_to_head.svg`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import datetime  # noqa: E402
+import json  # noqa: E402
 import pathlib  # noqa: E402
 import platform  # noqa: E402
 import re  # noqa: E402
@@ -32,10 +37,17 @@ import bench_dlpark  # noqa: E402
 import bench_ours  # noqa: E402
 import bench_pyo3dlpack03  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "bench_nanobind"))
+try:
+    import bench_nanobind  # noqa: E402
+except ImportError:  # not built: the nanobind table is skipped
+    bench_nanobind = None
+
 torch.set_num_threads(1)
 
 HERE = pathlib.Path(__file__).resolve().parent
 RESULTS = HERE / "results.md"
+CHART = HERE / "head_to_head.svg"
 MIN_REPEAT_S = 0.2
 N = 1_000_000  # elements of the main table's buffers (float32, 4 MB)
 SIZES = {"1K": 1_000, "100M": 100_000_000}  # the flatness table (float32)
@@ -198,6 +210,138 @@ def measure():
     return floors, rows, flat
 
 
+# --- Against nanobind -------------------------------------------------------
+# Rows of the "faster than nanobind" issue: (label, {library: statement maker},
+# floor label and statement, target as (ratio, against whom) or None). Each
+# statement maker returns a Cell or an NA; a library without the operation is
+# left out of the row.
+NB_LIBS = ["ours", "nanobind", "dlpark", "pyo3-dlpack 0.3"]
+NB_MODULES = {"ours": bench_ours, "nanobind": bench_nanobind, "dlpark": bench_dlpark,
+              "pyo3-dlpack 0.3": bench_pyo3dlpack03}
+
+
+# The chart's labels of the rows of `nanobind_rows`, in order.
+NB_SHORT = ["NumPy → PyTensor / ndarray<>", "NumPy → derived / typed ndarray",
+            "torch → argument", "fresh 1K → numpy.ndarray", "fresh 1K → torch.Tensor",
+            "np.from_dlpack(exporter)"]
+
+
+def nanobind_rows():
+    a = np.zeros((1000, N // 1000), dtype=np.float32)
+    t = torch.zeros((1000, N // 1000), dtype=torch.float32)
+    a1k = np.zeros(1000, dtype=np.float32)
+    m = NB_MODULES
+
+    def imp(name, x):
+        return lambda: cell("f(x)", f=m[name].import_tensor, x=x)
+
+    return [
+        ("import a NumPy float32 (1000, 1000) as an argument: `PyTensor` / untyped `nb::ndarray<>`",
+         {lib: imp(lib, a) for lib in NB_LIBS},
+         ("noop(a)", lambda: cell("f(a)", f=bench_ours.noop, a=a)), (0.85, "nanobind")),
+        ("… as a derived `FromDLPack` (f32, C-contiguous, CPU) / `nb::ndarray<float, c_contig, device::cpu>`",
+         {"ours": lambda: cell("f(a)", f=bench_ours.import_typed, a=a),
+          "nanobind": lambda: cell("f(a)", f=bench_nanobind.import_typed, a=a)},
+         ("noop(a)", lambda: cell("f(a)", f=bench_ours.noop, a=a)), (1.0, "nanobind")),
+        ("import a torch float32 (1000, 1000) as an argument",
+         {lib: imp(lib, t) for lib in NB_LIBS},
+         ("noop(t)", lambda: cell("f(t)", f=bench_ours.noop, t=t)), (1.0, "dlpark")),
+        ("a fresh 1K float32 buffer returned as a `numpy.ndarray` (ours: `np.from_dlpack(fresh(1000))`)",
+         {"ours": lambda: cell("np.from_dlpack(f(1000))", np=np, f=bench_ours.fresh),
+          "nanobind": lambda: cell("f(1000)", f=bench_nanobind.fresh_numpy)},
+         ("np.empty(1000, 'f4')", lambda: cell("np.empty(1000, 'f4')", np=np)), (0.5, "nanobind")),
+        ("a fresh 1K float32 buffer returned as a `torch.Tensor` (ours: `torch.from_dlpack(fresh(1000))`)",
+         {"ours": lambda: cell("torch.from_dlpack(f(1000))", torch=torch, f=bench_ours.fresh),
+          "nanobind": lambda: cell("f(1000)", f=bench_nanobind.fresh_torch)},
+         ("torch.empty(1000)", lambda: cell("torch.empty(1000)", torch=torch)), (0.4, "nanobind")),
+        ("`np.from_dlpack(x)`, x a pre-made 1K exporter object (`DLPackTensor` / `nb_ndarray`)",
+         {lib: (lambda lib=lib: cell("np.from_dlpack(x)", np=np, x=m[lib].export_object(1000)))
+          for lib in ("ours", "nanobind", "dlpark")},
+         ("np.from_dlpack(ndarray)", lambda: cell("np.from_dlpack(a1k)", np=np, a1k=a1k)),
+         (1.0, "nanobind")),
+    ]
+
+
+def measure_nanobind():
+    """Each row's libraries and floor timed round robin; returns a list of
+    dicts (label, ns per library, floor, target) for the table and the chart."""
+    out = []
+    for (label, makers, (floor_label, floor_maker), target), short in zip(nanobind_rows(), NB_SHORT):
+        group = {lib: make() for lib, make in makers.items()}
+        group["floor"] = floor_maker()
+        done = resolve(group)
+        out.append({
+            "row": label,
+            "short": short,
+            "ns": {lib: (None if isinstance(v, NA) else v) for lib, v in done.items() if lib != "floor"},
+            "errors": {lib: str(v) for lib, v in done.items() if isinstance(v, NA)},
+            "floor": None if isinstance(done["floor"], NA) else done["floor"],
+            "floor_label": floor_label,
+            "target": None if target is None else {"ratio": target[0], "against": target[1]},
+        })
+    return out
+
+
+def render_nanobind(results) -> str:
+    out = ["Against nanobind (`bench_nanobind`, nanobind %s, g++ -O3; same process, each row's "
+           "libraries and its floor interleaved), ns per call:" % getattr(bench_nanobind, "__version__", "3.1.0"),
+           "", "| operation | ours | nanobind | dlpark 0.10 | pyo3-dlpack 0.3 | floor (what) "
+           "| ours ÷ nanobind | ours ÷ dlpark | target | met |", "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    for r in results:
+        ns = r["ns"]
+        cells = [fmt_ns(ns[lib]) if ns.get(lib) is not None else r["errors"].get(lib, "–")
+                 for lib in NB_LIBS]
+        ours = ns.get("ours")
+        tgt, met = "–", "–"
+        if r["target"] and ours is not None and ns.get(r["target"]["against"]) is not None:
+            want, who = r["target"]["ratio"], r["target"]["against"]
+            got = ours / ns[who]
+            tgt = f"≤ {want:.2f}× {who}"
+            met = "yes" if got <= want else f"no ({got:.2f}×)"
+        floor = f"{fmt_ns(r['floor'])} ({r['floor_label']})" if r["floor"] is not None else "–"
+        out.append(f"| {r['row']} | " + " | ".join(cells) + f" | {floor} | "
+                   f"{ratio(ours, ns.get('nanobind'))} | {ratio(ours, ns.get('dlpark'))} | {tgt} | {met} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def draw_chart(results, label: str, path: pathlib.Path):
+    """ns per call for each row and library (log scale), each row's floor as a
+    dashed mark: drawn from the results just measured."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"ours": "#1f77b4", "nanobind": "#ff7f0e", "dlpark": "#2ca02c",
+              "pyo3-dlpack 0.3": "#9467bd"}
+    fig, ax = plt.subplots(figsize=(10, 0.9 * len(results) + 1.2))
+    height = 0.8 / len(NB_LIBS)
+    for i, r in enumerate(results):
+        y0 = len(results) - 1 - i
+        for j, lib in enumerate(NB_LIBS):
+            v = r["ns"].get(lib)
+            if v is None:
+                continue
+            y = y0 + 0.4 - (j + 0.5) * height
+            ax.barh(y, v, height=height * 0.9, color=colors[lib],
+                    label=lib if i == 0 or lib not in ax.get_legend_handles_labels()[1] else None)
+            ax.text(v * 1.03, y, f"{v:,.0f}", va="center", fontsize=7)
+        if r["floor"] is not None:
+            ax.plot([r["floor"]] * 2, [y0 - 0.42, y0 + 0.42], "k--", lw=1,
+                    label="floor" if "floor" not in ax.get_legend_handles_labels()[1] else None)
+    ax.set_yticks(range(len(results)))
+    ax.set_yticklabels([r["short"] for r in reversed(results)], fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("ns per call (log scale; lower is better)")
+    ax.set_title(f"pyo3-dlpack against nanobind and Rust crates: {label}", fontsize=9)
+    top = max(v for r in results for v in r["ns"].values() if v is not None)
+    ax.set_xlim(right=top * 1.8)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Date": None})
+    plt.close(fig)
+
+
 def fmt_ns(v) -> str:
     return v if isinstance(v, NA) else f"{v:,.0f}"
 
@@ -303,6 +447,18 @@ def main():
 
     floors, rows, flat = measure()
     table = render(floors, rows, flat, label)
+    if bench_nanobind is not None:
+        nb_results = measure_nanobind()
+        table += "\n" + render_nanobind(nb_results)
+        # Next to the Markdown results: results.json and head_to_head.svg by default.
+        as_json = args.output.with_suffix(".json")
+        runs = json.loads(as_json.read_text()) if as_json.exists() and not args.fresh else []
+        runs.append({"run": label, "nanobind": nb_results})
+        as_json.write_text(json.dumps(runs, indent=1) + "\n")
+        draw_chart(nb_results, label, args.output.parent / CHART.name)
+    else:
+        print("bench_nanobind not built (bench_nanobind/build.py): nanobind table skipped",
+              file=sys.stderr)
     print(machine_header() if run == 1 else "")
     print(table)
     with args.output.open("a") as f:

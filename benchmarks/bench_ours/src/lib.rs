@@ -5,7 +5,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use pyo3_dlpack::{CapsuleFormat, DLPackTensor, PyTensor};
+use pyo3_dlpack::{CapsuleFormat, DLPackTensor, FromDLPack, PyTensor};
 
 fn to_py_err(e: pyo3_dlpack::DLPackError) -> PyErr {
     pyo3::exceptions::PyValueError::new_err(e.to_string())
@@ -48,6 +48,28 @@ fn import_tensor(t: PyTensor) -> usize {
     t.ndim()
 }
 
+/// A float32, C-contiguous CPU tensor of any rank: the checks of nanobind's
+/// `nb::ndarray<float, nb::c_contig, nb::device::cpu>`.
+#[derive(FromDLPack)]
+#[dlpack(dtype = f32, device = "cpu", contiguous)]
+struct F32Host {
+    #[dlpack(tensor)]
+    tensor: PyTensor,
+}
+
+/// Imports through the derived, typed `F32Host`; returns its ndim.
+#[pyfunction]
+fn import_typed(t: F32Host) -> usize {
+    t.tensor.ndim()
+}
+
+/// A fresh `DLPackTensor` over `n` zeroed float32 elements, made in the call
+/// (the "fresh buffer → framework" rows: `np.from_dlpack(fresh(n))`).
+#[pyfunction]
+fn fresh(n: usize) -> PyResult<DLPackTensor> {
+    export_object(n)
+}
+
 /// The floor of a `#[pyfunction]` call taking one object.
 #[pyfunction]
 fn noop(_obj: &Bound<'_, PyAny>) -> usize {
@@ -63,5 +85,7 @@ fn bench_ours(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(export_capsule, m)?)?;
     m.add_function(wrap_pyfunction!(export_capsule_versioned, m)?)?;
     m.add_function(wrap_pyfunction!(import_tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(import_typed, m)?)?;
+    m.add_function(wrap_pyfunction!(fresh, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)
 }
