@@ -5,7 +5,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use pyo3_dlpack::{CapsuleFormat, DLPackTensor, FromDLPack, PyTensor};
+use pyo3_dlpack::{CapsuleFormat, DLPackTensor, FromDLPack, Native, PyTensor};
 
 fn to_py_err(e: pyo3_dlpack::DLPackError) -> PyErr {
     pyo3::exceptions::PyValueError::new_err(e.to_string())
@@ -70,6 +70,18 @@ fn fresh(n: usize) -> PyResult<DLPackTensor> {
     export_object(n)
 }
 
+/// `n` zeroed float32 elements made in the call, returned as a `numpy.ndarray`.
+#[pyfunction]
+fn native_numpy(n: usize) -> Native<Vec<f32>> {
+    Native::numpy(vec![0f32; n])
+}
+
+/// `n` zeroed float32 elements made in the call, returned as a `torch.Tensor`.
+#[pyfunction]
+fn native_torch(n: usize) -> Native<Vec<f32>> {
+    Native::torch(vec![0f32; n])
+}
+
 /// The floor of a `#[pyfunction]` call taking one object.
 #[pyfunction]
 fn noop(_obj: &Bound<'_, PyAny>) -> usize {
@@ -87,5 +99,7 @@ fn bench_ours(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import_tensor, m)?)?;
     m.add_function(wrap_pyfunction!(import_typed, m)?)?;
     m.add_function(wrap_pyfunction!(fresh, m)?)?;
+    m.add_function(wrap_pyfunction!(native_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(native_torch, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)
 }

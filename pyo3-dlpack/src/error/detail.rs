@@ -531,6 +531,14 @@ pub enum ExportError {
         /// The parameter's name.
         name: &'static str,
     },
+    /// A framework-native result asked of memory that framework cannot hold
+    /// (a `numpy.ndarray` of device memory).
+    FrameworkDevice {
+        /// The framework's array type, as Python names it.
+        array: &'static str,
+        /// The value's device.
+        device: Device,
+    },
 }
 
 impl fmt::Display for ExportError {
@@ -576,6 +584,11 @@ impl fmt::Display for ExportError {
                  call .{resolve}() before passing it"
             ),
             // torch's own message (`Tensor.__dlpack__`), advice included.
+            Self::FrameworkDevice { array, device } => write!(
+                f,
+                "a {array} holds host memory only, but the value is on {device}; \
+                 return it as a DLPackTensor or in a framework for that device"
+            ),
             Self::RequiresGrad => {
                 f.write_str("Can't export tensors that require gradient, use tensor.detach()")
             }

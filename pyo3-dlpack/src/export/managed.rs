@@ -167,7 +167,7 @@ unsafe extern "C" fn delete_block<M: ManagedTensor, O: Send + 'static>(managed: 
 }
 
 /// Drops an exported value without letting a panic escape into C.
-fn drop_owner<O>(owner: O) {
+pub(crate) fn drop_owner<O>(owner: O) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(owner))) {
         // Dropping the payload could panic again; leak it instead.
         std::mem::forget(payload);

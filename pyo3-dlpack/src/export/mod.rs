@@ -16,8 +16,10 @@ mod exchange;
 mod info;
 mod into;
 mod managed;
+mod native;
 #[cfg(feature = "ndarray")]
 mod ndarray;
+mod numpy_api;
 mod plan;
 mod tensor;
 
@@ -25,6 +27,7 @@ pub use aligned::{ALIGNMENT, AlignedBuffer};
 pub use data::{RawBuffer, TensorData};
 pub use info::{Dims, TensorInfo, TensorInfoBuilder};
 pub use into::IntoDLPack;
+pub use native::{Framework, Native, to_framework};
 pub use plan::CapsuleFormat;
 pub use tensor::DLPackTensor;
 

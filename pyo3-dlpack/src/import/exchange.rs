@@ -50,7 +50,11 @@ static CACHE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 
 /// The exchange API of `obj`'s type, if it has a usable one.
 pub(crate) fn lookup(obj: &Bound<'_, PyAny>) -> PyResult<Option<ExchangeApi>> {
-    let ty = obj.get_type();
+    lookup_type(obj.get_type())
+}
+
+/// The exchange API of the type `ty`, if it has a usable one (cached).
+pub(crate) fn lookup_type(ty: Bound<'_, PyType>) -> PyResult<Option<ExchangeApi>> {
     {
         let cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(entry) = cache.iter().find(|e| e.ty.as_ptr() == ty.as_ptr()) {
@@ -277,6 +281,36 @@ impl ExchangeApi {
         } else {
             Err(producer_error(obj.py()))
         })
+    }
+
+    /// Hands `managed` to the producer's framework, which makes its own
+    /// tensor of it (`managed_tensor_to_py_object_no_sync`: torch's
+    /// `fromDLPack` and `THPVariable_Wrap`). The table's function steals the
+    /// struct when it succeeds; when it fails, it may or may not have called
+    /// the deleter already (see `export::native`, which tells which).
+    ///
+    /// # Safety
+    ///
+    /// `managed` is a live versioned struct the caller owns and gives up
+    /// (on success) to the table's framework.
+    pub(crate) unsafe fn to_py_object<'py>(
+        self,
+        py: Python<'py>,
+        managed: NonNull<DLManagedTensorVersioned>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let Some(to_py) = self.table.managed_tensor_to_py_object_no_sync else {
+            return Err(DLPackError::from(ExportError::NoErrorSet).into());
+        };
+        let mut out: *mut std::ffi::c_void = ptr::null_mut();
+        // SAFETY: attached; `managed` is live and ours to give (the caller's
+        // contract); `out` is writable.
+        let status = unsafe { to_py(managed.as_ptr(), &mut out) };
+        if status != 0 || out.is_null() {
+            return Err(producer_error(py));
+        }
+        // SAFETY: on success the function returns a new reference to the
+        // framework's tensor object (DLPack header: "out_py_object").
+        Ok(unsafe { Bound::from_owned_ptr(py, out.cast()) })
     }
 
     /// The table's version (for `PyTensor::version` of borrowed views).

@@ -1,7 +1,7 @@
 //! Import: tensors from any DLPack producer into Rust.
 
 mod consume;
-mod exchange;
+pub(crate) mod exchange;
 mod from_dlpack;
 mod negotiate;
 mod reexport;

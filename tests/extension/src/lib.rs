@@ -19,12 +19,14 @@ use pyo3_dlpack::{
 mod derive;
 mod export;
 mod import;
+mod native;
 mod timing;
 mod tracking;
 
 use derive::*;
 use export::*;
 use import::*;
+use native::*;
 use timing::*;
 use tracking::*;
 
@@ -32,6 +34,9 @@ use tracking::*;
 fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DLPackTensor>()?;
     m.add_function(wrap_pyfunction!(drop_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(native_arange, m)?)?;
+    m.add_function(wrap_pyfunction!(native_like, m)?)?;
+    m.add_function(wrap_pyfunction!(native_broken, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)?;
     m.add_function(wrap_pyfunction!(consume, m)?)?;
     m.add_function(wrap_pyfunction!(describe_borrowed, m)?)?;

@@ -1,0 +1,156 @@
+"""Framework-native results: `Native` / `to_framework` return a real
+numpy.ndarray, torch.Tensor or jax.Array over the Rust value's memory,
+zero-copy, the value dropped exactly once when the array is freed."""
+
+import numpy as np
+import pytest
+import torch
+
+import dlpack_testext as ext
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+
+NUMPY_DTYPES = ["bool", "int8", "int64", "uint16", "float16", "float32", "float64", "complex64"]
+
+
+def expected(dtype, n):
+    if dtype == "bool":
+        return np.arange(n) % 2 == 1
+    if dtype == "complex64":
+        return (np.arange(n) - 1j * np.arange(n)).astype(np.complex64)
+    return np.arange(n).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", NUMPY_DTYPES)
+def test_numpy_results_are_ndarrays_over_the_rust_memory(dtype, drops):
+    a = ext.native_arange("numpy", dtype, 6)
+    assert type(a) is np.ndarray
+    assert a.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(a, expected(dtype, 6))
+    assert a.flags.writeable and a.flags.c_contiguous and a.flags.aligned
+    # The base owns the Rust value: zero-copy, and it lives as long as the array.
+    assert a.base is not None
+    view = a[2:]
+    del a
+    assert drops.dropped_now == 0
+    np.testing.assert_array_equal(view, expected(dtype, 6)[2:])
+    del view
+    assert (drops.created, drops.dropped_now) == (1, 1)
+
+
+def test_numpy_results_keep_layout_and_writability(drops):
+    # A (2, 3) transposed view of 6 elements: strides in elements (1, 2) → bytes (4, 8).
+    a = ext.native_arange("numpy", "float32", 6, shape=[3, 2], strides=[1, 3])
+    assert a.shape == (3, 2) and a.strides == (4, 12)
+    np.testing.assert_array_equal(a, np.arange(6, dtype=np.float32).reshape(2, 3).T)
+    r = ext.native_arange("numpy", "float32", 3, read_only=True)
+    assert not r.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        r[0] = 1
+    # Writes land in the Rust buffer: a view made before sees them.
+    w = ext.native_arange("numpy", "float64", 3)
+    v = w[:]
+    w[1] = 42
+    assert v[1] == 42
+    del a, r, w, v
+    assert (drops.created, drops.dropped_now) == (3, 3)
+
+
+def test_numpy_without_a_type_number_goes_through_from_dlpack(drops):
+    # bfloat16 has no NumPy type number: numpy.from_dlpack decides, with
+    # NumPy's own error (the same as `np.from_dlpack` of a bfloat16 exporter).
+    with pytest.raises(RuntimeError) as ours:
+        ext.native_arange("numpy", "bfloat16", 3)
+    with pytest.raises(RuntimeError) as numpys:
+        np.from_dlpack(ext.arange("bfloat16", 3))
+    assert str(ours.value) == str(numpys.value) == "Unsupported dtype in DLTensor."
+    assert (drops.created, drops.dropped) == (2, 2)
+
+
+def test_numpy_refuses_device_memory_and_drops_the_value(drops):
+    with pytest.raises(BufferError) as info:
+        ext.native_arange("numpy", "float32", 3, device="cuda:1")
+    assert str(info.value) == (
+        "a numpy.ndarray holds host memory only, but the value is on cuda:1; "
+        "return it as a DLPackTensor or in a framework for that device"
+    )
+    assert (drops.created, drops.dropped_now) == (1, 1)
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch", "jax"])
+def test_a_failing_description_is_a_value_error_and_drops_the_value(framework, drops):
+    with pytest.raises(ValueError, match="needs 20 bytes, but the buffer holds 16 bytes"):
+        ext.native_broken(framework)
+    assert (drops.created, drops.dropped_now) == (1, 1)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int64", "float16", "bfloat16", "float32",
+                                   "complex64"])
+def test_torch_results_are_tensors_through_torchs_exchange_table(dtype, drops):
+    t = ext.native_arange("torch", dtype, 5)
+    assert type(t) is torch.Tensor
+    want = torch.from_dlpack(ext.arange(dtype, 5))
+    assert t.dtype == want.dtype
+    assert torch.equal(t, want)
+    del want
+    gc_view = t[1:]
+    del t
+    assert drops.dropped_now == 1  # only `want`'s value, not ours: the view keeps it
+    del gc_view
+    assert (drops.created, drops.dropped_now) == (2, 2)
+
+
+def test_torch_results_keep_layout_and_share_memory(drops):
+    t = ext.native_arange("torch", "float32", 6, shape=[3, 2], strides=[1, 3])
+    assert t.shape == (3, 2) and t.stride() == (1, 3)
+    assert torch.equal(t, torch.arange(6, dtype=torch.float32).reshape(2, 3).T)
+    t2 = t.view(-1) if t.is_contiguous() else t.as_strided((6,), (1,))
+    t2[0] = 7
+    assert t[0, 0] == 7
+    del t, t2
+    assert (drops.created, drops.dropped_now) == (1, 1)
+
+
+@pytest.mark.parametrize("device, message", [
+    # Refused before torch takes the block (`dlDeviceToTorchDevice`): we free it.
+    ("vpi:0", "Unsupported device_type: 9"),
+    # Refused inside `from_blob`, after torch took the block: torch frees it.
+    ("oneapi:0", "Cannot get device of pointer on XPU"),
+])
+def test_what_torch_refuses_is_its_runtime_error_and_the_value_drops_once(device, message, drops):
+    with pytest.raises(RuntimeError, match=message):
+        ext.native_arange("torch", "float32", 3, device=device)
+    assert (drops.created, drops.dropped_now) == (1, 1)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float32", "float64", "complex64", "bfloat16"])
+def test_jax_results_are_jax_arrays(dtype, drops):
+    x = ext.native_arange("jax", dtype, 4)
+    assert isinstance(x, jax.Array)
+    want = np.asarray(jnp.from_dlpack(ext.arange(dtype, 4)))
+    np.testing.assert_array_equal(np.asarray(x), want)
+    del x, want
+    assert drops.dropped == drops.created == 2
+
+
+@pytest.mark.parametrize("make, kind", [
+    (lambda: np.zeros(3, np.float32), np.ndarray),
+    (lambda: torch.zeros(3), torch.Tensor),
+    (lambda: jnp.zeros(3), jax.Array),
+])
+def test_a_result_of_the_same_kind_as_the_argument(make, kind, drops):
+    out = ext.native_like(make(), 4)
+    assert isinstance(out, kind)
+    np.testing.assert_array_equal(np.asarray(out), np.arange(4, dtype=np.float32))
+    del out
+    assert drops.dropped == drops.created == 1
+
+
+def test_an_argument_of_no_framework_gives_a_dlpack_tensor(drops):
+    out = ext.native_like(memoryview(b"abc"), 2)
+    assert type(out).__name__ == "DLPackTensor"
+    np.testing.assert_array_equal(np.from_dlpack(out), [0, 1])
+    del out
+    assert drops.dropped == drops.created == 1
