@@ -138,8 +138,8 @@ pub use dtype::{DataType, DataTypeCode, ParseDataTypeError};
 pub use element::{Element, PlainElement};
 pub use error::DLPackError;
 pub use export::{
-    ALIGNMENT, AlignedBuffer, CapsuleFormat, DLPackTensor, Dims, Framework, IntoDLPack, Native,
-    RawBuffer, TensorData, TensorInfo, TensorInfoBuilder, to_framework,
+    ALIGNMENT, AlignedBuffer, Allocated, CapsuleFormat, DLPackTensor, Dims, Framework, IntoDLPack,
+    Native, RawBuffer, TensorData, TensorInfo, TensorInfoBuilder, allocate_like, to_framework,
 };
 pub use import::{FromDLPack, ImportOptions, PyTensor};
 pub use layout::MAX_NDIM;

@@ -154,3 +154,52 @@ def test_an_argument_of_no_framework_gives_a_dlpack_tensor(drops):
     np.testing.assert_array_equal(np.from_dlpack(out), [0, 1])
     del out
     assert drops.dropped == drops.created == 1
+
+
+# --- Outputs allocated by the caller's framework (`allocate_like`) ---------
+
+def test_torch_outputs_come_from_torchs_exchange_table_allocator(monkeypatch):
+    like = torch.zeros(2)
+    # The table's allocator, not the Python constructor, makes it.
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: pytest.fail("torch.empty was called"))
+    out = ext.allocate_filled(like, [2, 3], "float32")
+    assert type(out) is torch.Tensor
+    assert out.shape == (2, 3) and out.dtype == torch.float32 and out.device == like.device
+    assert out.is_contiguous()
+    assert torch.equal(out, torch.arange(6, dtype=torch.float32).reshape(2, 3))
+    out64 = ext.allocate_filled(like, [4], "int64")
+    assert out64.dtype == torch.int64 and out64.tolist() == [0, 1, 2, 3]
+
+
+def test_numpy_outputs_come_from_numpy_empty():
+    out = ext.allocate_filled(np.zeros(1), [3, 2], "float32")
+    assert type(out) is np.ndarray and out.flags.writeable and out.flags.c_contiguous
+    np.testing.assert_array_equal(out, np.arange(6, dtype=np.float32).reshape(3, 2))
+    assert ext.allocate_filled(np.zeros(1), [0], "int64").shape == (0,)
+
+
+def test_jax_and_unknown_arguments_are_refused_with_a_reason():
+    with pytest.raises(TypeError) as info:
+        ext.allocate_filled(jnp.zeros(1), [2], "float32")
+    assert str(info.value) == (
+        "JAX arrays are immutable and cannot be filled from Rust: "
+        "return a Native::jax of your own buffer instead"
+    )
+    with pytest.raises(TypeError) as info:
+        ext.allocate_filled([1.0], [2], "float32")
+    assert str(info.value) == (
+        "cannot allocate like a list: expected a numpy.ndarray, torch.Tensor or cupy.ndarray"
+    )
+
+
+def test_a_negative_extent_is_our_value_error_before_any_framework_sees_it():
+    with pytest.raises(ValueError) as info:
+        ext.allocate_filled(torch.zeros(1), [2, -1], "float32")
+    assert str(info.value) == "shape [2, -1] has a negative extent -1 in dimension 1"
+
+
+def test_what_torchs_allocator_refuses_is_the_exception_it_reports():
+    # torch has no float6: its allocator reports the failure through SetError,
+    # naming MemoryError as the kind, which becomes that exception.
+    with pytest.raises(MemoryError, match="^Unsupported code 16"):
+        ext.allocate_filled(torch.zeros(1), [2], "float6_e3m2fn")

@@ -7,6 +7,7 @@
 //! and the owner of the memory.
 
 mod aligned;
+mod allocate;
 mod args;
 mod capsule;
 mod copy;
@@ -24,6 +25,7 @@ mod plan;
 mod tensor;
 
 pub use aligned::{ALIGNMENT, AlignedBuffer};
+pub use allocate::{Allocated, allocate_like};
 pub use data::{RawBuffer, TensorData};
 pub use info::{Dims, TensorInfo, TensorInfoBuilder};
 pub use into::IntoDLPack;

@@ -313,6 +313,11 @@ impl ExchangeApi {
         Ok(unsafe { Bound::from_owned_ptr(py, out.cast()) })
     }
 
+    /// The table itself.
+    pub(crate) fn table(self) -> &'static DLPackExchangeAPI {
+        self.table
+    }
+
     /// The table's version (for `PyTensor::version` of borrowed views).
     pub(crate) fn version(self) -> crate::ffi::DLPackVersion {
         self.table.header.version

@@ -37,6 +37,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(native_arange, m)?)?;
     m.add_function(wrap_pyfunction!(native_like, m)?)?;
     m.add_function(wrap_pyfunction!(native_broken, m)?)?;
+    m.add_function(wrap_pyfunction!(allocate_filled, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)?;
     m.add_function(wrap_pyfunction!(consume, m)?)?;
     m.add_function(wrap_pyfunction!(describe_borrowed, m)?)?;

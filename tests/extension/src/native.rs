@@ -92,3 +92,29 @@ pub(crate) fn native_broken<'py>(
     tracked.shape = Some(vec![5]);
     to_framework(py, tracked, framework(framework_name)?)
 }
+
+/// A `shape` tensor of `dtype` allocated by `like`'s framework on its device
+/// (`allocate_like`), filled from Rust with 0, 1, 2, … (float32 and int64;
+/// other dtypes are left uninitialised).
+#[pyfunction]
+pub(crate) fn allocate_filled<'py>(
+    like: &Bound<'py, PyAny>,
+    shape: Vec<i64>,
+    dtype: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut out = pyo3_dlpack::allocate_like(like, &shape, parse_dtype(dtype)?)?;
+    match dtype {
+        "float32" => {
+            for (i, x) in out.tensor.as_slice_mut::<f32>()?.iter_mut().enumerate() {
+                *x = i as f32;
+            }
+        }
+        "int64" => {
+            for (i, x) in out.tensor.as_slice_mut::<i64>()?.iter_mut().enumerate() {
+                *x = i as i64;
+            }
+        }
+        _ => {}
+    }
+    Ok(out.object)
+}
