@@ -8,6 +8,10 @@ import pytest
 import dlpack_testext as ext
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: needs a CUDA GPU (skipped without one; `make gpu-test`)")
+
+
 class DLDevice(ctypes.Structure):
     _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
 

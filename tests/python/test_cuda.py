@@ -1,0 +1,88 @@
+"""CUDA: torch and CuPy device tensors through Rust, zero-copy. Marked `cuda`;
+every test skips cleanly where torch sees no GPU (this machine, CI). On a GPU
+machine: `make gpu-test` (see the README)."""
+
+import gc
+
+import numpy as np
+import pytest
+import torch
+
+import dlpack_testext as ext
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU and torch with CUDA"),
+]
+
+CUDA = 2  # kDLCUDA
+
+
+@pytest.fixture
+def cupy():
+    return pytest.importorskip("cupy")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int64,
+                                   torch.complex64, torch.bool])
+def test_a_torch_cuda_tensor_is_imported_in_place(dtype):
+    t = torch.arange(12, device="cuda").reshape(3, 4).to(dtype)
+    d = ext.describe(t)
+    assert d["device"] == (CUDA, t.device.index)
+    assert d["data_ptr"] == t.data_ptr()
+    assert d["shape"] == (3, 4) and d["strides"] == (4, 1)
+    assert d["writability"] == "Writable"
+
+
+def test_a_strided_cuda_view_keeps_its_layout():
+    t = torch.arange(24, device="cuda", dtype=torch.float32).reshape(4, 6)[:, ::2]
+    d = ext.describe(t)
+    assert d["data_ptr"] == t.data_ptr()
+    assert d["strides"] == t.stride()
+
+
+def test_torch_cuda_through_rust_and_back_is_zero_copy_and_drops_once():
+    t = torch.arange(8, device="cuda", dtype=torch.float32)
+    back = torch.from_dlpack(ext.reexport(t))
+    assert back.device == t.device and back.data_ptr() == t.data_ptr()
+    back[0] = 42
+    torch.cuda.synchronize()
+    assert t[0].item() == 42
+
+
+def test_every_stream_the_spec_allows_for_cuda_is_accepted():
+    t = torch.ones(4, device="cuda")
+    s = torch.cuda.Stream()
+    for stream in (None, 1, 2, s.cuda_stream):
+        d = ext.import_with(t, stream=stream)
+        assert d["data_ptr"] == t.data_ptr()
+
+
+def test_cupy_through_rust_and_back_is_zero_copy(cupy):
+    a = cupy.arange(10, dtype=cupy.float32)
+    d = ext.describe(a)
+    assert d["device"] == (CUDA, a.device.id) and d["data_ptr"] == a.data.ptr
+    back = cupy.from_dlpack(ext.reexport(a))
+    assert back.data.ptr == a.data.ptr
+    np.testing.assert_array_equal(cupy.asnumpy(back), np.arange(10, dtype=np.float32))
+
+
+def test_torch_and_cupy_share_through_rust(cupy):
+    t = torch.arange(6, device="cuda", dtype=torch.float32)
+    a = cupy.from_dlpack(ext.reexport(t))
+    assert a.data.ptr == t.data_ptr()
+    t2 = torch.from_dlpack(ext.reexport(a))
+    assert t2.data_ptr() == t.data_ptr()
+
+
+def test_outputs_allocated_by_torch_on_the_inputs_gpu():
+    like = torch.zeros(1, device="cuda")
+    out = ext.allocate_filled(like, [2, 3], "bfloat16")  # not filled: device memory
+    assert type(out) is torch.Tensor and out.device == like.device
+    assert out.shape == (2, 3) and out.dtype == torch.bfloat16
+
+
+def test_a_numpy_result_of_device_memory_is_refused():
+    with pytest.raises(BufferError, match="holds host memory only"):
+        ext.native_arange("numpy", "float32", 3, device="cuda:0")
+    gc.collect()
