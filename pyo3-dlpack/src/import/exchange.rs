@@ -8,6 +8,7 @@
 //! alive, so a cached address can never be reused by another type.
 
 use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use pyo3::exceptions::PyAttributeError;
@@ -46,30 +47,64 @@ struct Entry {
     _capsule: Option<Py<PyAny>>,
 }
 
-static CACHE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+/// The cache: entries published once (leaked, so they live as long as the
+/// types they keep alive) and never removed, so a lookup reads atomics only,
+/// with no lock, also on a free-threaded interpreter. Inserts take `INSERT`.
+static ENTRIES: [AtomicPtr<Entry>; CACHE_LIMIT] =
+    [const { AtomicPtr::new(ptr::null_mut()) }; CACHE_LIMIT];
+static INSERT: Mutex<()> = Mutex::new(());
+
+/// The cached answer for the type at `ty`, if it has one.
+fn cached(ty: *mut pyo3::ffi::PyTypeObject) -> Option<Option<ExchangeApi>> {
+    for slot in &ENTRIES {
+        let entry = slot.load(Ordering::Acquire);
+        if entry.is_null() {
+            return None;
+        }
+        // SAFETY: non-NULL entries come from `Box::into_raw` in `remember`, were
+        // published with Release (read with Acquire here) and are never freed.
+        let entry = unsafe { &*entry };
+        if entry.ty.as_ptr().cast() == ty {
+            return Some(entry.api);
+        }
+    }
+    None
+}
+
+/// Publishes `entry` in the first free slot (nothing when the cache is full
+/// or the type is already there).
+fn remember(entry: Entry) {
+    let _insert = INSERT.lock().unwrap_or_else(PoisonError::into_inner);
+    if cached(entry.ty.as_ptr().cast()).is_some() {
+        return;
+    }
+    if let Some(slot) = ENTRIES
+        .iter()
+        .find(|slot| slot.load(Ordering::Acquire).is_null())
+    {
+        slot.store(Box::into_raw(Box::new(entry)), Ordering::Release);
+    }
+}
 
 /// The exchange API of `obj`'s type, if it has a usable one.
 pub(crate) fn lookup(obj: &Bound<'_, PyAny>) -> PyResult<Option<ExchangeApi>> {
-    lookup_type(obj.get_type())
+    match cached(obj.get_type_ptr()) {
+        Some(api) => Ok(api),
+        None => lookup_type(obj.get_type()),
+    }
 }
 
 /// The exchange API of the type `ty`, if it has a usable one (cached).
 pub(crate) fn lookup_type(ty: Bound<'_, PyType>) -> PyResult<Option<ExchangeApi>> {
-    {
-        let cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(entry) = cache.iter().find(|e| e.ty.as_ptr() == ty.as_ptr()) {
-            return Ok(entry.api);
-        }
+    if let Some(api) = cached(ty.as_type_ptr()) {
+        return Ok(api);
     }
     let (api, capsule) = find(&ty)?;
-    let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
-    if cache.len() < CACHE_LIMIT && !cache.iter().any(|e| e.ty.as_ptr() == ty.as_ptr()) {
-        cache.push(Entry {
-            ty: ty.unbind(),
-            api,
-            _capsule: capsule,
-        });
-    }
+    remember(Entry {
+        ty: ty.unbind(),
+        api,
+        _capsule: capsule,
+    });
     Ok(api)
 }
 
