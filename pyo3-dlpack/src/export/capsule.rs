@@ -1,6 +1,12 @@
 //! DLPack capsules: created around a raw pointer with a `'static` name
-//! (`PyCapsule::new_with_pointer_and_destructor`), destroyed by our own
-//! destructor that respects a consumer's rename and a pending exception.
+//! (`PyCapsule_New`), destroyed by our own destructor that respects a
+//! consumer's rename and a pending exception.
+//!
+//! The raw `PyCapsule_New`, not PyO3's equivalent
+//! `PyCapsule::new_with_pointer_and_destructor`: that one hands its capsule
+//! back through a 72-byte `PyResult` written in its own frame, whose copy
+//! into ours cost 7 ns of the 66 ns a `__dlpack__` export takes (criterion
+//! `export/shared_versioned`, 58.6 ns with the raw call; BENCHMARKS.md).
 //!
 //! PyO3's safe `PyCapsule::new_with_destructor` is not used: its destructor
 //! frees the contents even after a consumer renamed the capsule to `used_…`
@@ -18,28 +24,33 @@ use crate::export::managed::{ManagedTensor, call_deleter};
 ///
 /// On failure the struct's deleter runs (the export is undone) and the
 /// Python error is returned.
+#[inline]
 pub(crate) fn new_capsule<'py, M: ManagedTensor>(
     py: Python<'py>,
     managed: NonNull<M>,
 ) -> PyResult<Bound<'py, PyCapsule>> {
-    // SAFETY: `managed` is a live struct that the capsule owns from here on
-    // and that the destructor frees (unless a consumer renamed the capsule
-    // and took it); the name is `'static` (CPython keeps the pointer); the
-    // destructor is for this `M`, never unwinds, and is called by CPython
-    // attached to the interpreter.
+    // SAFETY: attached; `managed` is a live struct that the capsule owns
+    // from here on and that the destructor frees (unless a consumer renamed
+    // the capsule and took it); the name is `'static` (CPython keeps the
+    // pointer); the destructor is for this `M`, never unwinds, and is called
+    // by CPython attached to the interpreter.
     let capsule = unsafe {
-        PyCapsule::new_with_pointer_and_destructor(
-            py,
-            managed.cast(),
-            M::NAME,
+        ffi::PyCapsule_New(
+            managed.as_ptr().cast(),
+            M::NAME.as_ptr(),
             Some(capsule_destructor::<M>),
         )
     };
-    capsule.inspect_err(|_| {
+    if capsule.is_null() {
         // SAFETY: no capsule was made, so we still own the struct; its single
         // deleter call undoes the export.
-        unsafe { call_deleter(managed) }
-    })
+        unsafe { call_deleter(managed) };
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new reference to the capsule just made.
+    let capsule = unsafe { Bound::from_owned_ptr(py, capsule) };
+    // SAFETY: `PyCapsule_New` made a capsule.
+    Ok(unsafe { capsule.cast_into_unchecked() })
 }
 
 /// The capsule's destructor, run by CPython (attached to the interpreter)

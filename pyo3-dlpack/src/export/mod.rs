@@ -133,6 +133,7 @@ fn seal_copy<'py>(
 }
 
 /// The block of the planned format, in a capsule.
+#[inline]
 fn seal<'py, O: Send + 'static>(
     py: Python<'py>,
     info: &TensorInfo<'_>,

@@ -82,6 +82,7 @@ impl ExportRequest {
     }
 
     /// Decides how to export `info` for this request, or why it cannot be done.
+    #[inline(always)]
     pub(crate) fn plan(&self, info: &TensorInfo<'_>) -> Result<ExportPlan, DLPackError> {
         let format = CapsuleFormat::for_max_version(self.max_version);
         let source = info.device();
@@ -115,6 +116,7 @@ impl ExportRequest {
 
     /// `dl_device` must be the tensor's device, or the CPU for memory the CPU
     /// can reach (pinned and managed memory) — never a copy across devices.
+    #[inline]
     fn target_device(&self, source: Device) -> Result<Device, DLPackError> {
         match self.dl_device {
             None => Ok(source),
