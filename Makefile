@@ -47,6 +47,8 @@ py-test: $(VENV_STAMP)
 	maturin develop --quiet -m tests/extension/Cargo.toml
 	for example in examples/*/; do maturin develop --quiet -m $$example/Cargo.toml || exit 1; done
 	$(VENV_PY) -m pytest -q tests/python examples
+	# The frameworks' own DLPack test files, unchanged, with every from_dlpack relayed through Rust.
+	$(VENV_PY) tests/frameworks/run.py
 
 # Criterion (Rust side) and the Python-side timings and memory checks, each
 # run twice; see BENCHMARKS.md. Release builds; takes a few minutes.
