@@ -130,6 +130,8 @@ pub mod ffi;
 mod foreign;
 mod import;
 mod layout;
+#[cfg(test)]
+mod proptests;
 mod protocol;
 mod pyint;
 
