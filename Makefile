@@ -14,7 +14,7 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test bench head-to-head venv lint rust-test py-test clean-venv
+.PHONY: demo test bench head-to-head sanitize fuzz venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
@@ -56,6 +56,27 @@ bench: $(VENV_STAMP)
 	maturin develop --release --quiet -m tests/extension/Cargo.toml
 	OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(VENV_SITE) cargo bench -p pyo3-dlpack-tests --bench exchange
 	for run in 1 2; do OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/python_bench.py || exit 1; done
+
+# AddressSanitizer (nightly, its own target directory) over the runtime crate's unit and
+# property tests and the Rust integration tests (embedded Python with NumPy and torch).
+# Leak detection is off: the interpreter keeps its own allocations alive at exit.
+ASAN = RUSTFLAGS="-Zsanitizer=address" RUSTDOCFLAGS="-Zsanitizer=address" \
+	ASAN_OPTIONS=detect_leaks=0 CARGO_TARGET_DIR=target/asan
+sanitize: $(VENV_STAMP)
+	$(ASAN) PYTHONPATH=$(VENV_SITE) cargo +nightly test -p pyo3-dlpack --lib --target x86_64-unknown-linux-gnu
+	$(ASAN) PYTHONPATH=$(VENV_SITE) cargo +nightly test -p pyo3-dlpack-tests --tests --target x86_64-unknown-linux-gnu
+
+# libFuzzer (nightly, the flags cargo-fuzz would pass, AddressSanitizer on) over the
+# import validation of a managed tensor's fields; FUZZ_SECONDS bounds the run.
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS = -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+	-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+	-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Zsanitizer=address
+fuzz:
+	cd fuzz && RUSTFLAGS="$(FUZZ_FLAGS)" cargo +nightly build --release --target x86_64-unknown-linux-gnu --bin capsule_fields
+	mkdir -p fuzz/corpus/capsule_fields
+	fuzz/target/x86_64-unknown-linux-gnu/release/capsule_fields fuzz/corpus/capsule_fields \
+		-max_total_time=$(FUZZ_SECONDS) -max_len=512
 
 # The head-to-head against dlpark, pyo3-dlpack 0.3 and nanobind (benchmarks/README.md):
 # release builds of the four modules, then two runs into benchmarks/results.md.

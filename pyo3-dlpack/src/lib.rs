@@ -128,6 +128,9 @@ pub mod error;
 mod export;
 pub mod ffi;
 mod foreign;
+#[cfg(feature = "__fuzzing")]
+#[doc(hidden)]
+pub mod fuzz;
 mod import;
 mod layout;
 #[cfg(test)]
