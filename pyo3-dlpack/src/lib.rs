@@ -110,6 +110,41 @@
 //!   contiguity, alignment and read-only flags, and never create `&[bool]`
 //!   over foreign bytes ([`PlainElement`]).
 //!
+//! # Threads and free-threaded Python
+//!
+//! PyO3 0.30 declares extension modules safe for free-threaded CPython
+//! (3.13t/3.14t) unless they opt out, so modules built on this crate are. No
+//! free-threaded interpreter can be built where this crate is tested, so
+//! what follows is a design review, not a test result; the GIL builds run the
+//! same code with eight threads importing, exporting and freeing at once.
+//!
+//! - **Consuming a capsule** checks its name and renames it `used_…` inside
+//!   the capsule's critical section (`with_critical_section`): of two threads
+//!   handed the same capsule, exactly one takes the tensor, the other gets
+//!   "already consumed". Capsules returned by a producer's `__dlpack__` to
+//!   our own call are private to that call until we consume them.
+//! - **Exported values** are shared through an atomic `Arc`: concurrent
+//!   `__dlpack__` calls on one `DLPackTensor` each make their own block, and
+//!   the value is dropped once, by whichever deleter runs last, on any
+//!   thread, touching no Python object. A `DLPackTensor` never changes after
+//!   it is made.
+//! - **The aliasing registry** is a global mutex-protected list (a mutable
+//!   view is refused while another import overlaps it, on any thread), left
+//!   before the producer's deleter runs, so freed and reused memory is never
+//!   refused as shared.
+//! - **The exchange-table cache** is read with atomics only; entries are
+//!   published once, never changed or freed. The NumPy C-API table is read
+//!   once through a `PyOnceLock`.
+//! - **A `PyTensor`** owns its managed tensor (`Send + Sync`); mutable
+//!   views need `&mut`. It may be dropped on any thread, with or without
+//!   the GIL: DLPack requires producers' deleters to allow that.
+//! - **Borrowed views** (`PyTensor::with_borrowed`) hold no reference to the
+//!   producer's storage, only to the object: with the GIL, nothing can free
+//!   that storage while the closure runs unless the closure itself runs
+//!   Python code; on a free-threaded interpreter another thread could (say,
+//!   `t.resize_()`). Use the owning import (`PyTensor::from_pyany`, every
+//!   `PyTensor` argument) when other threads may touch the tensor.
+//!
 //! # Features
 //!
 //! - `derive` (default): `#[derive(IntoDLPack, FromDLPack)]`.
