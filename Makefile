@@ -14,7 +14,7 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test bench head-to-head sanitize fuzz venv lint rust-test py-test clean-venv
+.PHONY: demo test bench head-to-head sanitize fuzz gpu-bundle venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
@@ -77,6 +77,16 @@ fuzz:
 	mkdir -p fuzz/corpus/capsule_fields
 	fuzz/target/x86_64-unknown-linux-gnu/release/capsule_fields fuzz/corpus/capsule_fields \
 		-max_total_time=$(FUZZ_SECONDS) -max_len=512
+
+# What a GPU machine (CUDA, torch, CuPy; no Rust, no network) needs to run the CUDA-marked
+# tests: the test extension built here for its CPython (GPU_PYTHON, 3.12 by default), the
+# test files and a script. There: `bash target/gpu-bundle/run.sh` (README, "GPU").
+GPU_PYTHON ?= $(HOME)/.pyenv/versions/3.12.1/bin/python
+gpu-bundle: $(VENV_STAMP)
+	rm -rf target/gpu-bundle && mkdir -p target/gpu-bundle/tests
+	maturin build --release --quiet -i $(GPU_PYTHON) -m tests/extension/Cargo.toml -o target/gpu-bundle
+	cp tests/python/conftest.py tests/python/test_cuda.py tests/python/test_native.py target/gpu-bundle/tests/
+	cp tests/gpu/run.sh target/gpu-bundle/run.sh
 
 # The head-to-head against dlpark, pyo3-dlpack 0.3 and nanobind (benchmarks/README.md):
 # release builds of the four modules, then two runs into benchmarks/results.md.
