@@ -56,8 +56,9 @@ impl Framework {
     /// anything else. For "return a result of the same kind as this argument".
     pub fn of(obj: &Bound<'_, PyAny>) -> PyResult<Option<Self>> {
         let module = obj.get_type().module()?;
-        let module = module.to_str()?;
-        let top = module.split('.').next().unwrap_or(module);
+        // `to_cow`, not `to_str`: the latter is not in the limited API before 3.10.
+        let module = module.to_cow()?;
+        let top = module.split('.').next().unwrap_or(&module);
         Ok(match top {
             "numpy" => Some(Self::NumPy),
             "torch" => Some(Self::Torch),

@@ -179,7 +179,8 @@ fn is_torch_tensor_like(ty: &Bound<'_, PyType>) -> PyResult<bool> {
 
 /// Whether `ty` is `torch.Tensor` itself, not a subclass.
 fn is_exactly_torch_tensor(ty: &Bound<'_, PyType>) -> PyResult<bool> {
-    Ok(ty.module()?.to_str()? == "torch" && ty.qualname()?.to_str()? == "Tensor")
+    // `to_cow`, not `to_str`: the latter is not in the limited API before 3.10.
+    Ok(ty.module()?.to_cow()? == "torch" && ty.qualname()?.to_cow()? == "Tensor")
 }
 
 /// Whether `ty` behaves as the class that defines its exchange table: same
