@@ -72,6 +72,12 @@
 //! [`RawBuffer`] around a pointer from any GPU API. Plain buffers are
 //! `IntoDLPack` themselves, as 1-D tensors: `DLPackTensor::new(vec![1.0f32; 8])`.
 //!
+//! To hand Python a framework's own array instead (a `numpy.ndarray`,
+//! `torch.Tensor`, `jax.Array` or CuPy array over the same memory), return
+//! [`Native::numpy(value)`](Native::numpy) and its siblings, or the kind of an
+//! argument with [`Framework::of`]; to fill an output that the caller's
+//! framework allocated on the caller's device, use [`allocate_like`].
+//!
 //! # Import: a Python tensor seen from Rust
 //!
 //! [`PyTensor`] takes a tensor from any producer (an object with
