@@ -91,6 +91,45 @@ fn writes_through_a_mutable_slice_reach_numpy() {
     });
 }
 
+/// The aliasing registry orders a mutable view against imports made after
+/// it: with threads running in parallel (free-threaded CPython, or a thread
+/// detached from the interpreter), another thread may import the same array
+/// while the `&mut` is alive; its shared views are refused until the writer
+/// drops (they were not: the check ran only when the mutable view was made).
+#[test]
+fn a_mutable_view_excludes_reads_through_later_imports_on_other_threads() {
+    use std::sync::mpsc::channel;
+
+    let (array, writer) = Python::attach(|py| {
+        let a = numpy_array(py, "np.zeros(4)");
+        let writer = PyTensor::from_pyany(&a).unwrap();
+        (a.unbind(), writer)
+    });
+    let (claimed_tx, claimed) = channel();
+    let (checked_tx, checked) = channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let mut writer = writer;
+        let slice = writer.as_slice_mut::<f64>().unwrap();
+        claimed_tx.send(()).unwrap();
+        checked.recv().unwrap();
+        slice.copy_from_slice(&[1.0, 2.0, 3.0, 4.0]);
+        // `writer` drops here: its deleter (NumPy's) attaches by itself.
+    });
+    claimed.recv().unwrap();
+    Python::attach(|py| {
+        let mut reader = PyTensor::from_pyany(array.bind(py)).unwrap();
+        let shared = DLPackError::Layout(pyo3_dlpack::error::LayoutError::Shared);
+        assert_eq!(reader.as_slice::<f64>().unwrap_err(), shared);
+        assert_eq!(reader.to_vec::<f64>().unwrap_err(), shared);
+        assert_eq!(reader.as_array::<f64>().unwrap_err(), shared);
+        assert_eq!(reader.as_slice_mut::<f64>().unwrap_err(), shared);
+        checked_tx.send(()).unwrap();
+        py.detach(|| thread.join().unwrap());
+        // The writer is gone: reads are allowed again, and see its writes.
+        assert_eq!(reader.as_slice::<f64>().unwrap(), &[1.0, 2.0, 3.0, 4.0]);
+    });
+}
+
 #[test]
 fn ndarray_views_follow_negative_strides() {
     Python::attach(|py| {

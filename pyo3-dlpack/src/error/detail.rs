@@ -129,7 +129,9 @@ pub enum LayoutError {
         /// Its strides.
         strides: Vec<i64>,
     },
-    /// A mutable view was asked for while another live import shares the memory.
+    /// A mutable view was asked for while another live import shares the
+    /// memory, or a view while another live import over it has handed out a
+    /// mutable one.
     Shared,
     /// A mutable view was asked for over strides that reach an element twice.
     Overlapping {
@@ -215,7 +217,8 @@ impl fmt::Display for LayoutError {
             ),
             Self::Shared => f.write_str(
                 "another imported tensor shares this memory (the same array passed twice?): \
-                 a mutable view needs it alone",
+                 a mutable view needs it alone, and excludes views through other imports \
+                 until its tensor is dropped",
             ),
             Self::Overlapping { shape, strides } => write!(
                 f,

@@ -6,6 +6,15 @@
 //! and a `&` to the same elements. Every import with elements registers its
 //! byte range here until it is dropped; mutable views need the range to be
 //! theirs alone.
+//!
+//! Checking only when a mutable view is made is not enough once threads run
+//! in parallel (free-threaded CPython, or Rust code that detached from the
+//! interpreter): another thread may import the same array *after* the check
+//! and read it while the `&mut` is alive. So an import that handed out a
+//! mutable view is marked a *writer* until it drops (a view's end cannot be
+//! observed; its borrow ends no later than the `PyTensor`), and shared views
+//! of any other import overlapping a writer are refused. Both decisions are
+//! taken under the one lock, so they are ordered.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -14,6 +23,14 @@ struct Entry {
     id: u64,
     start: usize,
     end: usize,
+    /// Has handed out a mutable view (sticky until the import drops).
+    writer: bool,
+}
+
+impl Entry {
+    fn overlaps(&self, other: &Entry) -> bool {
+        self.id != other.id && self.start < other.end && other.start < self.end
+    }
 }
 
 static LIVE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
@@ -38,19 +55,38 @@ impl Registration {
             return None;
         }
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        live().push(Entry { id, start, end });
+        live().push(Entry {
+            id,
+            start,
+            end,
+            writer: false,
+        });
         Some(Self { id })
     }
 
-    /// Whether no other live import overlaps this one.
-    pub(crate) fn is_exclusive(&self) -> bool {
+    /// Claims the range for a mutable view: `true`, and this import is a
+    /// writer from now on, when no other live import overlaps it.
+    pub(crate) fn claim_exclusive(&self) -> bool {
+        let mut live = live();
+        let Some(index) = live.iter().position(|e| e.id == self.id) else {
+            return false;
+        };
+        let me = &live[index];
+        if live.iter().any(|e| e.overlaps(me)) {
+            return false;
+        }
+        live[index].writer = true;
+        true
+    }
+
+    /// Whether shared views may be made: no other live import that
+    /// overlaps this one has handed out a mutable view.
+    pub(crate) fn may_read(&self) -> bool {
         let live = live();
         let Some(me) = live.iter().find(|e| e.id == self.id) else {
             return false;
         };
-        !live
-            .iter()
-            .any(|e| e.id != me.id && e.start < me.end && me.start < e.end)
+        !live.iter().any(|e| e.writer && e.overlaps(me))
     }
 }
 

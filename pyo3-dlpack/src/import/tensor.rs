@@ -450,10 +450,22 @@ impl PyTensor {
     }
 
     /// `Ok` if no other live `PyTensor` shares this tensor's memory (a mutable
-    /// view needs exclusive access), else [`DLPackError::Layout`].
+    /// view needs exclusive access), else [`DLPackError::Layout`]. On `Ok`,
+    /// overlapping imports made later cannot be read while this one lives.
     pub(crate) fn ensure_exclusive(&self) -> Result<(), DLPackError> {
         match &self.registration {
-            Some(registration) if !registration.is_exclusive() => Err(LayoutError::Shared.into()),
+            Some(registration) if !registration.claim_exclusive() => {
+                Err(LayoutError::Shared.into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `Ok` unless another live `PyTensor` over this memory has handed out a
+    /// mutable view (whose borrow may still be alive, on another thread).
+    pub(crate) fn ensure_readable(&self) -> Result<(), DLPackError> {
+        match &self.registration {
+            Some(registration) if !registration.may_read() => Err(LayoutError::Shared.into()),
             _ => Ok(()),
         }
     }

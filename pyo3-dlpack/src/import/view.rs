@@ -15,6 +15,9 @@ impl PyTensor {
         if self.is_borrowed() {
             return Err(LayoutError::Borrowed.into());
         }
+        if !mutable {
+            self.ensure_readable()?;
+        }
         let device = self.device();
         if device.device_type != crate::DeviceType::CPU {
             return Err(DLPackError::Device {
