@@ -137,8 +137,8 @@ pub(crate) unsafe fn foreign_slice<'a>(ptr: *const i64, len: usize) -> &'a [i64]
 
 /// The bytes the tensor reaches, from its first element's address plus the
 /// most negative and most positive stride reach, must be a real address
-/// range of at most `isize::MAX` bytes. A row-major tensor of byte-sized
-/// (or padded) elements reaches exactly its `nbytes` (the common case,
+/// range of at most `isize::MAX` bytes. A row-major tensor reaches exactly
+/// its `nbytes`, packed sub-byte elements included (the common case,
 /// without the strided walk's wide arithmetic).
 fn check_extent(
     tensor: &DLTensor,
@@ -158,9 +158,16 @@ fn check_extent(
         strides: strides.to_vec(),
         byte_offset: tensor.byte_offset,
     };
-    let (low, high) = match layout::element_bytes(tensor.dtype, padded) {
-        Some(_) if layout::is_contiguous(shape, strides) => (0, nbytes as i128),
-        itemsize => layout::reach(shape, strides, itemsize.unwrap_or(1)).ok_or_else(overflow)?,
+    let (low, high) = if layout::is_contiguous(shape, strides) {
+        (0, nbytes as i128)
+    } else {
+        // Packed elements of a width that is not a whole number of bytes
+        // (int4, int12, float6 …): element `k` of the strided walk starts
+        // at bit `k × bits`, inside `[k × itemsize, (k + 1) × itemsize)`
+        // with the byte-rounded itemsize, so that reach covers them all.
+        let itemsize =
+            layout::element_bytes(tensor.dtype, padded).unwrap_or_else(|| tensor.dtype.itemsize());
+        layout::reach(shape, strides, itemsize).ok_or_else(overflow)?
     };
     let first = tensor.data as usize as i128 + i128::from(tensor.byte_offset);
     if first + low < 0 || first + high > usize::MAX as i128 {

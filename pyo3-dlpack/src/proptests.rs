@@ -153,3 +153,35 @@ proptest! {
         prop_assert_eq!(checked.numel, info.numel());
     }
 }
+
+/// A row-major tensor of packed elements whose width is not a whole number
+/// of bytes spans its storage (an int12 scalar needs 2 bytes, not 1).
+#[test]
+fn packed_wide_elements_span_their_storage() {
+    for (code, bits, mut shape, nbytes) in [
+        (DataTypeCode::INT, 12u8, vec![1i64, 1], 2usize),
+        (DataTypeCode::INT, 12, vec![3], 5),
+        (DataTypeCode::COMPLEX, 186, vec![1, 1], 24),
+        (DataTypeCode::INT, 105, vec![1, 1, 1], 14),
+    ] {
+        let dtype = DataType {
+            code,
+            bits,
+            lanes: 1,
+        };
+        let tensor = DLTensor {
+            data: 0x1000usize as *mut c_void,
+            device: Device::cpu(),
+            ndim: shape.len() as i32,
+            dtype,
+            shape: shape.as_mut_ptr(),
+            strides: std::ptr::null_mut(),
+            byte_offset: 0,
+        };
+        // SAFETY: `shape` holds `ndim` entries and outlives the call; strides
+        // are NULL (row-major); the data pointer is not read.
+        let checked = unsafe { foreign::check(&tensor, false) }.unwrap();
+        assert_eq!(checked.nbytes, nbytes, "{dtype}");
+        assert_eq!(checked.span, (0x1000, 0x1000 + nbytes), "{dtype}");
+    }
+}
