@@ -14,13 +14,13 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test bench head-to-head sanitize fuzz gpu-bundle venv lint rust-test py-test clean-venv
+.PHONY: demo test package bench head-to-head sanitize fuzz gpu-bundle venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
 	$(VENV_PY) examples/image-buffer/demo.py
 
-test: lint rust-test py-test
+test: lint rust-test py-test package
 
 venv: $(VENV_STAMP)
 
@@ -41,6 +41,16 @@ rust-test: $(VENV_STAMP)
 	PYTHONPATH=$(VENV_SITE) cargo test --workspace
 	# The runtime crate alone, default features only (the workspace run enables them all).
 	PYTHONPATH=$(VENV_SITE) cargo test -p pyo3-dlpack
+
+# What `cargo publish` would upload: both crates packaged and built as a workspace publish
+# (the derive crate first), then the packaged runtime crate's doc tests, README included,
+# against the packaged derive crate.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+package: $(VENV_STAMP)
+	cargo publish --workspace --dry-run --allow-dirty --quiet -p pyo3-dlpack-derive -p pyo3-dlpack
+	cd target/package/pyo3-dlpack-$(VERSION) && PYTHONPATH=$(VENV_SITE) \
+		CARGO_TARGET_DIR=$(abspath target/package-test) cargo test --doc --all-features --quiet \
+		--config 'patch.crates-io.pyo3-dlpack-derive.path="../pyo3-dlpack-derive-$(VERSION)"'
 
 # pytest against real frameworks, over the test extension and the examples.
 py-test: $(VENV_STAMP)

@@ -207,5 +207,5 @@ pub use pyo3;
 
 /// The examples in the repository's README, compiled and run as doc tests.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
