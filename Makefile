@@ -14,13 +14,13 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test package bench head-to-head sanitize fuzz gpu-bundle venv lint rust-test py-test clean-venv
+.PHONY: demo test package abi3-test bench head-to-head sanitize fuzz gpu-bundle venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
 	$(VENV_PY) examples/image-buffer/demo.py
 
-test: lint rust-test py-test package
+test: lint rust-test py-test abi3-test package
 
 venv: $(VENV_STAMP)
 
@@ -41,6 +41,20 @@ rust-test: $(VENV_STAMP)
 	PYTHONPATH=$(VENV_SITE) cargo test --workspace
 	# The runtime crate alone, default features only (the workspace run enables them all).
 	PYTHONPATH=$(VENV_SITE) cargo test -p pyo3-dlpack
+
+# The test extension as one abi3-py39 wheel (its own target directory), run with the
+# NumPy-only suites on the oldest and newest CPython of the image, each in a venv of its
+# own with NumPy and pytest only (tests/abi3/). torch and JAX stay on the main venv.
+ABI3_PYTHONS ?= 3.9.18 3.13.0
+PYENV_VERSIONS ?= $(HOME)/.pyenv/versions
+abi3-test: $(VENV_STAMP)
+	rm -rf target/abi3-wheel
+	maturin build --quiet -m tests/extension/Cargo.toml --features abi3 \
+		--target-dir target/abi3 -o target/abi3-wheel
+	for version in $(ABI3_PYTHONS); do \
+		tests/abi3/run.sh $(PYENV_VERSIONS)/$$version/bin/python target/abi3-wheel \
+			target/abi3-venvs/$$version || exit 1; \
+	done
 
 # What `cargo publish` would upload: both crates packaged and built as a workspace publish
 # (the derive crate first), then the packaged runtime crate's doc tests, README included,

@@ -98,3 +98,32 @@ def test_our_own_shared_values_still_refuse_legacy_capsules():
         match=r"^the tensor is read-only and the legacy \(unversioned\) DLPack capsule cannot say so",
     ):
         x.__dlpack__()
+
+
+def test_a_legacy_numpy_capsule_is_writable_when_the_array_is():
+    # NumPy exports legacy capsules only of writable arrays (before 2.1, the
+    # only kind it exports; the abi3 suite runs NumPy 2.0.2 for real).
+    a = np.arange(3.0)
+    assert ext.import_with(a, max_version=(0, 8))["writability"] == "Writable"
+    frozen = np.arange(3.0)
+    frozen.flags.writeable = False
+    with pytest.raises(BufferError, match="^Cannot export readonly array"):
+        ext.import_with(frozen, max_version=(0, 8))
+    # A subclass may export what it likes: its legacy capsule says nothing.
+    class Sub(np.ndarray):
+        pass
+
+    assert ext.import_with(a.view(Sub), max_version=(0, 8))["writability"] == "Unknown"
+    # A bare legacy capsule has no producer object to ask.
+    assert ext.describe(a.__dlpack__())["writability"] == "Unknown"
+
+
+def test_writing_a_legacy_import_names_the_legacy_capsule():
+    t = torch.zeros(3, dtype=torch.float64)
+    with pytest.raises(
+        ValueError,
+        match=r"^expected a writable tensor, got one from a legacy DLPack capsule, which cannot "
+        r"say whether it may be written \(a producer of DLPack 1\.0 or later can\)$",
+    ):
+        ext.fill(torch.utils.dlpack.to_dlpack(t), 1.0)
+    assert t.sum() == 0

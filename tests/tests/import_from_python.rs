@@ -152,12 +152,23 @@ fn options_reach_the_producer() {
         let legacy =
             PyTensor::from_pyany_with(&a, &ImportOptions::new().with_max_version(0, 8)).unwrap();
         assert_eq!(legacy.version(), None);
+        // NumPy exports legacy capsules of writable arrays only, and says so itself.
+        assert_eq!(legacy.writability(), Writability::Writable);
+        assert_eq!(copied.writability(), Writability::Writable);
+        drop(legacy);
+        // A bare legacy capsule has no producer to ask.
+        let capsule = a.call_method0("__dlpack__").unwrap();
+        let bare = PyTensor::from_pyany(&capsule).unwrap();
         assert!(
-            legacy.is_read_only(),
+            bare.is_read_only(),
             "legacy capsules cannot say writes are allowed"
         );
-        assert_eq!(legacy.writability(), Writability::Unknown);
-        assert_eq!(copied.writability(), Writability::Writable);
+        assert_eq!(bare.writability(), Writability::Unknown);
+        assert_eq!(
+            bare.ensure_writable().unwrap_err().to_string(),
+            "expected a writable tensor, got one from a legacy DLPack capsule, which cannot \
+             say whether it may be written (a producer of DLPack 1.0 or later can)"
+        );
     });
 }
 

@@ -86,6 +86,9 @@ pub enum DLPackError {
     Layout(LayoutError),
     /// Writing was required but the tensor is read-only.
     ReadOnly,
+    /// Writing was required but the tensor came in a legacy capsule, which
+    /// cannot say whether it may be written (see [`Writability::Unknown`](crate::Writability::Unknown)).
+    WritabilityUnknown,
     /// A size computation overflowed (shape × strides × itemsize).
     SizeOverflow(SizeOverflow),
     /// A dtype the DLPack header does not allow (both directions refuse the same ones).
@@ -186,6 +189,10 @@ impl fmt::Display for DLPackError {
             Self::Export(err) => err.fmt(f),
             Self::InvalidDtype(err) => err.fmt(f),
             Self::ReadOnly => f.write_str("expected a writable tensor, got a read-only one"),
+            Self::WritabilityUnknown => f.write_str(
+                "expected a writable tensor, got one from a legacy DLPack capsule, which cannot \
+                 say whether it may be written (a producer of DLPack 1.0 or later can)",
+            ),
             Self::SizeOverflow(what) => write!(f, "size overflow: {what}"),
             Self::UnsupportedVersion { major, minor } => write!(
                 f,

@@ -12,7 +12,7 @@ use pyo3::types::{PyBool, PyCapsule, PyInt, PySequence, PyString, PyTuple};
 
 use crate::error::CapsuleError;
 use crate::pyint::int_in_range;
-use crate::{DLPackError, Device, DeviceType, protocol};
+use crate::{DLPackError, Device, DeviceType, Writability, protocol};
 
 /// How to ask a producer for its tensor: the keywords of `__dlpack__`.
 ///
@@ -303,6 +303,24 @@ fn is_host_only_type(obj: &Bound<'_, PyAny>) -> bool {
         let _ = obj;
         false
     }
+}
+
+/// What the producer of a legacy capsule says about writes through its own
+/// API. NumPy before 2.1 exports only legacy capsules, and only of writable
+/// arrays (read-only ones raise `BufferError`), so an exact `numpy.ndarray`
+/// whose `flags.writeable` is true is writable; any other producer cannot say.
+pub(crate) fn legacy_writability(obj: &Bound<'_, PyAny>) -> PyResult<Writability> {
+    let py = obj.py();
+    let ty = obj.get_type();
+    // `to_cow`: `to_str` is not in the limited API before 3.10.
+    let is_ndarray = ty.name()?.to_cow()? == "ndarray" && ty.module()?.to_cow()? == "numpy";
+    if is_ndarray {
+        let flags = obj.getattr(intern!(py, "flags"))?;
+        if flags.getattr(intern!(py, "writeable"))?.is_truthy()? {
+            return Ok(Writability::Writable);
+        }
+    }
+    Ok(Writability::Unknown)
 }
 
 /// `obj.name`, `None` if it has no such attribute; other errors propagate.

@@ -11,7 +11,7 @@ use crate::ffi::{DLPACK_FLAG_BITMASK_IS_COPIED, DLPackVersion, DLTensor};
 use crate::foreign::{self, Checked};
 use crate::import::consume::{Managed, take_from_capsule};
 use crate::import::exchange;
-use crate::import::negotiate::{ImportOptions, probe_dlpack, request_capsule};
+use crate::import::negotiate::{ImportOptions, legacy_writability, probe_dlpack, request_capsule};
 use crate::import::registry::Registration;
 use crate::layout::{self, DimsBuf};
 use crate::{DLPackError, DataType, Device, Writability, protocol};
@@ -63,6 +63,9 @@ pub struct PyTensor {
     /// arrays may change if Python code runs while it is borrowed. Inline up
     /// to 4 dimensions, so borrowing does not allocate.
     dims_copy: Option<DimsBuf>,
+    /// A legacy capsule whose producer said, through its own API, that the
+    /// memory may be written (see `legacy_writability`).
+    legacy_writable: bool,
 }
 
 // SAFETY: a PyTensor owns its managed tensor exclusively (the capsule was
@@ -120,7 +123,11 @@ impl PyTensor {
             }
         }
         let capsule = request_capsule(obj, options)?;
-        Ok(Self::from_capsule(&capsule)?)
+        let mut tensor = Self::from_capsule(&capsule)?;
+        if tensor.writability() == Writability::Unknown {
+            tensor.legacy_writable = legacy_writability(obj)? == Writability::Writable;
+        }
+        Ok(tensor)
     }
 
     /// Runs `f` on a borrowed view of `obj`'s tensor, and returns its result.
@@ -232,6 +239,7 @@ impl PyTensor {
             checked: Checked::EMPTY,
             registration: None,
             dims_copy: None,
+            legacy_writable: false,
         };
         if let Some(Managed::Versioned(versioned)) = &tensor.managed {
             // SAFETY: a live struct we own; `version` is its first field, which
@@ -347,14 +355,18 @@ impl PyTensor {
     /// flag, or sent a legacy capsule. A legacy capsule cannot say whether
     /// writes are allowed (JAX before 0.12 exports its immutable arrays that
     /// way), so, as NumPy ≥ 2.3 does, legacy imports are read-only here
-    /// ([`writability`](Self::writability) tells the two apart).
+    /// ([`writability`](Self::writability) tells the two apart), with one
+    /// exception: a `numpy.ndarray` of NumPy before 2.1 (the newest on
+    /// CPython 3.9 is 2.0.2), which exports only legacy capsules, and only of
+    /// writable arrays, is writable when its own `flags.writeable` says so.
     pub fn is_read_only(&self) -> bool {
         !self.writability().allows_writes()
     }
 
     /// What the producer said about writes: [`Writability::Writable`] or
     /// [`Writability::ReadOnly`] from a versioned capsule's flags,
-    /// [`Writability::Unknown`] for a legacy capsule, which cannot say.
+    /// [`Writability::Unknown`] for a legacy capsule, which cannot say
+    /// (except NumPy's before 2.1, see [`is_read_only`](Self::is_read_only)).
     ///
     /// Rust views treat unknown as read-only. Exported again (a `PyTensor`
     /// is an [`IntoDLPack`](crate::IntoDLPack) value), an unknown tensor is
@@ -378,6 +390,7 @@ impl PyTensor {
     /// ```
     pub fn writability(&self) -> Writability {
         match self.flags() {
+            None if self.legacy_writable => Writability::Writable,
             None => Writability::Unknown,
             Some(flags) => Writability::from_flags(flags),
         }
@@ -470,12 +483,14 @@ impl PyTensor {
         }
     }
 
-    /// `Ok` unless the producer marked the tensor read-only ([`DLPackError::ReadOnly`]).
+    /// `Ok` if the tensor may be written: [`DLPackError::ReadOnly`] if the
+    /// producer marked it read-only, [`DLPackError::WritabilityUnknown`] if
+    /// it came in a legacy capsule that cannot say.
     pub fn ensure_writable(&self) -> Result<(), DLPackError> {
-        if self.is_read_only() {
-            Err(DLPackError::ReadOnly)
-        } else {
-            Ok(())
+        match self.writability() {
+            Writability::Writable => Ok(()),
+            Writability::ReadOnly => Err(DLPackError::ReadOnly),
+            Writability::Unknown => Err(DLPackError::WritabilityUnknown),
         }
     }
 }
