@@ -168,3 +168,15 @@ def test_a_pyclass_opting_into_writable_sharing():
     assert a.flags.writeable
     a[0] = 100.0
     assert s.total() == 103.0, "Rust sees the consumer's write"
+
+
+def test_a_hand_written_from_dlpack_is_an_argument_through_impl_from_pyobject():
+    a = np.arange(3.0)
+    assert ext.hand_vector_head(a) == (3, 0.0)
+    assert ext.hand_vector_head(torch.zeros(0, dtype=torch.float64)) == (0, None)
+    with pytest.raises(ValueError, match="^expected a float64 tensor, got float32"):
+        ext.hand_vector_head(np.ones(2, dtype="f4"))
+    with pytest.raises(ValueError, match="^expected a 1-dimensional tensor, got 2 dimensions"):
+        ext.hand_vector_head(np.ones((2, 2)))
+    with pytest.raises(TypeError, match="^expected an object with __dlpack__ or a DLPack capsule, got str"):
+        ext.hand_vector_head("abc")

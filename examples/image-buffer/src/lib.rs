@@ -7,9 +7,12 @@
 //!   pixels described as `(3, H, W)` through strides, the layout torch models
 //!   expect, still without a copy.
 //! - `sine(n, cycles)`: a float32 signal in a plain `Vec<f32>` (a 1-D tensor).
+//!
+//! Both return `image_buffer.DLPackTensor`; `image_buffer.pyi` is the type stub
+//! maturin ships in the wheel.
 
 use pyo3::prelude::*;
-use pyo3_dlpack::{AlignedBuffer, IntoDLPack};
+use pyo3_dlpack::{AlignedBuffer, DLPackTensor, IntoDLPack};
 
 /// An RGB image: interleaved `height × width × 3` bytes. The derive makes it
 /// a tensor: returned from a `#[pyfunction]`, it is a `DLPackTensor`.
@@ -64,6 +67,9 @@ fn sine(n: usize, cycles: f32) -> Signal {
 
 #[pymodule]
 fn image_buffer(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Optional: lets Python name the class (`image_buffer.DLPackTensor`); its type
+    // stub is in image_buffer.pyi.
+    DLPackTensor::add_to_module(m)?;
     m.add_function(wrap_pyfunction!(gradient, m)?)?;
     m.add_function(wrap_pyfunction!(sine, m)?)?;
     Ok(())

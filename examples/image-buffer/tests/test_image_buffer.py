@@ -1,5 +1,7 @@
 """The image-buffer example: what its README promises, checked."""
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -40,3 +42,14 @@ def test_jax_imports_the_aligned_image_without_copying():
     image = image_buffer.gradient(8, 8)
     j = jnp.from_dlpack(image)
     assert j.addressable_data(0).unsafe_buffer_pointer() == image.data_ptr
+
+
+def test_the_wheel_ships_a_current_type_stub_and_names_the_class():
+    package = pathlib.Path(image_buffer.__file__).parent
+    assert (package / "py.typed").exists()
+    installed = (package / "__init__.pyi").read_text()
+    crate_stub = pathlib.Path(__file__).parents[3] / "pyo3-dlpack" / "src" / "export" / "tensor.pyi"
+    assert crate_stub.read_text() in installed
+    img = image_buffer.gradient(2, 3)
+    assert type(img) is image_buffer.DLPackTensor
+    assert type(img).__module__ == "image_buffer.image_buffer"

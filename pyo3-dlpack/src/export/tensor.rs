@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyTuple};
+use pyo3::types::{PyCapsule, PyModule, PyTuple};
 use pyo3::{PyClass, PyClassInitializer};
 
 use crate::DLPackError;
@@ -12,52 +12,25 @@ use crate::export::info::TensorInfo;
 use crate::export::into::IntoDLPack;
 use crate::export::plan::{CapsuleFormat, ExportRequest};
 
-/// A Rust tensor as a Python object that speaks DLPack: `__dlpack__` and
-/// `__dlpack_device__`, so `numpy.from_dlpack`, `torch.from_dlpack`,
-/// `jax.numpy.from_dlpack`, `cupy.from_dlpack` and every array-API library
-/// import it without a copy.
+/// A tensor exported from Rust, shared with NumPy, PyTorch, JAX, CuPy and every
+/// other DLPack consumer without a copy.
 ///
-/// It can be exported **any number of times**: each `__dlpack__` call makes a
-/// fresh capsule that shares ownership of the Rust value, which is dropped
-/// once the Python object and every consumer are gone (on whichever thread
-/// lets go last).
+/// Pass it to `numpy.from_dlpack`, `torch.from_dlpack`, `jax.numpy.from_dlpack`,
+/// `cupy.from_dlpack` or any array-API library's `from_dlpack`: the array they
+/// return shares this tensor's memory. It can be imported any number of times;
+/// the memory lives until this object and every array made from it are gone.
+/// Arrays made from a read-only tensor are read-only.
 ///
-/// `__dlpack__` follows the DLPack Python specification and what real
-/// consumers need:
-/// - no `max_version` (or a major below 1) gives a legacy `"dltensor"`
-///   capsule; `max_version=(1, x)` or later a `"dltensor_versioned"` 1.3 one,
-///   writable unless the value is read-only (NumPy only makes writable arrays
-///   from versioned capsules); a read-only value refuses the legacy capsule
-///   (`BufferError`, unless `copy=True`), and a value of unknown
-///   [`Writability`](crate::Writability) (a `PyTensor` imported from a legacy
-///   capsule) gets the legacy capsule, or `READ_ONLY` in a versioned one;
-/// - `stream` must be `None` or `-1` on devices without streams; CUDA and
-///   ROCm follow the specification's table;
-/// - `dl_device` may be the tensor's device, or `(1, 0)` (CPU) for memory
-///   the CPU can reach; `copy=True` copies host memory and sets `IS_COPIED`;
-///   `copy=False` never copies;
-/// - an export that cannot be done raises `BufferError`; a malformed argument
-///   value raises `ValueError` (an integer out of its field's range,
-///   such as `stream=2**70`, `OverflowError`), never `TypeError` (which consumers read as
-///   "old producer" and retry without keywords); positional arguments are a
-///   `TypeError`, as the specification requires.
+/// Attributes: `shape` and `strides` (tuples of ints, strides in elements),
+/// `ndim`, `dtype` (a name such as `"float32"`), `device` (such as `"cpu:0"`),
+/// `read_only`, and `data_ptr` (the address of the first element).
 ///
-/// Python also sees `shape`, `strides` (in elements), `dtype` (a name such as
-/// `"float32"`), `device` (`"cpu:0"`), `ndim`, `read_only` and `data_ptr`.
-///
-/// ```
-/// use pyo3::prelude::*;
-/// use pyo3_dlpack::{AlignedBuffer, DLPackTensor};
-///
-/// #[pyfunction]
-/// fn ramp(n: usize) -> PyResult<DLPackTensor> {
-///     Ok(DLPackTensor::new(AlignedBuffer::from_fn(n, |i| i as f32))?)
-/// }
-/// # Python::attach(|py| {
-/// #     let t = Bound::new(py, ramp(4).unwrap()).unwrap();
-/// #     assert_eq!(t.repr().unwrap().to_string(), "DLPackTensor(shape=(4,), dtype=float32, device=cpu:0)");
-/// # });
-/// ```
+/// Methods: `__dlpack__(*, stream=None, max_version=None, dl_device=None,
+/// copy=None)` and `__dlpack_device__()`, as the DLPack Python specification
+/// defines them.
+// What only Rust readers need (and doc tests) stays out of Python's `__doc__`:
+// PyO3 takes the docstring from the plain doc comments above.
+#[cfg_attr(any(doc, doctest), doc = include_str!("tensor.md"))]
 #[pyclass(frozen, subclass, module = "pyo3_dlpack", name = "DLPackTensor")]
 pub struct DLPackTensor {
     value: Arc<dyn IntoDLPack>,
@@ -193,6 +166,48 @@ impl DLPackTensor {
         // SAFETY: the caller's promise is exactly `from_arc_writable`'s.
         let base = unsafe { Self::from_arc_writable(value) }?;
         Ok(PyClassInitializer::from(base).add_subclass(subclass))
+    }
+
+    /// The class's type stub: paste it into the `.pyi` file of your module
+    /// (for maturin, `<module>.pyi` next to `Cargo.toml`, which maturin ships
+    /// in the wheel with a `py.typed` marker), so type checkers and editors
+    /// know what your functions return.
+    ///
+    /// ```
+    /// // Keep your stub in step with the crate (a test in your own crate):
+    /// # let my_stub = pyo3_dlpack::DLPackTensor::PYI;
+    /// // let my_stub = include_str!("../my_module.pyi");
+    /// assert!(my_stub.contains(pyo3_dlpack::DLPackTensor::PYI));
+    /// ```
+    pub const PYI: &'static str = include_str!("tensor.pyi");
+
+    /// Adds the class to your module `m`, as `DLPackTensor`, and makes its
+    /// `__module__` the module's name, so that `help()`, `repr(type(t))` and
+    /// error messages point Python users to your module (the class is
+    /// defined in `pyo3_dlpack`, which they cannot import). Returning a
+    /// `DLPackTensor` needs no registration; add it for Python code that
+    /// names the class (`isinstance(x, mymodule.DLPackTensor)`).
+    ///
+    /// ```
+    /// use pyo3::prelude::*;
+    /// use pyo3_dlpack::DLPackTensor;
+    ///
+    /// #[pymodule]
+    /// fn my_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    ///     DLPackTensor::add_to_module(m)?;
+    ///     Ok(())
+    /// }
+    /// # Python::attach(|py| {
+    /// #     let m = PyModule::new(py, "my_module").unwrap();
+    /// #     DLPackTensor::add_to_module(&m).unwrap();
+    /// #     let module = m.getattr("DLPackTensor").unwrap().getattr("__module__").unwrap();
+    /// #     assert_eq!(module.to_string(), "my_module");
+    /// # });
+    /// ```
+    pub fn add_to_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add_class::<Self>()?;
+        let class = m.py().get_type::<Self>();
+        class.setattr(pyo3::intern!(m.py(), "__module__"), m.name()?)
     }
 
     /// The shared value and its checked description (for the exchange API).

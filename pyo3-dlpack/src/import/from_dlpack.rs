@@ -48,9 +48,12 @@ use crate::import::tensor::PyTensor;
 /// }
 /// ```
 ///
-/// It can also be written by hand:
+/// It can also be written by hand. A `#[pyfunction]` argument needs
+/// `FromPyObject` too, which [`impl_from_pyobject!`](crate::impl_from_pyobject)
+/// implements (what the derive generates):
 ///
 /// ```
+/// use pyo3::prelude::*;
 /// use pyo3_dlpack::{DataType, DLPackError, FromDLPack, PyTensor};
 ///
 /// /// A float32 matrix.
@@ -68,6 +71,14 @@ use crate::import::tensor::PyTensor;
 ///         Ok(Matrix { tensor, rows, cols })
 ///     }
 /// }
+///
+/// pyo3_dlpack::impl_from_pyobject!(Matrix);
+///
+/// /// Python: `rows(np.zeros((2, 3), dtype="f4"))`
+/// #[pyfunction]
+/// fn rows(m: Matrix) -> usize {
+///     m.rows
+/// }
 /// ```
 pub trait FromDLPack: Sized {
     /// Builds `Self`, or says which constraint the tensor fails.
@@ -78,4 +89,53 @@ impl FromDLPack for PyTensor {
     fn from_dlpack(tensor: PyTensor) -> Result<Self, DLPackError> {
         Ok(tensor)
     }
+}
+
+/// Implements PyO3's `FromPyObject` for types that implement [`FromDLPack`]
+/// by hand, so they are `#[pyfunction]` arguments: the object is imported as
+/// a [`PyTensor`] (any DLPack producer; `TypeError` for others) and handed to
+/// `from_dlpack`, whose [`DLPackError`] becomes the Python exception (a
+/// `ValueError` for a failed constraint). `#[derive(FromDLPack)]` does this
+/// itself.
+///
+/// Give one or more types; a generic type takes its parameters in brackets
+/// first:
+///
+/// ```
+/// use std::marker::PhantomData;
+/// use pyo3_dlpack::{DLPackError, Element, FromDLPack, PyTensor};
+///
+/// struct Vector<T> {
+///     tensor: PyTensor,
+///     element: PhantomData<T>,
+/// }
+///
+/// impl<T: Element> FromDLPack for Vector<T> {
+///     fn from_dlpack(tensor: PyTensor) -> Result<Self, DLPackError> {
+///         tensor.ensure_dtype(T::DTYPE)?;
+///         tensor.ensure_ndim(1)?;
+///         Ok(Vector { tensor, element: PhantomData })
+///     }
+/// }
+///
+/// pyo3_dlpack::impl_from_pyobject!([T: Element] Vector<T>);
+/// ```
+#[macro_export]
+macro_rules! impl_from_pyobject {
+    ([$($generics:tt)*] $ty:ty) => {
+        impl<'__dlpack_a, '__dlpack_py, $($generics)*>
+            $crate::pyo3::FromPyObject<'__dlpack_a, '__dlpack_py> for $ty
+        {
+            type Error = $crate::pyo3::PyErr;
+
+            fn extract(
+                obj: $crate::pyo3::Borrowed<'__dlpack_a, '__dlpack_py, $crate::pyo3::PyAny>,
+            ) -> ::core::result::Result<Self, Self::Error> {
+                $crate::__private::extract(&obj)
+            }
+        }
+    };
+    ($($ty:ty),+ $(,)?) => {
+        $($crate::impl_from_pyobject!([] $ty);)+
+    };
 }

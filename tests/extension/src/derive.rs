@@ -173,3 +173,29 @@ impl Spectrum {
         self.samples.values.iter().sum()
     }
 }
+
+/// A hand-written `FromDLPack` (no derive), made an argument type by `impl_from_pyobject!`.
+pub(crate) struct HandVector<T> {
+    tensor: PyTensor,
+    element: std::marker::PhantomData<T>,
+}
+
+impl<T: pyo3_dlpack::Element> FromDLPack for HandVector<T> {
+    fn from_dlpack(tensor: PyTensor) -> Result<Self, DLPackError> {
+        tensor.ensure_dtype(T::DTYPE)?;
+        tensor.ensure_ndim(1)?;
+        Ok(Self {
+            tensor,
+            element: std::marker::PhantomData,
+        })
+    }
+}
+
+pyo3_dlpack::impl_from_pyobject!([T: pyo3_dlpack::Element] HandVector<T>);
+
+/// The length and first element of a 1-D float64 tensor (`HandVector<f64>` as an argument).
+#[pyfunction]
+pub(crate) fn hand_vector_head(v: HandVector<f64>) -> PyResult<(usize, Option<f64>)> {
+    let values = v.tensor.to_vec::<f64>()?;
+    Ok((values.len(), values.first().copied()))
+}

@@ -32,7 +32,7 @@ use tracking::*;
 
 #[pymodule]
 fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<DLPackTensor>()?;
+    DLPackTensor::add_to_module(m)?;
     m.add_function(wrap_pyfunction!(drop_counts, m)?)?;
     m.add_function(wrap_pyfunction!(native_arange, m)?)?;
     m.add_function(wrap_pyfunction!(native_like, m)?)?;
@@ -48,6 +48,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(derived_raw, m)?)?;
     m.add_function(wrap_pyfunction!(add_to_diagonal, m)?)?;
     m.add_function(wrap_pyfunction!(derived_describe, m)?)?;
+    m.add_function(wrap_pyfunction!(hand_vector_head, m)?)?;
     m.add_class::<Spectrum>()?;
     m.add_function(wrap_pyfunction!(clobbering_capsule, m)?)?;
     m.add_function(wrap_pyfunction!(arange, m)?)?;

@@ -1,0 +1,48 @@
+"""Type stub of the image_buffer extension (maturin ships it in the wheel, with py.typed).
+
+The DLPackTensor class below is pyo3_dlpack::DLPackTensor::PYI, pasted as is
+(tests/test_image_buffer.py checks that it is current).
+"""
+
+class DLPackTensor:
+    """A tensor exported from Rust, shared with every DLPack consumer without a copy."""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Extents, as a tuple of ints."""
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Strides in elements, as a tuple of ints."""
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+    @property
+    def dtype(self) -> str:
+        """Element type name, such as "float32" or "bfloat16"."""
+    @property
+    def device(self) -> str:
+        """Device, such as "cpu:0" or "cuda:1"."""
+    @property
+    def read_only(self) -> bool:
+        """Whether consumers get a read-only tensor."""
+    @property
+    def data_ptr(self) -> int:
+        """Address of the first element."""
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> object:
+        """A DLPack capsule ("dltensor" or "dltensor_versioned") sharing the memory."""
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """(device_type, device_id) as DLPack codes, e.g. (1, 0) for the CPU."""
+    __dlpack_c_exchange_api__: object
+
+def gradient(height: int, width: int, channels_first: bool = False) -> DLPackTensor:
+    """A horizontal red ramp, a vertical green ramp and a constant blue."""
+
+def sine(n: int, cycles: float) -> DLPackTensor:
+    """`n` samples of a sine wave with `cycles` periods, as float32."""

@@ -1,0 +1,62 @@
+"""What Python users of an extension see of DLPackTensor: its docstring, its module, and
+a type stub (DLPackTensor::PYI) that matches the class."""
+
+import ast
+import importlib
+import inspect
+import pathlib
+
+import dlpack_testext as ext
+
+STUB = pathlib.Path(__file__).parents[2] / "pyo3-dlpack" / "src" / "export" / "tensor.pyi"
+
+
+def stub_class():
+    (cls,) = ast.parse(STUB.read_text()).body
+    assert isinstance(cls, ast.ClassDef) and cls.name == "DLPackTensor"
+    return cls
+
+
+def test_the_docstring_speaks_python_and_carries_no_rust():
+    doc = ext.DLPackTensor.__doc__
+    assert doc.startswith("A tensor exported from Rust, shared with NumPy, PyTorch, JAX")
+    assert "torch.from_dlpack" in doc and "__dlpack__(*, stream=None" in doc
+    for rust in ("```", "pyfunction", "PyResult", "Python::attach", "use pyo3", "# "):
+        assert rust not in doc, rust
+
+
+def test_the_class_belongs_to_the_module_that_added_it():
+    # maturin's layout: the extension is dlpack_testext/dlpack_testext.*.so.
+    module = ext.DLPackTensor.__module__
+    assert module == ext.dlpack_testext.__name__ == "dlpack_testext.dlpack_testext"
+    assert importlib.import_module(module).DLPackTensor is ext.DLPackTensor
+    assert repr(ext.DLPackTensor) == f"<class '{module}.DLPackTensor'>"
+    assert type(ext.arange("float32", 2)) is ext.DLPackTensor
+
+
+def test_the_stub_lists_exactly_the_public_members():
+    declared = set()
+    for node in stub_class().body:
+        if isinstance(node, ast.FunctionDef):
+            declared.add(node.name)
+        elif isinstance(node, ast.AnnAssign):
+            declared.add(node.target.id)
+    # Everything `object` has (`__repr__` included), and the class's own bookkeeping.
+    inherited = set(dir(object)) | {"__module__", "__dict__", "__weakref__"}
+    public = {name for name in dir(ext.DLPackTensor) if name not in inherited}
+    assert declared == public
+
+
+def test_stub_properties_are_properties_and_methods_match_their_signatures():
+    for node in stub_class().body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        runtime = inspect.getattr_static(ext.DLPackTensor, node.name)
+        is_property = any(getattr(d, "id", None) == "property" for d in node.decorator_list)
+        assert is_property == inspect.isdatadescriptor(runtime), node.name
+        if not is_property:
+            stub_params = [a.arg for a in node.args.args + node.args.kwonlyargs]
+            runtime_params = list(inspect.signature(runtime).parameters)
+            assert stub_params == runtime_params, node.name
+            kinds = [p.kind for p in inspect.signature(runtime).parameters.values()]
+            assert kinds.count(inspect.Parameter.KEYWORD_ONLY) == len(node.args.kwonlyargs)
