@@ -35,6 +35,8 @@ lint: $(VENV_STAMP)
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p pyo3-dlpack --all-targets --all-features -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p pyo3-dlpack --all-features
+	# The limited API's 3.11 level (abi3-py39 is built by abi3-test).
+	cargo clippy --quiet -p pyo3-dlpack --target-dir target/abi3 --features pyo3/abi3-py311 -- -D warnings
 
 # Unit, integration, doc (README included) and ui tests.
 rust-test: $(VENV_STAMP)
