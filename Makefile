@@ -14,7 +14,7 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test package abi3-test bench head-to-head sanitize fuzz gpu-bundle venv lint rust-test py-test clean-venv
+.PHONY: demo test package abi3-test abi3-bench bench head-to-head sanitize fuzz gpu-bundle venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
@@ -82,6 +82,18 @@ bench: $(VENV_STAMP)
 	maturin develop --release --quiet -m tests/extension/Cargo.toml
 	OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(VENV_SITE) cargo bench -p pyo3-dlpack-tests --bench exchange
 	for run in 1 2; do OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/python_bench.py || exit 1; done
+
+# What the limited API costs: the test extension in release mode, version-specific and
+# abi3-py39, unpacked side by side and timed on the venv's CPython (benchmarks/abi3_cost.py).
+abi3-bench: $(VENV_STAMP)
+	rm -rf target/abi3-bench
+	maturin build --release --quiet -m tests/extension/Cargo.toml -o target/abi3-bench/wheels/full
+	maturin build --release --quiet -m tests/extension/Cargo.toml --features abi3 \
+		--target-dir target/abi3 -o target/abi3-bench/wheels/abi3
+	for kind in full abi3; do \
+		$(VENV_PY) -m zipfile -e target/abi3-bench/wheels/$$kind/*.whl target/abi3-bench/$$kind || exit 1; \
+	done
+	$(VENV_PY) benchmarks/abi3_cost.py target/abi3-bench/full target/abi3-bench/abi3
 
 # AddressSanitizer (nightly, its own target directory) over the runtime crate's unit and
 # property tests and the Rust integration tests (embedded Python with NumPy and torch).

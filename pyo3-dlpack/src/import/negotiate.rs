@@ -300,9 +300,28 @@ fn is_host_only_type(obj: &Bound<'_, PyAny>) -> bool {
     }
     #[cfg(any(Py_LIMITED_API, PyPy, GraalPy))]
     {
-        let _ = obj;
-        false
+        // No `tp_name` here: compare with `numpy.ndarray` itself, cached once
+        // NumPy is imported (never importing it ourselves).
+        static NDARRAY: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
+        let py = obj.py();
+        let ndarray = match NDARRAY.get(py) {
+            Some(ndarray) => ndarray,
+            None => match imported_ndarray(py) {
+                Some(ndarray) => NDARRAY.get_or_init(py, || ndarray),
+                None => return false,
+            },
+        };
+        obj.get_type().is(ndarray.bind(py))
     }
+}
+
+/// `numpy.ndarray` if NumPy is already imported.
+#[cfg(any(Py_LIMITED_API, PyPy, GraalPy))]
+fn imported_ndarray(py: Python<'_>) -> Option<Py<pyo3::types::PyType>> {
+    let modules = py.import("sys").ok()?.getattr("modules").ok()?;
+    let numpy = modules.get_item("numpy").ok()?;
+    let ndarray = numpy.getattr("ndarray").ok()?;
+    Some(ndarray.cast_into::<pyo3::types::PyType>().ok()?.unbind())
 }
 
 /// What the producer of a legacy capsule says about writes through its own
