@@ -97,6 +97,16 @@
 //! }
 //! ```
 //!
+//! # What Python users see
+//!
+//! Returned tensors are [`DLPackTensor`] objects, whose docstring speaks
+//! Python. [`DLPackTensor::add_to_module`] adds the class to your module
+//! (so Python code can name it, and it reports your module as its
+//! `__module__`), and [`DLPackTensor::PYI`] is its type stub for the `.pyi`
+//! file you ship (maturin packs `<module>.pyi` next to `Cargo.toml` into
+//! the wheel). A [`FromDLPack`] you write by hand becomes a `#[pyfunction]`
+//! argument with [`impl_from_pyobject!`]; the derive does it itself.
+//!
 //! # Safety model
 //!
 //! - The only `unsafe` a user writes is the promise about memory:
