@@ -120,7 +120,8 @@
 //!   exported read-only (`Arc<[T]>` always is, and so are values shared
 //!   through [`DLPackTensor::from_arc`] or `with_subclass` while other clones
 //!   of their `Arc` exist; the `_writable` variants lift that on your promise).
-//! - No panic crosses into C: a panicking `Drop` in a deleter is caught and reported.
+//! - No panic crosses into C: a panicking `Drop` in a deleter is caught
+//!   (the panic hook reports it; the crate itself prints nothing).
 //! - Imported fields are validated before use (rank, NULL pointers, negative
 //!   extents, size and address overflow, dtype codes); views check dtype,
 //!   contiguity, alignment and read-only flags, and never create `&[bool]`

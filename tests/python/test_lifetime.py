@@ -143,3 +143,16 @@ def test_nothing_leaks_over_many_cycles(drops):
         x.__dlpack__(max_version=(1, 0))
         del x
     assert (drops.created, drops.dropped) == (2000, 2000)
+
+
+def test_a_panicking_drop_is_contained_and_the_crate_prints_nothing(capfd):
+    t = ext.panicking_on_drop()
+    a = np.from_dlpack(t)
+    del t
+    del a  # the last reference: the deleter runs the panicking Drop
+    gc.collect()
+    err = capfd.readouterr().err
+    # Rust's panic hook reports the user's panic; nothing else is written.
+    assert "PanicsOnDrop::drop" in err
+    assert "DLPack deleter" not in err and "caught" not in err
+    assert np.from_dlpack(ext.arange("float32", 2)).tolist() == [0.0, 1.0]

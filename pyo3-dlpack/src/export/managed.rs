@@ -11,7 +11,6 @@ use std::alloc::{self, Layout};
 use std::ffi::CStr;
 #[cfg(test)]
 use std::ffi::c_void;
-use std::io::Write;
 use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{self, NonNull};
@@ -144,7 +143,7 @@ pub(crate) fn write_block<M: ManagedTensor, O: Send + 'static>(
 
 /// The deleter of every exported struct. It may run on any thread, with or
 /// without the GIL (torch and TensorFlow free tensors without it): it touches
-/// no Python object, and a panic from the owner's `Drop` is caught and reported
+/// no Python object, and a panic from the owner's `Drop` is caught (see `drop_owner`)
 /// rather than unwinding into C.
 ///
 /// # Safety
@@ -166,16 +165,14 @@ unsafe extern "C" fn delete_block<M: ManagedTensor, O: Send + 'static>(managed: 
     drop_owner(ManuallyDrop::into_inner(owner));
 }
 
-/// Drops an exported value without letting a panic escape into C.
+/// Drops an exported value without letting a panic escape into C. The panic
+/// hook has already reported the panic (Rust's default one prints it); the
+/// crate adds nothing, and touches no Python object here: a deleter may run
+/// on a thread that cannot attach to the interpreter.
 pub(crate) fn drop_owner<O>(owner: O) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(owner))) {
         // Dropping the payload could panic again; leak it instead.
         std::mem::forget(payload);
-        let _ = writeln!(
-            std::io::stderr(),
-            "pyo3-dlpack: the Drop of an exported tensor panicked inside a DLPack deleter; \
-             the panic was caught, not propagated"
-        );
     }
 }
 

@@ -152,3 +152,20 @@ pub(crate) fn read_byte(tensor: &DLPackTensor, index: usize) -> PyResult<u8> {
     // from `data_ptr`, alive while `tensor` is borrowed; `index < bytes`.
     Ok(unsafe { byte.read_volatile() })
 }
+
+/// Four float32 zeros whose value panics when dropped (a user bug the deleter must contain).
+#[pyfunction]
+pub(crate) fn panicking_on_drop() -> PyResult<DLPackTensor> {
+    struct PanicsOnDrop(AlignedBuffer<f32>);
+    impl IntoDLPack for PanicsOnDrop {
+        fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+            TensorInfo::new(&self.0, [4usize])
+        }
+    }
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            panic!("PanicsOnDrop::drop");
+        }
+    }
+    Ok(DLPackTensor::new(PanicsOnDrop(AlignedBuffer::zeroed(4)))?)
+}
