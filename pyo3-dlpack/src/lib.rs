@@ -107,6 +107,39 @@
 //! the wheel). A [`FromDLPack`] you write by hand becomes a `#[pyfunction]`
 //! argument with [`impl_from_pyobject!`]; the derive does it itself.
 //!
+//! # Producers that speak no DLPack
+//!
+//! Objects without `__dlpack__` are imported through the first of these
+//! they speak (all accepted by default; [`ImportOptions::protocols`]
+//! restricts them), in this order:
+//!
+//! 1. `__cuda_array_interface__` (versions 2 and 3): device memory,
+//!    described, never read. The device is asked of the CUDA driver
+//!    (`libcuda.so.1`, loaded at run time: no build-time CUDA dependency;
+//!    without it, a `BufferError` names it). Version 3's `stream` is honoured
+//!    as its specification says: the import blocks until that stream's work
+//!    is done, or, with [`ImportOptions::stream`], makes your stream wait
+//!    for it (an event) without blocking.
+//! 2. `__array_interface__` (version 3): host memory, as an `(address,
+//!    read_only)` pair or a buffer object with an `offset` (the layout is
+//!    checked to stay inside it); strides in bytes must be whole elements;
+//!    a `mask` is refused. The producer object is kept alive.
+//! 3. The buffer protocol (`bytes`, `bytearray`, `memoryview`,
+//!    `array.array`, `mmap`, ctypes objects, …): every struct format with a
+//!    DLPack dtype (`?`, `b h i l q n` and unsigned, `e f d`, `Zf Zd`, in
+//!    native or standard sizes), strides of any sign, writability as the
+//!    buffer says. The view is held until the `PyTensor` drops and released
+//!    once, so a `bytearray` cannot be resized, nor an `mmap` closed, under
+//!    it. Not in the limited API before CPython 3.11: abi3 builds for older
+//!    versions skip it.
+//!
+//! Elements in non-native byte order are refused, never misread. DLPack
+//! comes first because it alone carries devices, read-only flags and
+//! ownership; the CUDA interface before NumPy's, as an object with both is
+//! a device array; the buffer protocol last, its formats being the least
+//! precise. Dropping such an import attaches to the interpreter (to release
+//! the view or the producer), as PyO3's own `PyBuffer` does.
+//!
 //! # Safety model
 //!
 //! - The only `unsafe` a user writes is the promise about memory:
@@ -173,6 +206,7 @@
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+mod cuda_driver;
 mod device;
 mod dtype;
 mod element;
@@ -198,7 +232,7 @@ pub use export::{
     ALIGNMENT, AlignedBuffer, Allocated, CapsuleFormat, DLPackTensor, Dims, Framework, IntoDLPack,
     Native, RawBuffer, TensorData, TensorInfo, TensorInfoBuilder, allocate_like, to_framework,
 };
-pub use import::{FromDLPack, ImportOptions, PyTensor};
+pub use import::{FromDLPack, ImportOptions, Protocols, PyTensor};
 pub use layout::MAX_NDIM;
 pub use protocol::Writability;
 

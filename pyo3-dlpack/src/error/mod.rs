@@ -2,6 +2,7 @@
 //! to Python exceptions.
 
 mod detail;
+mod interface;
 
 use std::fmt;
 
@@ -9,6 +10,7 @@ pub use detail::{
     ArgumentError, CapsuleError, DimsKind, DtypeError, ExportError, LayoutDesc, LayoutError,
     SizeOverflow,
 };
+pub use interface::{Interface, InterfaceError};
 
 use pyo3::PyErr;
 use pyo3::exceptions::{PyBufferError, PyOverflowError, PyTypeError, PyValueError};
@@ -24,7 +26,8 @@ use crate::{DataType, Device};
 /// | failure | Python exception |
 /// |---|---|
 /// | the tensor cannot be exported as asked ([`Export`](Self::Export), [`UnsupportedVersion`](Self::UnsupportedVersion)) | `BufferError` |
-/// | the object speaks no DLPack, or returned the wrong type ([`NotDLPack`](Self::NotDLPack), [`NotACapsule`](Self::NotACapsule), [`NotADLPackTensor`](Self::NotADLPackTensor)) | `TypeError` |
+/// | another protocol's producer describes what DLPack cannot hold, or CUDA fails ([`Interface`](Self::Interface), but for [`InterfaceError::Malformed`] and [`InterfaceError::Version`]) | `BufferError` |
+/// | the object speaks no accepted protocol, or returned the wrong type ([`NotDLPack`](Self::NotDLPack), [`NotATensor`](Self::NotATensor), [`NotACapsule`](Self::NotACapsule), [`NotADLPackTensor`](Self::NotADLPackTensor)) | `TypeError` |
 /// | an integer argument outside its field's range ([`ArgumentError::OutOfRange`]) | `OverflowError` |
 /// | a constraint the data or an argument fails (everything else) | `ValueError` |
 ///
@@ -114,6 +117,17 @@ pub enum DLPackError {
         /// Python type name of the object.
         type_name: String,
     },
+    /// The object speaks none of the protocols the import accepts (DLPack,
+    /// and those of [`Protocols`](crate::Protocols)).
+    NotATensor {
+        /// Python type name of the object.
+        type_name: String,
+        /// The accepted protocols, as the message lists them.
+        accepted: String,
+    },
+    /// A producer of a protocol other than DLPack described something that
+    /// cannot be imported, or the CUDA driver it needs failed.
+    Interface(InterfaceError),
     /// A producer's `__dlpack__` returned something other than a capsule.
     NotACapsule {
         /// Python type name of the producer.
@@ -154,9 +168,14 @@ impl DLPackError {
     pub(crate) fn python_kind(&self) -> PythonKind {
         match self {
             Self::Export(_) | Self::UnsupportedVersion { .. } => PythonKind::Buffer,
-            Self::NotDLPack { .. } | Self::NotACapsule { .. } | Self::NotADLPackTensor { .. } => {
-                PythonKind::Type
+            Self::NotDLPack { .. }
+            | Self::NotATensor { .. }
+            | Self::NotACapsule { .. }
+            | Self::NotADLPackTensor { .. } => PythonKind::Type,
+            Self::Interface(InterfaceError::Malformed { .. } | InterfaceError::Version { .. }) => {
+                PythonKind::Value
             }
+            Self::Interface(_) => PythonKind::Buffer,
             // As NumPy's `__dlpack__` and Python's own conversions raise; not
             // a `TypeError`, which consumers read as "old producer".
             Self::InvalidArgument(ArgumentError::OutOfRange { .. }) => PythonKind::Overflow,
@@ -206,6 +225,14 @@ impl fmt::Display for DLPackError {
                 f,
                 "expected an object with __dlpack__ or a DLPack capsule, got {type_name}"
             ),
+            Self::NotATensor {
+                type_name,
+                accepted,
+            } => write!(
+                f,
+                "expected an object with {accepted}, or a DLPack capsule, got {type_name}"
+            ),
+            Self::Interface(err) => err.fmt(f),
             Self::NotACapsule { producer, found } => write!(
                 f,
                 "{producer}.__dlpack__() returned {found}, expected a DLPack capsule"
@@ -266,6 +293,12 @@ impl From<ArgumentError> for DLPackError {
 
 /// The one conversion every entry point uses (Python methods, the exchange
 /// table, derives), so the same failure raises the same exception everywhere.
+impl From<InterfaceError> for DLPackError {
+    fn from(err: InterfaceError) -> Self {
+        Self::Interface(err)
+    }
+}
+
 impl From<DLPackError> for PyErr {
     fn from(err: DLPackError) -> Self {
         let message = err.to_string();

@@ -108,6 +108,16 @@ pub(crate) fn managed_shared(
     Ok(write_block(info, &plan, value.clone()))
 }
 
+/// A versioned managed tensor owning `owner` (imports from the protocols
+/// other than DLPack): the plan of `__dlpack__(max_version=(1, 3))`.
+pub(crate) fn managed_value<O: IntoDLPack>(
+    owner: O,
+) -> Result<NonNull<DLManagedTensorVersioned>, DLPackError> {
+    let info = owner.tensor_info()?.detach();
+    let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(&info)?;
+    Ok(write_block(&info, &plan, owner))
+}
+
 /// A versioned managed tensor owning a new zero-filled host tensor (the
 /// exchange API's allocator).
 pub(crate) fn managed_host_tensor(

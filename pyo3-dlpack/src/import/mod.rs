@@ -4,11 +4,13 @@ mod consume;
 pub(crate) mod exchange;
 mod from_dlpack;
 mod negotiate;
+pub(crate) mod protocols;
 mod reexport;
 mod registry;
-mod tensor;
+pub(crate) mod tensor;
 mod view;
 
 pub use from_dlpack::FromDLPack;
 pub use negotiate::ImportOptions;
+pub use protocols::Protocols;
 pub use tensor::PyTensor;

@@ -11,6 +11,7 @@ use pyo3::types::PyDict;
 use pyo3::types::{PyBool, PyCapsule, PyInt, PySequence, PyString, PyTuple};
 
 use crate::error::CapsuleError;
+use crate::import::protocols::Protocols;
 use crate::pyint::int_in_range;
 use crate::{DLPackError, Device, DeviceType, Writability, protocol};
 
@@ -31,6 +32,7 @@ pub struct ImportOptions {
     stream: Option<i64>,
     dl_device: Option<Device>,
     copy: Option<bool>,
+    protocols: Protocols,
 }
 
 impl Default for ImportOptions {
@@ -40,6 +42,7 @@ impl Default for ImportOptions {
             stream: None,
             dl_device: None,
             copy: None,
+            protocols: Protocols::ALL,
         }
     }
 }
@@ -80,6 +83,24 @@ impl ImportOptions {
         self
     }
 
+    /// Which protocols besides DLPack are accepted, for objects without
+    /// `__dlpack__` (all by default): `__cuda_array_interface__`,
+    /// `__array_interface__`, the buffer protocol, tried in that order.
+    pub fn protocols(mut self, protocols: Protocols) -> Self {
+        self.protocols = protocols;
+        self
+    }
+
+    /// The protocols besides DLPack that are accepted.
+    pub fn accepted_protocols(&self) -> Protocols {
+        self.protocols
+    }
+
+    /// The consumer stream given with [`stream`](Self::stream), if any.
+    pub(crate) fn consumer_stream(&self) -> Option<i64> {
+        self.stream
+    }
+
     /// The `max_version` that will be sent.
     pub fn max_version(&self) -> (u32, u32) {
         self.max_version
@@ -100,13 +121,14 @@ impl ImportOptions {
     }
 }
 
-/// Gets a capsule from `obj`: `obj` itself if it is one, else its `__dlpack__`'s.
+/// Gets a capsule from `obj`: `obj` itself if it is one, else its
+/// `__dlpack__`'s; `None` if it has no `__dlpack__`.
 pub(crate) fn request_capsule<'py>(
     obj: &Bound<'py, PyAny>,
     options: &ImportOptions,
-) -> PyResult<Bound<'py, PyCapsule>> {
+) -> PyResult<Option<Bound<'py, PyCapsule>>> {
     if let Ok(capsule) = obj.cast::<PyCapsule>() {
-        return Ok(capsule.clone());
+        return Ok(Some(capsule.clone()));
     }
     let py = obj.py();
     let device = if is_host_only_type(obj) {
@@ -136,6 +158,7 @@ pub(crate) fn request_capsule<'py>(
     }
     let retry_allowed = options.dl_device.is_none() && options.copy.is_none();
     let result = match keywords.call_dlpack(obj) {
+        Ok(None) => return Ok(None),
         Err(err) if retry_allowed && rejected_max_version(py, &err) => {
             // An older producer (`__dlpack__(self, stream=None)`): ask again
             // with only what it understands.
@@ -146,16 +169,25 @@ pub(crate) fn request_capsule<'py>(
             legacy
                 .call_dlpack(obj)
                 .inspect_err(|retry_err| retry_err.set_cause(py, Some(err)))?
+                .ok_or_else(|| not_dlpack(obj))?
         }
-        other => other?,
+        Ok(Some(result)) => result,
+        Err(err) => return Err(err),
     };
-    result.cast_into::<PyCapsule>().map_err(|err| {
+    result.cast_into::<PyCapsule>().map(Some).map_err(|err| {
         DLPackError::NotACapsule {
             producer: type_name(obj),
             found: type_name(err.into_inner().as_any()),
         }
         .into()
     })
+}
+
+fn not_dlpack(obj: &Bound<'_, PyAny>) -> PyErr {
+    DLPackError::NotDLPack {
+        type_name: type_name(obj),
+    }
+    .into()
 }
 
 /// Calls `obj.__dlpack__(max_version=(1, 3))` and drops what it returns,
@@ -171,7 +203,10 @@ pub(crate) fn probe_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<()> {
         intern!(py, "max_version"),
         max_version_object(py, protocol::MAX_VERSION)?,
     );
-    keywords.call_dlpack(obj).map(drop)
+    match keywords.call_dlpack(obj)? {
+        Some(_) => Ok(()),
+        None => Err(not_dlpack(obj)),
+    }
 }
 
 /// `(1, 3)` as a Python tuple, made once; other versions on the fly.
@@ -211,20 +246,17 @@ impl<'py> Keywords<'py> {
         self.len += 1;
     }
 
-    /// `obj.__dlpack__(**self)`; a missing `__dlpack__` is `NotDLPack`.
-    fn call_dlpack(&self, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    /// `obj.__dlpack__(**self)`; `None` if `obj` has no `__dlpack__`.
+    fn call_dlpack(&self, obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let result = self.call_method(obj, intern!(self.py, "__dlpack__"));
         match result {
             Err(err) if err.is_instance_of::<PyAttributeError>(self.py) => {
                 if optional_attr(obj, intern!(self.py, "__dlpack__"))?.is_some() {
                     return Err(err); // raised inside the producer
                 }
-                Err(DLPackError::NotDLPack {
-                    type_name: type_name(obj),
-                }
-                .into())
+                Ok(None)
             }
-            other => other,
+            other => other.map(Some),
         }
     }
 
@@ -343,7 +375,7 @@ pub(crate) fn legacy_writability(obj: &Bound<'_, PyAny>) -> PyResult<Writability
 }
 
 /// `obj.name`, `None` if it has no such attribute; other errors propagate.
-fn optional_attr<'py>(
+pub(crate) fn optional_attr<'py>(
     obj: &Bound<'py, PyAny>,
     name: &Bound<'py, pyo3::types::PyString>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -399,7 +431,7 @@ fn rejected_max_version(py: Python<'_>, err: &PyErr) -> bool {
     kind_fits && err.value(py).to_string().contains("max_version")
 }
 
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
+pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type()
         .name()
         .map_or_else(|_| "object".into(), |n| n.to_string())

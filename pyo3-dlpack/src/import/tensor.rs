@@ -12,6 +12,7 @@ use crate::foreign::{self, Checked};
 use crate::import::consume::{Managed, take_from_capsule};
 use crate::import::exchange;
 use crate::import::negotiate::{ImportOptions, legacy_writability, probe_dlpack, request_capsule};
+use crate::import::protocols;
 use crate::import::registry::Registration;
 use crate::layout::{self, DimsBuf};
 use crate::{DLPackError, DataType, Device, Writability, protocol};
@@ -80,9 +81,12 @@ unsafe impl Sync for PyTensor {}
 
 impl PyTensor {
     /// Imports from any object with `__dlpack__`, or a DLPack capsule of
-    /// either name, with the default [`ImportOptions`].
+    /// either name, with the default [`ImportOptions`]; objects without
+    /// `__dlpack__` through `__cuda_array_interface__`,
+    /// `__array_interface__` or the buffer protocol (see the crate docs,
+    /// "Producers that speak no DLPack").
     ///
-    /// Errors: `TypeError` for an object that speaks no DLPack, the
+    /// Errors: `TypeError` for an object that speaks none of these, the
     /// producer's own exception when its `__dlpack__` fails, and a
     /// [`DLPackError`] (as `BufferError` or `ValueError`) for a capsule that
     /// is consumed, malformed or of an unsupported version.
@@ -122,7 +126,9 @@ impl PyTensor {
                 }
             }
         }
-        let capsule = request_capsule(obj, options)?;
+        let Some(capsule) = request_capsule(obj, options)? else {
+            return protocols::import(obj, options);
+        };
         let mut tensor = Self::from_capsule(&capsule)?;
         if tensor.writability() == Writability::Unknown {
             tensor.legacy_writable = legacy_writability(obj)? == Writability::Writable;
@@ -212,6 +218,14 @@ impl PyTensor {
         let padded = protocol::is_subbyte_padded(struct_ref.flags);
         // SAFETY: live and of major version 1, so its layout is known.
         unsafe { foreign::check(&struct_ref.dl_tensor, padded) }?;
+        Self::from_managed(Managed::Versioned(managed))
+    }
+
+    /// Takes a versioned managed tensor this crate's own export made (for
+    /// producers of the other protocols): checked as any import is.
+    pub(crate) fn from_own_managed(
+        managed: std::ptr::NonNull<crate::ffi::DLManagedTensorVersioned>,
+    ) -> Result<Self, DLPackError> {
         Self::from_managed(Managed::Versioned(managed))
     }
 

@@ -33,15 +33,29 @@ pub(crate) fn describe_tensor<'py>(
 
 /// `describe`, importing with explicit options.
 #[pyfunction]
-#[pyo3(signature = (obj, *, max_version=None, stream=None, dl_device=None, copy=None))]
+#[pyo3(signature = (obj, *, max_version=None, stream=None, dl_device=None, copy=None, protocols=None))]
 pub(crate) fn import_with<'py>(
     obj: &Bound<'py, PyAny>,
     max_version: Option<(u32, u32)>,
     stream: Option<i64>,
     dl_device: Option<(i32, i32)>,
     copy: Option<bool>,
+    protocols: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut options = ImportOptions::new();
+    if let Some(names) = protocols {
+        let mut accepted = pyo3_dlpack::Protocols::NONE;
+        for name in names {
+            accepted = accepted
+                | match name.as_str() {
+                    "cuda_array_interface" => pyo3_dlpack::Protocols::CUDA_ARRAY_INTERFACE,
+                    "array_interface" => pyo3_dlpack::Protocols::ARRAY_INTERFACE,
+                    "buffer" => pyo3_dlpack::Protocols::BUFFER,
+                    other => return Err(PyValueError::new_err(format!("no protocol {other:?}"))),
+                };
+        }
+        options = options.protocols(accepted);
+    }
     if let Some((major, minor)) = max_version {
         options = options.with_max_version(major, minor);
     }

@@ -1,0 +1,205 @@
+//! The CUDA driver API, loaded at run time from `libcuda.so.1` (never
+//! linked: the crate has no build-time CUDA dependency, and a machine
+//! without a GPU gets a clear error only where CUDA is needed).
+//!
+//! Used by `__cuda_array_interface__` imports: the device of a pointer, and
+//! ordering the consumer after the producer's stream.
+
+use std::ffi::{c_int, c_uint, c_void};
+use std::sync::OnceLock;
+
+use crate::error::InterfaceError;
+
+/// What a `__cuda_array_interface__` import needs from CUDA. A trait so the
+/// decisions around it are tested on machines without a GPU.
+pub(crate) trait Cuda: Sync {
+    /// The device ordinal of a device pointer, and whether it is managed
+    /// (unified) memory.
+    fn pointer_device(&self, ptr: usize) -> Result<(i32, bool), InterfaceError>;
+    /// Blocks until the work queued on `stream` is done.
+    fn synchronize(&self, stream: usize) -> Result<(), InterfaceError>;
+    /// Makes `consumer` wait for the work queued on `producer` so far,
+    /// without blocking the host (an event recorded on one, waited on by the other).
+    fn wait(&self, producer: usize, consumer: usize) -> Result<(), InterfaceError>;
+}
+
+type CuResult = c_int;
+const CUDA_SUCCESS: CuResult = 0;
+const CU_POINTER_ATTRIBUTE_IS_MANAGED: c_int = 8;
+const CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: c_int = 9;
+const CU_EVENT_DISABLE_TIMING: c_uint = 2;
+
+/// The driver functions used, resolved once.
+struct Driver {
+    pointer_get_attribute: unsafe extern "C" fn(*mut c_void, c_int, u64) -> CuResult,
+    stream_synchronize: unsafe extern "C" fn(*mut c_void) -> CuResult,
+    event_create: unsafe extern "C" fn(*mut *mut c_void, c_uint) -> CuResult,
+    event_record: unsafe extern "C" fn(*mut c_void, *mut c_void) -> CuResult,
+    stream_wait_event: unsafe extern "C" fn(*mut c_void, *mut c_void, c_uint) -> CuResult,
+    event_destroy: unsafe extern "C" fn(*mut c_void) -> CuResult,
+}
+
+/// The loaded driver, or why it could not be loaded (remembered: loading is
+/// tried once per process).
+pub(crate) fn driver() -> Result<&'static dyn Cuda, InterfaceError> {
+    static DRIVER: OnceLock<Result<Driver, String>> = OnceLock::new();
+    match DRIVER.get_or_init(load) {
+        Ok(driver) => Ok(driver),
+        Err(reason) => Err(InterfaceError::NoCudaDriver {
+            reason: reason.clone(),
+        }),
+    }
+}
+
+fn check(call: &'static str, code: CuResult) -> Result<(), InterfaceError> {
+    if code == CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(InterfaceError::Cuda { call, code })
+    }
+}
+
+impl Cuda for Driver {
+    fn pointer_device(&self, ptr: usize) -> Result<(i32, bool), InterfaceError> {
+        let mut ordinal: c_int = -1;
+        // SAFETY: a resolved `cuPointerGetAttribute`; the output is a live
+        // int, the size this attribute writes; the pointer is only looked up
+        // by the driver, never read.
+        let code = unsafe {
+            (self.pointer_get_attribute)(
+                (&raw mut ordinal).cast(),
+                CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                ptr as u64,
+            )
+        };
+        check("cuPointerGetAttribute", code)?;
+        let mut managed: c_uint = 0;
+        // SAFETY: as above; this attribute writes an unsigned int.
+        let code = unsafe {
+            (self.pointer_get_attribute)(
+                (&raw mut managed).cast(),
+                CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                ptr as u64,
+            )
+        };
+        check("cuPointerGetAttribute", code)?;
+        Ok((ordinal, managed != 0))
+    }
+
+    fn synchronize(&self, stream: usize) -> Result<(), InterfaceError> {
+        // SAFETY: a resolved `cuStreamSynchronize`; the handle is the
+        // producer's stream as its interface gave it (1 and 2 are CUDA's
+        // legacy and per-thread default streams), which the driver checks.
+        let code = unsafe { (self.stream_synchronize)(stream as *mut c_void) };
+        check("cuStreamSynchronize", code)
+    }
+
+    fn wait(&self, producer: usize, consumer: usize) -> Result<(), InterfaceError> {
+        let mut event: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a resolved `cuEventCreate` writing a handle into a live local.
+        let code = unsafe { (self.event_create)(&raw mut event, CU_EVENT_DISABLE_TIMING) };
+        check("cuEventCreate", code)?;
+        // SAFETY: a resolved `cuEventRecord`; `event` was just created and is
+        // destroyed below whatever this returns; the stream is the
+        // producer's, which the driver checks.
+        let recorded = unsafe { (self.event_record)(event, producer as *mut c_void) };
+        let ordered = check("cuEventRecord", recorded).and_then(|()| {
+            // SAFETY: as above, with the consumer's stream.
+            let code = unsafe { (self.stream_wait_event)(consumer as *mut c_void, event, 0) };
+            check("cuStreamWaitEvent", code)
+        });
+        // SAFETY: the event created above, destroyed once (CUDA keeps it
+        // alive until a pending wait on it is satisfied).
+        let destroyed = check("cuEventDestroy_v2", unsafe { (self.event_destroy)(event) });
+        ordered.and(destroyed)
+    }
+}
+
+#[cfg(unix)]
+fn load() -> Result<Driver, String> {
+    use std::ffi::{CStr, c_char};
+
+    unsafe extern "C" {
+        fn dlopen(filename: *const c_char, flag: c_int) -> *mut c_void;
+        fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+        fn dlerror() -> *mut c_char;
+    }
+    const RTLD_NOW: c_int = 2;
+    const RTLD_LOCAL: c_int = 0;
+
+    fn last_error() -> String {
+        // SAFETY: `dlerror` returns NULL or a NUL-terminated message owned
+        // by the loader, read at once.
+        let message = unsafe { dlerror() };
+        if message.is_null() {
+            "unknown dlopen error".to_owned()
+        } else {
+            // SAFETY: non-NULL, NUL-terminated, as above.
+            unsafe { CStr::from_ptr(message) }
+                .to_string_lossy()
+                .into_owned()
+        }
+    }
+
+    // SAFETY: a NUL-terminated library name; the handle is kept for the
+    // life of the process (never closed), so the symbols stay valid.
+    let handle = unsafe { dlopen(c"libcuda.so.1".as_ptr(), RTLD_NOW | RTLD_LOCAL) };
+    if handle.is_null() {
+        return Err(last_error());
+    }
+    let symbol = |name: &CStr| -> Result<*mut c_void, String> {
+        // SAFETY: a live handle and a NUL-terminated symbol name.
+        let address = unsafe { dlsym(handle, name.as_ptr()) };
+        if address.is_null() {
+            Err(format!(
+                "{} not found: {}",
+                name.to_string_lossy(),
+                last_error()
+            ))
+        } else {
+            Ok(address)
+        }
+    };
+    /// Resolves `name` as a function of the C signature `F`.
+    ///
+    /// # Safety
+    ///
+    /// `F` is the `unsafe extern "C" fn` type of the driver function `name`.
+    unsafe fn function<F: Copy>(address: *mut c_void) -> F {
+        debug_assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
+        // SAFETY: the caller's promise: a function pointer type, of the
+        // symbol's C signature; function and data pointers have one size here.
+        unsafe { std::mem::transmute_copy::<*mut c_void, F>(&address) }
+    }
+    // SAFETY (here and for each field below): the symbol is the driver API
+    // function of that name, whose C signature in CUDA's cuda.h (stable
+    // since CUDA 4) is the declared type.
+    let init: unsafe extern "C" fn(c_uint) -> CuResult =
+        // SAFETY: see above.
+        unsafe { function(symbol(c"cuInit")?) };
+    let driver = Driver {
+        // SAFETY: see above.
+        pointer_get_attribute: unsafe { function(symbol(c"cuPointerGetAttribute")?) },
+        // SAFETY: see above.
+        stream_synchronize: unsafe { function(symbol(c"cuStreamSynchronize")?) },
+        // SAFETY: see above.
+        event_create: unsafe { function(symbol(c"cuEventCreate")?) },
+        // SAFETY: see above.
+        event_record: unsafe { function(symbol(c"cuEventRecord")?) },
+        // SAFETY: see above.
+        stream_wait_event: unsafe { function(symbol(c"cuStreamWaitEvent")?) },
+        // SAFETY: see above.
+        event_destroy: unsafe { function(symbol(c"cuEventDestroy_v2")?) },
+    };
+    // SAFETY: `cuInit(0)` may be called any number of times.
+    let code = unsafe { init(0) };
+    if code != CUDA_SUCCESS {
+        return Err(format!("cuInit failed with CUresult {code}"));
+    }
+    Ok(driver)
+}
+
+#[cfg(not(unix))]
+fn load() -> Result<Driver, String> {
+    Err("loading the CUDA driver is implemented for Unix (libcuda.so.1) only".to_owned())
+}

@@ -1,0 +1,163 @@
+//! What can go wrong importing from the producer protocols other than DLPack:
+//! the buffer protocol, `__array_interface__` and `__cuda_array_interface__`.
+
+use std::fmt;
+
+/// A producer protocol other than DLPack that an import reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interface {
+    /// NumPy's `__cuda_array_interface__` (versions 2 and 3).
+    CudaArrayInterface,
+    /// NumPy's `__array_interface__` (version 3).
+    ArrayInterface,
+    /// Python's buffer protocol (`memoryview`, `bytes`, `bytearray`, `array.array`, `mmap`).
+    Buffer,
+}
+
+impl fmt::Display for Interface {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::CudaArrayInterface => "__cuda_array_interface__",
+            Self::ArrayInterface => "__array_interface__",
+            Self::Buffer => "the buffer protocol",
+        })
+    }
+}
+
+/// A producer of one of the [`Interface`]s described something this crate
+/// cannot import, or the CUDA driver it needs failed.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InterfaceError {
+    /// An element type with no DLPack dtype (a struct format such as `"3f"`
+    /// or `"P"`, a typestr such as `"<U4"` or `"|O8"`).
+    UnsupportedFormat {
+        /// The protocol.
+        interface: Interface,
+        /// The format or typestr as given.
+        format: String,
+    },
+    /// Elements in the other byte order than this machine's, which would be
+    /// misread.
+    ByteOrder {
+        /// The protocol.
+        interface: Interface,
+        /// The format or typestr as given.
+        format: String,
+    },
+    /// A stride in bytes that is not a multiple of the element size.
+    Stride {
+        /// The protocol.
+        interface: Interface,
+        /// The stride in bytes.
+        stride: i64,
+        /// The element size in bytes.
+        itemsize: usize,
+    },
+    /// A masked array: the mask would be lost.
+    Mask {
+        /// The protocol.
+        interface: Interface,
+    },
+    /// An indirect (PIL-style) buffer, with suboffsets.
+    Suboffsets,
+    /// A field missing, of the wrong type or out of range.
+    Malformed {
+        /// The protocol.
+        interface: Interface,
+        /// The field, such as `shape` or `data`.
+        field: &'static str,
+        /// What the field must be.
+        expected: &'static str,
+        /// What it was (`repr`, or a description).
+        found: String,
+    },
+    /// A version this crate does not read.
+    Version {
+        /// The protocol.
+        interface: Interface,
+        /// The versions read.
+        expected: &'static str,
+        /// The version given.
+        found: String,
+    },
+    /// The CUDA driver (`libcuda.so.1`) could not be loaded.
+    NoCudaDriver {
+        /// Why, as the loader says.
+        reason: String,
+    },
+    /// A CUDA driver call failed.
+    Cuda {
+        /// The driver function.
+        call: &'static str,
+        /// Its `CUresult`.
+        code: i32,
+    },
+    /// The buffer protocol is not in the limited API this extension was
+    /// built for (abi3 before CPython 3.11).
+    BufferUnavailable,
+}
+
+impl fmt::Display for InterfaceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnsupportedFormat { interface, format } => write!(
+                f,
+                "{interface} describes elements of format '{format}', which has no DLPack dtype: \
+                 expected a bool, integer, float or complex number"
+            ),
+            Self::ByteOrder { interface, format } => write!(
+                f,
+                "{interface} describes elements of format '{format}' in non-native byte order: \
+                 expected native ({}-endian) order; swap the bytes first",
+                if cfg!(target_endian = "little") {
+                    "little"
+                } else {
+                    "big"
+                }
+            ),
+            Self::Stride {
+                interface,
+                stride,
+                itemsize,
+            } => write!(
+                f,
+                "{interface} gives a stride of {stride} bytes: expected a multiple of the \
+                 element size, {itemsize} bytes"
+            ),
+            Self::Mask { interface } => write!(
+                f,
+                "{interface} describes a masked array: expected no mask (DLPack has no mask; \
+                 fill or drop the masked elements first)"
+            ),
+            Self::Suboffsets => f.write_str(
+                "the buffer protocol gives an indirect buffer (suboffsets): expected one block \
+                 of memory",
+            ),
+            Self::Malformed {
+                interface,
+                field,
+                expected,
+                found,
+            } => write!(f, "{interface}: {field} must be {expected}, got {found}"),
+            Self::Version {
+                interface,
+                expected,
+                found,
+            } => write!(f, "{interface}: expected version {expected}, got {found}"),
+            Self::NoCudaDriver { reason } => write!(
+                f,
+                "__cuda_array_interface__ needs the CUDA driver (libcuda.so.1) to find the \
+                 pointer's device and order the producer's stream, and it could not be \
+                 loaded: {reason}"
+            ),
+            Self::Cuda { call, code } => {
+                write!(f, "the CUDA driver's {call} failed with CUresult {code}")
+            }
+            Self::BufferUnavailable => f.write_str(
+                "the buffer protocol is not in the limited API before CPython 3.11: \
+                 build the extension for abi3-py311 or later, or without abi3",
+            ),
+        }
+    }
+}

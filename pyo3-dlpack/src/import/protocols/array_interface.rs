@@ -1,0 +1,93 @@
+//! Producers of NumPy's `__array_interface__` (version 3): host memory
+//! given as an `(address, read_only)` pair, or as an object with the buffer
+//! protocol (or, with `data` absent or `None`, the producer's own buffer)
+//! and an `offset` into it.
+
+use pyo3::prelude::*;
+
+use super::interface_dict::{InterfaceDict, malformed};
+use super::owner::{self, Keeper, Memory};
+use crate::error::{Interface, InterfaceError};
+use crate::import::tensor::PyTensor;
+use crate::{DLPackError, Device};
+
+/// Imports `obj`, whose `__array_interface__` is `value`.
+pub(crate) fn import(obj: &Bound<'_, PyAny>, value: Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    let dict = InterfaceDict::new(Interface::ArrayInterface, value)?;
+    dict.version(&[3], "3")?;
+    let data = dict.get("data")?.filter(|data| !data.is_none());
+    let offset = offset(&dict)?;
+    match data {
+        Some(data) if data.is_instance_of::<pyo3::types::PyTuple>() => {
+            let (address, read_only) = dict.pointer(&data)?;
+            if offset != 0 {
+                return Err(DLPackError::from(InterfaceError::Malformed {
+                    interface: Interface::ArrayInterface,
+                    field: "offset",
+                    expected: "0 when data is an (address, read_only) tuple",
+                    found: offset.to_string(),
+                })
+                .into());
+            }
+            let layout = dict.layout(read_only)?;
+            // SAFETY: the interface's promise: the memory at `address` lives
+            // as long as the producer object, which the tensor keeps, and may
+            // be written unless `read_only`.
+            unsafe {
+                owner::import(
+                    Memory::FirstElement(address),
+                    layout,
+                    Device::cpu(),
+                    Interface::ArrayInterface,
+                    Keeper::Object(Some(obj.clone().unbind())),
+                )
+            }
+        }
+        data => import_buffer(&dict, data.as_ref().unwrap_or(obj), offset),
+    }
+}
+
+/// `offset`: a non-negative int, 0 when absent.
+fn offset(dict: &InterfaceDict<'_>) -> Result<usize, DLPackError> {
+    match dict.get("offset").ok().flatten() {
+        None => Ok(0),
+        Some(value) if value.is_none() => Ok(0),
+        Some(value) => value.extract::<usize>().map_err(|_| {
+            malformed(
+                Interface::ArrayInterface,
+                "offset",
+                "a non-negative int",
+                &value,
+            )
+        }),
+    }
+}
+
+/// `data` is an object with the buffer protocol: its buffer, held by the
+/// tensor, is the region the layout must stay inside.
+#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+fn import_buffer(
+    dict: &InterfaceDict<'_>,
+    data: &Bound<'_, PyAny>,
+    offset: usize,
+) -> PyResult<PyTensor> {
+    let (start, len, read_only, view) = super::buffer::region(data)?;
+    let layout = dict.layout(read_only)?;
+    // SAFETY: the buffer stays valid and unchanged in size while its view is
+    // held (the keeper); writable only if the exporter said so; the layout
+    // is checked to stay inside its `len` bytes.
+    unsafe {
+        owner::import(
+            Memory::Region { start, len, offset },
+            layout,
+            Device::cpu(),
+            dict.interface(),
+            Keeper::View(view),
+        )
+    }
+}
+
+#[cfg(not(any(not(Py_LIMITED_API), Py_3_11)))]
+fn import_buffer(_: &InterfaceDict<'_>, _: &Bound<'_, PyAny>, _: usize) -> PyResult<PyTensor> {
+    Err(DLPackError::from(InterfaceError::BufferUnavailable).into())
+}

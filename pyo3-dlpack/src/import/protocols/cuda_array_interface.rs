@@ -1,0 +1,250 @@
+//! Producers of `__cuda_array_interface__` (versions 2 and 3: Numba, CuPy,
+//! PyTorch, RAPIDS): device memory described, never read. The device is the
+//! pointer's own, asked of the CUDA driver (loaded at run time); version 3's
+//! `stream` is honoured as its specification says, by ordering the
+//! consumer's work after the producer's stream.
+
+use pyo3::prelude::*;
+
+use super::interface_dict::{InterfaceDict, malformed};
+use super::owner::{self, Keeper, Memory};
+use crate::cuda_driver::{self, Cuda};
+use crate::error::{Interface, InterfaceError};
+use crate::import::tensor::PyTensor;
+use crate::{DLPackError, Device, DeviceType};
+
+/// What the import does about the producer's stream before the tensor is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ordering {
+    /// Nothing: no stream was given (the producer's work is done), the
+    /// consumer asked for none (`stream=-1`), or both use the same stream.
+    Nothing,
+    /// Block the host until the producer's stream is done (no consumer
+    /// stream is known, so all later work, on any stream, sees the data).
+    Synchronize { producer: usize },
+    /// Make the consumer's stream wait for the producer's (an event), without
+    /// blocking the host.
+    Wait { producer: usize, consumer: usize },
+}
+
+/// The ordering for a producer `stream` (the interface's `stream`: `None`,
+/// or a `cudaStream_t` as an int, 1 and 2 meaning CUDA's legacy and
+/// per-thread default streams) and the consumer's stream from
+/// [`ImportOptions::stream`](crate::ImportOptions::stream) (DLPack's
+/// convention: -1 asks for no synchronisation).
+pub(crate) fn ordering(producer: Option<usize>, consumer: Option<i64>) -> Ordering {
+    match (producer, consumer) {
+        (None, _) | (_, Some(-1)) => Ordering::Nothing,
+        (Some(producer), Some(consumer)) if consumer as usize == producer => Ordering::Nothing,
+        (Some(producer), Some(consumer)) => Ordering::Wait {
+            producer,
+            consumer: consumer as usize,
+        },
+        (Some(producer), None) => Ordering::Synchronize { producer },
+    }
+}
+
+/// Imports `obj`, whose `__cuda_array_interface__` is `value`, ordering its
+/// stream against `consumer_stream`.
+pub(crate) fn import(
+    obj: &Bound<'_, PyAny>,
+    value: Bound<'_, PyAny>,
+    consumer_stream: Option<i64>,
+) -> PyResult<PyTensor> {
+    import_with(obj, value, consumer_stream, cuda_driver::driver)
+}
+
+/// `import` with the CUDA driver given (tests give a fake one).
+pub(crate) fn import_with(
+    obj: &Bound<'_, PyAny>,
+    value: Bound<'_, PyAny>,
+    consumer_stream: Option<i64>,
+    cuda: impl FnOnce() -> Result<&'static dyn Cuda, InterfaceError>,
+) -> PyResult<PyTensor> {
+    let dict = InterfaceDict::new(Interface::CudaArrayInterface, value)?;
+    let version = dict.version(&[2, 3], "2 or 3")?;
+    let data = dict.required("data")?;
+    let (address, read_only) = dict.pointer(&data)?;
+    let layout = dict.layout(read_only)?;
+    let stream = if version >= 3 { stream(&dict)? } else { None };
+    let empty = layout.shape.contains(&0);
+    if address == 0 && !empty {
+        return Err(malformed(
+            Interface::CudaArrayInterface,
+            "data",
+            "a non-NULL address for a non-empty array",
+            &data,
+        )
+        .into());
+    }
+    let device = if empty {
+        // Nothing is on any device: no driver is needed to say which.
+        Device::new(DeviceType::CUDA, 0)
+    } else {
+        let cuda = cuda().map_err(DLPackError::from)?;
+        let (ordinal, managed) = cuda.pointer_device(address).map_err(DLPackError::from)?;
+        let kind = if managed {
+            DeviceType::CUDA_MANAGED
+        } else {
+            DeviceType::CUDA
+        };
+        match ordering(stream, consumer_stream) {
+            Ordering::Nothing => {}
+            Ordering::Synchronize { producer } => {
+                cuda.synchronize(producer).map_err(DLPackError::from)?
+            }
+            Ordering::Wait { producer, consumer } => {
+                cuda.wait(producer, consumer).map_err(DLPackError::from)?
+            }
+        }
+        Device::new(kind, ordinal)
+    };
+    // SAFETY: the interface's promise: device memory at `address` that lives
+    // as long as the producer object (kept by the tensor), writable unless
+    // `read_only`; it is described, never read, by the import.
+    unsafe {
+        owner::import(
+            Memory::FirstElement(address),
+            layout,
+            device,
+            Interface::CudaArrayInterface,
+            Keeper::Object(Some(obj.clone().unbind())),
+        )
+    }
+}
+
+/// Version 3's `stream`: absent or `None`, or a positive int (0 is
+/// disallowed by the specification: it is ambiguous).
+fn stream(dict: &InterfaceDict<'_>) -> Result<Option<usize>, DLPackError> {
+    match dict.get("stream").ok().flatten() {
+        None => Ok(None),
+        Some(value) if value.is_none() => Ok(None),
+        Some(value) => match value.extract::<usize>() {
+            Ok(stream) if stream != 0 => Ok(Some(stream)),
+            _ => Err(malformed(
+                Interface::CudaArrayInterface,
+                "stream",
+                "None or a positive int (0 is disallowed)",
+                &value,
+            )),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pyo3::types::PyDict;
+    use std::sync::Mutex;
+
+    /// A driver that records what it is asked and says the pointer is on `ordinal`.
+    struct Fake {
+        ordinal: i32,
+        managed: bool,
+        calls: Mutex<Vec<String>>,
+    }
+
+    impl Cuda for Fake {
+        fn pointer_device(&self, ptr: usize) -> Result<(i32, bool), InterfaceError> {
+            self.calls.lock().unwrap().push(format!("device {ptr:#x}"));
+            Ok((self.ordinal, self.managed))
+        }
+        fn synchronize(&self, stream: usize) -> Result<(), InterfaceError> {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("synchronize {stream:#x}"));
+            Ok(())
+        }
+        fn wait(&self, producer: usize, consumer: usize) -> Result<(), InterfaceError> {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("wait {producer:#x} -> {consumer:#x}"));
+            Ok(())
+        }
+    }
+
+    /// Imports a fake device array (never dereferenced) through `fake`.
+    fn import_fake(fake: &'static Fake, stream: Option<usize>, consumer: Option<i64>) -> PyTensor {
+        Python::attach(|py| {
+            let dict = PyDict::new(py);
+            dict.set_item("shape", (2, 3)).unwrap();
+            dict.set_item("typestr", "<f4").unwrap();
+            dict.set_item("data", (0xdead_0000usize, true)).unwrap();
+            dict.set_item("version", 3).unwrap();
+            dict.set_item("stream", stream).unwrap();
+            let obj = py.None().into_bound(py);
+            import_with(&obj, dict.into_any(), consumer, || Ok(fake)).unwrap()
+        })
+    }
+
+    #[test]
+    fn the_device_is_the_pointers_and_the_stream_is_ordered() {
+        static ON_THREE: Fake = Fake {
+            ordinal: 3,
+            managed: false,
+            calls: Mutex::new(Vec::new()),
+        };
+        let tensor = import_fake(&ON_THREE, Some(0xbeef), None);
+        assert_eq!(tensor.device(), Device::cuda(3));
+        assert_eq!(tensor.data_ptr() as usize, 0xdead_0000);
+        assert_eq!(
+            (tensor.shape(), tensor.is_read_only()),
+            (&[2i64, 3][..], true)
+        );
+        drop(tensor);
+        let tensor = import_fake(&ON_THREE, Some(0xbeef), Some(0xcafe));
+        drop(tensor);
+        let tensor = import_fake(&ON_THREE, None, Some(0xcafe));
+        drop(tensor);
+        assert_eq!(
+            *ON_THREE.calls.lock().unwrap(),
+            [
+                "device 0xdead0000",
+                "synchronize 0xbeef",
+                "device 0xdead0000",
+                "wait 0xbeef -> 0xcafe",
+                "device 0xdead0000",
+            ]
+        );
+    }
+
+    #[test]
+    fn managed_memory_is_a_cuda_managed_tensor() {
+        static MANAGED: Fake = Fake {
+            ordinal: 1,
+            managed: true,
+            calls: Mutex::new(Vec::new()),
+        };
+        let tensor = import_fake(&MANAGED, None, None);
+        assert_eq!(tensor.device(), Device::new(DeviceType::CUDA_MANAGED, 1));
+    }
+
+    #[test]
+    fn the_consumer_is_ordered_after_the_producers_stream() {
+        // No producer stream: its work is done.
+        assert_eq!(ordering(None, None), Ordering::Nothing);
+        assert_eq!(ordering(None, Some(7)), Ordering::Nothing);
+        // No consumer stream known: block until the producer is done.
+        assert_eq!(
+            ordering(Some(1), None),
+            Ordering::Synchronize { producer: 1 }
+        );
+        assert_eq!(
+            ordering(Some(0xdead), None),
+            Ordering::Synchronize { producer: 0xdead }
+        );
+        // The consumer opted out, or shares the stream.
+        assert_eq!(ordering(Some(0xdead), Some(-1)), Ordering::Nothing);
+        assert_eq!(ordering(Some(0xdead), Some(0xdead)), Ordering::Nothing);
+        // Two streams: the consumer's waits for the producer's.
+        assert_eq!(
+            ordering(Some(0xdead), Some(2)),
+            Ordering::Wait {
+                producer: 0xdead,
+                consumer: 2
+            }
+        );
+    }
+}

@@ -1,0 +1,152 @@
+//! The dict of `__array_interface__` and `__cuda_array_interface__`: the
+//! fields both share, read and checked (what a field must be is named in the
+//! error when it is not).
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use super::format::from_typestr;
+use super::owner::Layout;
+use crate::DLPackError;
+use crate::error::{Interface, InterfaceError};
+
+/// The fields of an interface dict that describe the layout.
+pub(crate) struct InterfaceDict<'py> {
+    interface: Interface,
+    dict: Bound<'py, PyDict>,
+}
+
+impl<'py> InterfaceDict<'py> {
+    /// `value` must be a dict.
+    pub(crate) fn new(interface: Interface, value: Bound<'py, PyAny>) -> Result<Self, DLPackError> {
+        match value.cast_into::<PyDict>() {
+            Ok(dict) => Ok(Self { interface, dict }),
+            Err(err) => Err(malformed(
+                interface,
+                "the interface",
+                "a dict",
+                err.into_inner().as_any(),
+            )),
+        }
+    }
+
+    /// An optional field; `None` when absent (a present `None` is returned as such).
+    pub(crate) fn get(&self, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.dict.get_item(key)
+    }
+
+    /// `version`: one of `accepted`.
+    pub(crate) fn version(
+        &self,
+        accepted: &[i64],
+        expected: &'static str,
+    ) -> Result<i64, DLPackError> {
+        let found = self.get("version").ok().flatten();
+        match found.as_ref().and_then(|v| v.extract::<i64>().ok()) {
+            Some(version) if accepted.contains(&version) => Ok(version),
+            _ => Err(InterfaceError::Version {
+                interface: self.interface,
+                expected,
+                found: found.map_or_else(|| "none".to_owned(), |v| repr(&v)),
+            }
+            .into()),
+        }
+    }
+
+    /// `shape`, `typestr`, `strides` (bytes; absent or `None`: row-major)
+    /// and no `mask`; `read_only` comes from `data`, read by the caller.
+    pub(crate) fn layout(&self, read_only: bool) -> Result<Layout, DLPackError> {
+        if let Some(mask) = self.get("mask").ok().flatten() {
+            if !mask.is_none() {
+                return Err(InterfaceError::Mask {
+                    interface: self.interface,
+                }
+                .into());
+            }
+        }
+        let typestr = self.required("typestr")?;
+        let typestr_str = typestr
+            .extract::<String>()
+            .map_err(|_| malformed(self.interface, "typestr", "a str", &typestr))?;
+        let dtype = from_typestr(&typestr_str, self.interface)?;
+        let shape = self.required("shape")?;
+        let shape = int_tuple(&shape)
+            .ok_or_else(|| malformed(self.interface, "shape", "a tuple of ints", &shape))?;
+        let byte_strides = match self.get("strides").ok().flatten() {
+            Some(strides) if !strides.is_none() => Some(
+                int_tuple(&strides)
+                    .filter(|s| s.len() == shape.len())
+                    .ok_or_else(|| {
+                        malformed(
+                            self.interface,
+                            "strides",
+                            "None or a tuple of ints, one per dimension",
+                            &strides,
+                        )
+                    })?,
+            ),
+            _ => None,
+        };
+        Ok(Layout {
+            shape,
+            byte_strides,
+            dtype,
+            read_only,
+        })
+    }
+
+    /// `data` as `(address, read_only)`.
+    pub(crate) fn pointer(&self, data: &Bound<'py, PyAny>) -> Result<(usize, bool), DLPackError> {
+        data.extract::<(usize, bool)>()
+            .map_err(|_| malformed(self.interface, "data", "an (int, bool) tuple", data))
+    }
+
+    /// A required field.
+    pub(crate) fn required(&self, key: &'static str) -> Result<Bound<'py, PyAny>, DLPackError> {
+        match self.get(key).ok().flatten() {
+            Some(value) => Ok(value),
+            None => Err(InterfaceError::Malformed {
+                interface: self.interface,
+                field: key,
+                expected: "present",
+                found: "no such key".to_owned(),
+            }
+            .into()),
+        }
+    }
+
+    #[cfg_attr(all(Py_LIMITED_API, not(Py_3_11)), allow(dead_code))] // used by the buffer protocol
+    pub(crate) fn interface(&self) -> Interface {
+        self.interface
+    }
+}
+
+/// A tuple of Python ints as `i64`s (`None` if it is not one).
+fn int_tuple(value: &Bound<'_, PyAny>) -> Option<Vec<i64>> {
+    let tuple = value.cast::<PyTuple>().ok()?;
+    tuple
+        .iter()
+        .map(|item| item.extract::<i64>().ok())
+        .collect()
+}
+
+pub(crate) fn malformed(
+    interface: Interface,
+    field: &'static str,
+    expected: &'static str,
+    found: &Bound<'_, PyAny>,
+) -> DLPackError {
+    InterfaceError::Malformed {
+        interface,
+        field,
+        expected,
+        found: repr(found),
+    }
+    .into()
+}
+
+fn repr(value: &Bound<'_, PyAny>) -> String {
+    value
+        .repr()
+        .map_or_else(|_| "an object without a repr".to_owned(), |r| r.to_string())
+}

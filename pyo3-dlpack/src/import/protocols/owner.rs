@@ -1,0 +1,163 @@
+//! A tensor described by a protocol other than DLPack, made into a managed
+//! DLPack tensor by the crate's own export path, so that the import that
+//! follows (validation, the aliasing registry, views, re-export) is the
+//! same as for any DLPack producer.
+
+use pyo3::prelude::*;
+
+use crate::error::{Interface, InterfaceError, SizeOverflow};
+use crate::export::{IntoDLPack, RawBuffer, TensorInfo};
+use crate::import::tensor::PyTensor;
+use crate::layout;
+use crate::{DLPackError, DataType, Device};
+
+/// What keeps the memory alive: held, never read, dropped with the imported tensor.
+#[allow(dead_code)] // the view is only held
+pub(crate) enum Keeper {
+    /// A buffer-protocol view, released exactly once when dropped.
+    #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+    View(super::buffer::BufferView),
+    /// The producer object (its interface promises the memory lives as long);
+    /// `None` once released.
+    Object(Option<Py<PyAny>>),
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        if let Self::Object(object) = self {
+            // Release the producer now: a deleter called from C (NumPy's,
+            // torch's) runs outside any PyO3 scope, where dropping a `Py`
+            // would only queue the decref until PyO3 next runs. Attaching
+            // is what releasing a buffer view needs anyway; if the
+            // interpreter is gone, so is the object.
+            let object = object.take();
+            let _ = Python::try_attach(|_| drop(object));
+        }
+    }
+}
+
+/// Where the elements are.
+pub(crate) enum Memory {
+    /// Only the first element's address is known: the memory is taken to be
+    /// exactly what shape and strides reach (the producer's promise).
+    FirstElement(usize),
+    /// A region of known length, the first element `offset` bytes into it:
+    /// shape and strides are checked to stay inside.
+    #[cfg_attr(all(Py_LIMITED_API, not(Py_3_11)), allow(dead_code))]
+    // used by the buffer protocol
+    Region {
+        start: usize,
+        len: usize,
+        offset: usize,
+    },
+}
+
+/// A layout as a protocol gave it: extents, and strides in bytes (`None`: row-major).
+pub(crate) struct Layout {
+    pub(crate) shape: Vec<i64>,
+    pub(crate) byte_strides: Option<Vec<i64>>,
+    pub(crate) dtype: DataType,
+    pub(crate) read_only: bool,
+}
+
+/// The tensor, ready to be exported into a managed struct.
+struct Foreign {
+    memory: RawBuffer,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    byte_offset: usize,
+    dtype: DataType,
+    _keeper: Keeper,
+}
+
+impl IntoDLPack for Foreign {
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        TensorInfo::builder(&self.memory)
+            .shape(&self.shape)
+            .strides(&self.strides)
+            .dtype(self.dtype)
+            .byte_offset(self.byte_offset)
+            .build()
+    }
+}
+
+/// Imports the elements `layout` describes at `memory` on `device`, kept
+/// alive by `keeper` until the returned tensor drops.
+///
+/// # Safety
+///
+/// `memory` and `layout` describe memory that stays allocated on `device`
+/// while `keeper` lives, writable unless `layout.read_only`.
+pub(crate) unsafe fn import(
+    memory: Memory,
+    layout: Layout,
+    device: Device,
+    interface: Interface,
+    keeper: Keeper,
+) -> PyResult<PyTensor> {
+    let itemsize = layout.dtype.itemsize();
+    let strides = element_strides(&layout, interface).map_err(DLPackError::from)?;
+    let numel = layout::numel(&layout.shape)?;
+    let (start, len, byte_offset) = match memory {
+        Memory::Region { start, len, offset } => (start, len, offset),
+        Memory::FirstElement(first) if numel == 0 => (first, 0, 0),
+        Memory::FirstElement(first) => {
+            let outside = || {
+                DLPackError::SizeOverflow(SizeOverflow::AddressSpace {
+                    shape: layout.shape.clone(),
+                    strides: strides.clone(),
+                    byte_offset: 0,
+                })
+            };
+            let (low, high) =
+                layout::reach(&layout.shape, &strides, itemsize).ok_or_else(outside)?;
+            // `usize` fits `i128`; the lowest address must not be negative.
+            let start = usize::try_from(first as i128 + low).map_err(|_| outside())?;
+            (start, (high - low) as usize, (-low) as usize)
+        }
+    };
+    // SAFETY: the caller's promise: the region stays allocated on `device`
+    // while `keeper`, stored next to it, lives; writable unless read-only,
+    // which the description below says.
+    let mut memory = unsafe { RawBuffer::new(start as *mut _, len, device) };
+    if layout.read_only {
+        memory = memory.read_only();
+    }
+    let foreign = Foreign {
+        memory,
+        shape: layout.shape,
+        strides,
+        byte_offset,
+        dtype: layout.dtype,
+        _keeper: keeper,
+    };
+    let managed = crate::export::managed_value(foreign)?;
+    Ok(PyTensor::from_own_managed(managed)?)
+}
+
+/// Strides in elements (row-major when the protocol gave none); a byte
+/// stride that is not a multiple of the element size is refused.
+fn element_strides(layout: &Layout, interface: Interface) -> Result<Vec<i64>, InterfaceError> {
+    let itemsize = layout.dtype.itemsize();
+    match &layout.byte_strides {
+        None => {
+            let mut strides = vec![0; layout.shape.len()];
+            layout::row_major(&layout.shape, &mut strides);
+            Ok(strides)
+        }
+        Some(bytes) => bytes
+            .iter()
+            .map(|&stride| {
+                if stride % itemsize as i64 == 0 {
+                    Ok(stride / itemsize as i64)
+                } else {
+                    Err(InterfaceError::Stride {
+                        interface,
+                        stride,
+                        itemsize,
+                    })
+                }
+            })
+            .collect(),
+    }
+}
