@@ -40,6 +40,11 @@ class DLPackTensor:
     def __dlpack_device__(self) -> tuple[int, int]:
         """(device_type, device_id) as DLPack codes, e.g. (1, 0) for the CPU."""
     __dlpack_c_exchange_api__: object
+    @property
+    def __cuda_array_interface__(self) -> dict[str, object]:
+        """The CUDA array interface (version 3) of a CUDA tensor; AttributeError otherwise."""
+    def __buffer__(self, flags: int, /) -> memoryview:
+        """The buffer protocol (host tensors): memoryview(t), bytes(t), numpy.asarray(t)."""
 
 def gradient(height: int, width: int, channels_first: bool = False) -> DLPackTensor:
     """A horizontal red ramp, a vertical green ramp and a constant blue."""

@@ -72,6 +72,11 @@
 //! [`RawBuffer`] around a pointer from any GPU API. Plain buffers are
 //! `IntoDLPack` themselves, as 1-D tensors: `DLPackTensor::new(vec![1.0f32; 8])`.
 //!
+//! Host tensors also speak Python's buffer protocol (`memoryview(t)`,
+//! `bytes(t)`, `np.asarray(t)` without a copy), and CUDA tensors
+//! `__cuda_array_interface__`; [`asdlpack`], a ready `#[pyfunction]`, makes
+//! any producer (`bytes`, a `bytearray`, an `mmap`, …) a `DLPackTensor`.
+//!
 //! To hand Python a framework's own array instead (a `numpy.ndarray`,
 //! `torch.Tensor`, `jax.Array` or CuPy array over the same memory), return
 //! [`Native::numpy(value)`](Native::numpy) and its siblings, or the kind of an
@@ -223,6 +228,7 @@ mod layout;
 mod proptests;
 mod protocol;
 mod pyint;
+mod wrap;
 
 pub use device::{Device, DeviceType, ParseDeviceError};
 pub use dtype::{DataType, DataTypeCode, ParseDataTypeError};
@@ -235,6 +241,7 @@ pub use export::{
 pub use import::{FromDLPack, ImportOptions, Protocols, PyTensor};
 pub use layout::MAX_NDIM;
 pub use protocol::Writability;
+pub use wrap::asdlpack;
 
 /// `#[derive(IntoDLPack)]` and `#[derive(FromDLPack)]` (feature `derive`, on by default).
 #[cfg(feature = "derive")]

@@ -9,8 +9,11 @@
 mod aligned;
 mod allocate;
 mod args;
+#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+mod buffer;
 mod capsule;
 mod copy;
+mod cuda_array_interface;
 mod data;
 mod dims;
 mod exchange;

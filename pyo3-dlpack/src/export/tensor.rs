@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyModule, PyTuple};
+use pyo3::types::{PyCapsule, PyDict, PyModule, PyTuple};
 use pyo3::{PyClass, PyClassInitializer};
 
 use crate::DLPackError;
@@ -327,5 +327,33 @@ impl DLPackTensor {
 
     fn __repr__(&self) -> String {
         describe(&self.info.0)
+    }
+
+    /// The interface dict of a CUDA tensor (version 3, for Numba and other
+    /// consumers that read only that); `AttributeError` on other devices.
+    #[getter]
+    fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        crate::export::cuda_array_interface::describe(py, &self.value, &self.info.0)
+    }
+
+    /// The buffer protocol, for host tensors: `memoryview(t)`, `bytes(t)`,
+    /// `np.asarray(t)` read the memory in place.
+    #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::ffi::c_int,
+    ) -> PyResult<()> {
+        let owner = slf.clone().into_any();
+        // SAFETY: Python hands us its `view` to fill; the description is of
+        // memory the value keeps alive and unchanged in size, and the view
+        // holds `owner`, which holds the value.
+        unsafe { crate::export::buffer::fill(view, flags, &slf.get().info.0, owner) }
+    }
+
+    #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+    unsafe fn __releasebuffer__(&self, view: *mut pyo3::ffi::Py_buffer) {
+        // SAFETY: Python releases each view `__getbuffer__` filled once.
+        unsafe { crate::export::buffer::release(view) }
     }
 }

@@ -58,6 +58,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(capsule_of, m)?)?;
     m.add_function(wrap_pyfunction!(read_byte, m)?)?;
     m.add_function(wrap_pyfunction!(panicking_on_drop, m)?)?;
+    m.add_function(wrap_pyfunction!(pyo3_dlpack::asdlpack, m)?)?;
     m.add_function(wrap_pyfunction!(describe, m)?)?;
     m.add_function(wrap_pyfunction!(reexport, m)?)?;
     m.add_function(wrap_pyfunction!(import_with, m)?)?;

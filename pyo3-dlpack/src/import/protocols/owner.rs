@@ -23,6 +23,7 @@ pub(crate) enum Keeper {
 }
 
 impl Drop for Keeper {
+    #[allow(irrefutable_let_patterns)] // one variant in limited-API builds before 3.11
     fn drop(&mut self) {
         if let Self::Object(object) = self {
             // Release the producer now: a deleter called from C (NumPy's,

@@ -1,0 +1,85 @@
+//! `DLPackTensor.__cuda_array_interface__` (version 3) for consumers that
+//! read only that (Numba): CUDA tensors only; elsewhere the attribute does
+//! not exist (`hasattr` is false).
+
+use std::sync::Arc;
+
+use pyo3::exceptions::PyAttributeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::export::info::TensorInfo;
+use crate::export::into::IntoDLPack;
+use crate::{DataType, DataTypeCode, DeviceType, Writability};
+
+/// CUDA's legacy default stream, as the interface numbers it.
+const LEGACY_DEFAULT_STREAM: i64 = 1;
+
+/// The typestr of a dtype, if the interface has one.
+fn typestr(dtype: DataType) -> Option<String> {
+    if dtype.lanes != 1 || dtype.bits % 8 != 0 {
+        return None;
+    }
+    let kind = match dtype.code {
+        DataTypeCode::BOOL => 'b',
+        DataTypeCode::INT => 'i',
+        DataTypeCode::UINT => 'u',
+        DataTypeCode::FLOAT => 'f',
+        DataTypeCode::COMPLEX => 'c',
+        _ => return None,
+    };
+    let size = dtype.bits / 8;
+    let order = if size == 1 {
+        '|'
+    } else if cfg!(target_endian = "little") {
+        '<'
+    } else {
+        '>'
+    };
+    Some(format!("{order}{kind}{size}"))
+}
+
+/// The interface dict of a CUDA tensor: its memory made safe to use on
+/// CUDA's legacy default stream first ([`IntoDLPack::synchronize`]), which
+/// the dict names as its `stream`, so consumers synchronise on it.
+pub(crate) fn describe<'py>(
+    py: Python<'py>,
+    value: &Arc<dyn IntoDLPack>,
+    info: &TensorInfo<'_>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let device = info.device();
+    if !matches!(
+        device.device_type,
+        DeviceType::CUDA | DeviceType::CUDA_MANAGED
+    ) {
+        return Err(PyAttributeError::new_err(format!(
+            "a DLPackTensor on {device} has no __cuda_array_interface__: it describes CUDA \
+             device memory"
+        )));
+    }
+    let dtype = info.dtype();
+    let Some(typestr) = typestr(dtype) else {
+        return Err(PyAttributeError::new_err(format!(
+            "a {dtype} tensor has no __cuda_array_interface__ typestr: expected bool, an \
+             integer, float or complex type"
+        )));
+    };
+    value.synchronize(LEGACY_DEFAULT_STREAM)?;
+    let (shape, strides) = info.dims_slices();
+    let itemsize = dtype.itemsize() as i64;
+    let dict = PyDict::new(py);
+    dict.set_item("shape", PyTuple::new(py, shape)?)?;
+    dict.set_item("typestr", &typestr)?;
+    let read_only = info.writability() != Writability::Writable;
+    dict.set_item("data", (info.data_ptr() as usize, read_only))?;
+    dict.set_item("version", 3)?;
+    let strides = if info.is_contiguous() {
+        py.None().into_bound(py)
+    } else {
+        PyTuple::new(py, strides.iter().map(|s| s * itemsize))?.into_any()
+    };
+    dict.set_item("strides", strides)?;
+    dict.set_item("descr", vec![("", typestr.as_str())])?;
+    dict.set_item("stream", LEGACY_DEFAULT_STREAM)?;
+    Ok(dict)
+}
