@@ -283,3 +283,14 @@ def test_dlpack_comes_first():
 
     a = np.arange(3.0).view(Everything)
     assert ext.describe(a)["version"] == (1, 0)
+
+
+def test_locate_gives_a_host_view_or_a_device_description_in_one_match():
+    assert ext.locate(np.ones(3, "f4")) == ("host", 3.0, None)
+    assert ext.locate(array.array("f", [1.0, 2.0])) == ("host", 3.0, None)
+    # Device memory is described, never read: a host buffer declared as cuda:1, which the
+    # producer was asked for on CUDA's legacy default stream.
+    assert ext.locate(ext.on_device(4, 2, 1)) == ("cuda:1", None, 1)
+    assert ext.locate(CudaArrayInterface(shape=(0, 3), data=(0, False))) == ("cuda:0", None, None)
+    with pytest.raises(ValueError, match="^expected a float32 tensor, got float64"):
+        ext.locate(np.ones(3))

@@ -3,6 +3,7 @@
 mod consume;
 pub(crate) mod exchange;
 mod from_dlpack;
+mod located;
 mod negotiate;
 pub(crate) mod protocols;
 mod reexport;
@@ -11,6 +12,7 @@ pub(crate) mod tensor;
 mod view;
 
 pub use from_dlpack::FromDLPack;
+pub use located::{DeviceTensor, Located};
 pub use negotiate::ImportOptions;
 pub use protocols::Protocols;
 pub use tensor::PyTensor;

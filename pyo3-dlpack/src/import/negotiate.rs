@@ -116,7 +116,7 @@ impl ImportOptions {
     }
 
     /// The stream `__dlpack__` gets for a tensor on `device`, if any.
-    fn stream_for(&self, device: Option<Device>) -> Option<i64> {
+    pub(crate) fn stream_for(&self, device: Option<Device>) -> Option<i64> {
         protocol::stream_to_request(self.stream, device)
     }
 }

@@ -67,6 +67,8 @@ pub struct PyTensor {
     /// A legacy capsule whose producer said, through its own API, that the
     /// memory may be written (see `legacy_writability`).
     legacy_writable: bool,
+    /// The stream the data is ready on (see [`stream`](Self::stream)).
+    stream: Option<i64>,
 }
 
 // SAFETY: a PyTensor owns its managed tensor exclusively (the capsule was
@@ -130,6 +132,7 @@ impl PyTensor {
             return protocols::import(obj, options);
         };
         let mut tensor = Self::from_capsule(&capsule)?;
+        tensor.stream = options.stream_for(Some(tensor.device()));
         if tensor.writability() == Writability::Unknown {
             tensor.legacy_writable = legacy_writability(obj)? == Writability::Writable;
         }
@@ -254,6 +257,7 @@ impl PyTensor {
             registration: None,
             dims_copy: None,
             legacy_writable: false,
+            stream: None,
         };
         if let Some(Managed::Versioned(versioned)) = &tensor.managed {
             // SAFETY: a live struct we own; `version` is its first field, which
@@ -408,6 +412,21 @@ impl PyTensor {
             None => Writability::Unknown,
             Some(flags) => Writability::from_flags(flags),
         }
+    }
+
+    /// The stream the data is ready on, for devices with streams: the one
+    /// passed to the producer's `__dlpack__` (CUDA's legacy default stream,
+    /// 1, unless [`ImportOptions::stream`] named another), or the one a
+    /// `__cuda_array_interface__` producer's stream was made to wait for.
+    /// `None` when the data is ready on every stream (host memory, an import
+    /// that synchronised, the exchange API's stream-free devices).
+    pub fn stream(&self) -> Option<i64> {
+        self.stream
+    }
+
+    /// Sets what [`stream`](Self::stream) reports.
+    pub(crate) fn set_stream(&mut self, stream: Option<i64>) {
+        self.stream = stream;
     }
 
     /// Whether the producer says it copied the data for us (versioned capsules

@@ -272,3 +272,12 @@ pub(crate) fn sum_borrowed(obj: &Bound<'_, PyAny>) -> PyResult<f64> {
 pub(crate) fn reexport(tensor: PyTensor) -> PyResult<DLPackTensor> {
     Ok(DLPackTensor::new(tensor)?)
 }
+
+/// `locate::<f32>()` in one match: ("host", sum, None) or (device, None, stream).
+#[pyfunction]
+pub(crate) fn locate(tensor: PyTensor) -> PyResult<(String, Option<f32>, Option<i64>)> {
+    Ok(match tensor.locate::<f32>()? {
+        pyo3_dlpack::Located::Host(values) => ("host".to_owned(), Some(values.iter().sum()), None),
+        pyo3_dlpack::Located::Device(device) => (device.device.to_string(), None, device.stream),
+    })
+}

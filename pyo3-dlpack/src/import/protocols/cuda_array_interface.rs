@@ -77,6 +77,7 @@ pub(crate) fn import_with(
         )
         .into());
     }
+    let mut ready_on = None;
     let device = if empty {
         // Nothing is on any device: no driver is needed to say which.
         Device::new(DeviceType::CUDA, 0)
@@ -89,12 +90,15 @@ pub(crate) fn import_with(
             DeviceType::CUDA
         };
         match ordering(stream, consumer_stream) {
-            Ordering::Nothing => {}
+            // Ready on the producer's stream (if it named one): the consumer
+            // opted out of synchronisation, or shares it.
+            Ordering::Nothing => ready_on = stream.map(|s| s as i64),
             Ordering::Synchronize { producer } => {
                 cuda.synchronize(producer).map_err(DLPackError::from)?
             }
             Ordering::Wait { producer, consumer } => {
-                cuda.wait(producer, consumer).map_err(DLPackError::from)?
+                cuda.wait(producer, consumer).map_err(DLPackError::from)?;
+                ready_on = Some(consumer as i64);
             }
         }
         Device::new(kind, ordinal)
@@ -102,7 +106,7 @@ pub(crate) fn import_with(
     // SAFETY: the interface's promise: device memory at `address` that lives
     // as long as the producer object (kept by the tensor), writable unless
     // `read_only`; it is described, never read, by the import.
-    unsafe {
+    let mut tensor = unsafe {
         owner::import(
             Memory::FirstElement(address),
             layout,
@@ -110,7 +114,9 @@ pub(crate) fn import_with(
             Interface::CudaArrayInterface,
             Keeper::Object(Some(obj.clone().unbind())),
         )
-    }
+    }?;
+    tensor.set_stream(ready_on);
+    Ok(tensor)
 }
 
 /// Version 3's `stream`: absent or `None`, or a positive int (0 is
@@ -187,6 +193,7 @@ mod tests {
             calls: Mutex::new(Vec::new()),
         };
         let tensor = import_fake(&ON_THREE, Some(0xbeef), None);
+        assert_eq!(tensor.stream(), None, "synchronised: ready on every stream");
         assert_eq!(tensor.device(), Device::cuda(3));
         assert_eq!(tensor.data_ptr() as usize, 0xdead_0000);
         assert_eq!(
@@ -195,8 +202,23 @@ mod tests {
         );
         drop(tensor);
         let tensor = import_fake(&ON_THREE, Some(0xbeef), Some(0xcafe));
+        assert_eq!(tensor.stream(), Some(0xcafe));
+        let device = tensor.device_tensor().expect("device memory");
+        assert_eq!(
+            (device.device, device.data_ptr as usize, device.stream),
+            (Device::cuda(3), 0xdead_0000, Some(0xcafe))
+        );
+        assert!(matches!(tensor.locate::<f32>(), Ok(crate::Located::Device(d)) if d == device));
         drop(tensor);
         let tensor = import_fake(&ON_THREE, None, Some(0xcafe));
+        assert_eq!(tensor.stream(), None);
+        drop(tensor);
+        let tensor = import_fake(&ON_THREE, Some(0xbeef), Some(-1));
+        assert_eq!(
+            tensor.stream(),
+            Some(0xbeef),
+            "not synchronised: ready on the producer's"
+        );
         drop(tensor);
         assert_eq!(
             *ON_THREE.calls.lock().unwrap(),
@@ -205,6 +227,7 @@ mod tests {
                 "synchronize 0xbeef",
                 "device 0xdead0000",
                 "wait 0xbeef -> 0xcafe",
+                "device 0xdead0000",
                 "device 0xdead0000",
             ]
         );
