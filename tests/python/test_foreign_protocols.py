@@ -294,3 +294,27 @@ def test_locate_gives_a_host_view_or_a_device_description_in_one_match():
     assert ext.locate(CudaArrayInterface(shape=(0, 3), data=(0, False))) == ("cuda:0", None, None)
     with pytest.raises(ValueError, match="^expected a float32 tensor, got float64"):
         ext.locate(np.ones(3))
+
+
+INTERFACE_DTYPES = ["bool", "int8", "uint8", "int16", "uint32", "int64", "float16", "float32",
+                    "float64", "complex64", "complex128"]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", INTERFACE_DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "negative"])
+def test_array_interface_of_every_dtype_and_layout(dtype, layout):
+    base = (np.arange(12) % 5).astype(dtype).reshape(3, 4)
+    a = {"contiguous": base, "strided": base[:, ::2], "negative": base[::-1, ::-1]}[layout]
+    d = ext.describe(ArrayInterface(a))
+    assert d["dtype"] == dtype
+    assert d["shape"] == a.shape
+    assert d["strides"] == tuple(s // a.itemsize for s in a.strides)
+    assert d["data_ptr"] == a.__array_interface__["data"][0]
+    assert np.from_dlpack(ext.reexport(ArrayInterface(a))).tolist() == a.tolist()
+
+
+@pytest.mark.parametrize("dtype", INTERFACE_DTYPES)
+def test_cuda_array_interface_typestrs_of_every_dtype(dtype):
+    typestr = np.dtype(dtype).str
+    d = ext.describe(CudaArrayInterface(shape=(0, 2), data=(0, True), typestr=typestr))
+    assert (d["dtype"], d["device"], d["writability"]) == (dtype, (2, 0), "ReadOnly")
