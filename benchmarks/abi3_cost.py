@@ -10,7 +10,8 @@ import json
 import os
 import subprocess
 import sys
-import timeit
+
+from timing import best_ns
 
 CASES = [
     # (name, statement): objects are made in SETUP, only the call is timed.
@@ -32,14 +33,6 @@ a = np.arange(1000, dtype="f4")
 t = torch.arange(1000, dtype=torch.float32)
 ours = ext.arange("float32", 1000)
 """
-
-
-def best_ns(stmt, env, repeat=7, target_s=0.2):
-    timer = timeit.Timer(stmt, globals=env)
-    number = 1
-    while timer.timeit(number) < target_s / 4:
-        number *= 4
-    return min(timer.repeat(repeat=repeat, number=number)) / number * 1e9
 
 
 def child():

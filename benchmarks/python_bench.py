@@ -19,14 +19,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import dlpack_testext as ext  # noqa: E402
-
-
-def best_ns(stmt, env, repeat=7, target_s=0.2):
-    timer = timeit.Timer(stmt, globals=env)
-    number = 1
-    while timer.timeit(number) < target_s / 4:
-        number *= 4
-    return min(timer.repeat(repeat=repeat, number=number)) / number * 1e9
+from timing import best_ns  # noqa: E402
 
 
 def rss_mib():

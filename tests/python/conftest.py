@@ -3,9 +3,19 @@
 import ctypes
 import gc
 
+import numpy as np
 import pytest
 
 import dlpack_testext as ext
+
+
+def numpy_arange(dtype, n):
+    """What `ext.arange(dtype, n)` holds, built by NumPy."""
+    if dtype == "bool":
+        return np.arange(n) % 2 == 1
+    if dtype.startswith("complex"):
+        return (np.arange(n) - 1j * np.arange(n)).astype(dtype)
+    return np.arange(n).astype(dtype)
 
 
 def pytest_configure(config):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import dlpack_testext as ext
+from conftest import numpy_arange
 
 import torch
 
@@ -11,15 +12,6 @@ ALL_DTYPES = [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128",
 ]  # fmt: skip
-
-
-def numpy_arange(dtype, n):
-    """What `ext.arange(dtype, n)` holds, built by NumPy."""
-    if dtype == "bool":
-        return np.arange(n) % 2 == 1
-    if dtype.startswith("complex"):
-        return (np.arange(n) - 1j * np.arange(n)).astype(dtype)
-    return np.arange(n).astype(dtype)
 
 
 # --- NumPy -------------------------------------------------------------------
