@@ -40,12 +40,13 @@ struct Driver {
 }
 
 /// The loaded driver, or why it could not be loaded (remembered: loading is
-/// tried once per process).
-pub(crate) fn driver() -> Result<&'static dyn Cuda, InterfaceError> {
+/// tried once per process); `purpose` says what needed it, for the error.
+pub(crate) fn driver(purpose: &'static str) -> Result<&'static dyn Cuda, InterfaceError> {
     static DRIVER: OnceLock<Result<Driver, String>> = OnceLock::new();
     match DRIVER.get_or_init(load) {
         Ok(driver) => Ok(driver),
         Err(reason) => Err(InterfaceError::NoCudaDriver {
+            purpose,
             reason: reason.clone(),
         }),
     }

@@ -238,7 +238,9 @@ pub use export::{
     ALIGNMENT, AlignedBuffer, Allocated, CapsuleFormat, DLPackTensor, Dims, Framework, IntoDLPack,
     Native, RawBuffer, TensorData, TensorInfo, TensorInfoBuilder, allocate_like, to_framework,
 };
-pub use import::{DeviceTensor, FromDLPack, ImportOptions, Located, Protocols, PyTensor};
+pub use import::{
+    DeviceTensor, FromDLPack, ImportOptions, Located, Protocols, PyTensor, StreamMode,
+};
 pub use layout::MAX_NDIM;
 pub use protocol::Writability;
 pub use wrap::asdlpack;

@@ -86,3 +86,36 @@ def test_a_numpy_result_of_device_memory_is_refused():
     with pytest.raises(BufferError, match="holds host memory only"):
         ext.native_arange("numpy", "float32", 3, device="cuda:0")
     gc.collect()
+
+
+def test_both_stream_modes_import_a_torch_cuda_tensor_in_place():
+    t = torch.arange(8, device="cuda", dtype=torch.float32)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        u = t * 2  # pending work on a side stream
+        ordered = ext.import_with(u, stream_ordered=True)
+        assert ordered["stream"] == side.cuda_stream, "the producer's current work stream"
+        synced = ext.import_with(u)
+        assert synced["stream"] == 1, "ready on the legacy default stream"
+    assert ordered["data_ptr"] == synced["data_ptr"] == u.data_ptr()
+
+
+def test_cuda_array_interface_producers_get_their_device_from_the_driver(cupy):
+    x = cupy.arange(6, dtype=cupy.float32)
+
+    class OnlyCai:
+        __cuda_array_interface__ = x.__cuda_array_interface__
+
+    d = ext.describe(OnlyCai())
+    assert d["device"] == (CUDA, x.device.id)
+    assert d["data_ptr"] == x.data.ptr
+    back = torch.from_dlpack(ext.asdlpack(OnlyCai()))
+    assert back.data_ptr() == x.data.ptr
+    assert back.tolist() == list(range(6))
+
+
+def test_a_cuda_export_offers_the_cuda_array_interface(cupy):
+    t = ext.reexport(torch.arange(4, device="cuda", dtype=torch.float32))
+    cai = t.__cuda_array_interface__
+    assert cai["data"][0] == t.data_ptr and cai["stream"] == 1
+    assert cupy.asarray(t).data.ptr == t.data_ptr

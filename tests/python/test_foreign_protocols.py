@@ -246,8 +246,8 @@ def test_a_cuda_array_needs_the_driver_for_its_device_and_stream():
     message = str(raised.value)
     # No driver here; on a GPU machine the fake pointer is refused by the driver instead.
     assert message.startswith(
-        "__cuda_array_interface__ needs the CUDA driver (libcuda.so.1) to find the pointer's "
-        "device and order the producer's stream, and it could not be loaded: "
+        "__cuda_array_interface__ (to find the pointer's device and order the producer's "
+        "stream) needs the CUDA driver (libcuda.so.1), which could not be loaded: "
     ) or message.startswith("the CUDA driver's cuPointerGetAttribute failed with CUresult ")
 
 

@@ -265,3 +265,35 @@ def test_a_layout_outside_the_buffer_is_refused_before_export():
         ext.from_bytes(bytes(24), "float32", [2], strides=[-1])
     with pytest.raises(ValueError, match="negative extent"):
         ext.from_bytes(bytes(24), "float32", [-1])
+
+
+def test_device_imports_carry_the_stream_they_are_ready_on():
+    # A Rust buffer declared on cuda:1 / rocm:0 (never read), through our own C exchange
+    # table: stream-ordered imports keep it, on the producer's current stream (NULL: the
+    # device's default one); synchronising ones have `__dlpack__` order it without a CUDA
+    # driver (none here), on the legacy default stream.
+    cuda = ext.on_device(4, 2, 1)
+    for stream_ordered in (False, True):
+        d = ext.import_with(cuda, stream_ordered=stream_ordered)
+        assert (d["device"], d["stream"], d["data_ptr"]) == ((2, 1), 1, cuda.data_ptr)
+    rocm = ext.on_device(4, 10, 0)
+    assert ext.import_with(rocm, stream_ordered=True)["stream"] == 0
+    assert ext.import_with(rocm)["stream"] == 0
+    assert ext.import_with(cuda, stream=7)["stream"] == 7
+    assert ext.describe(ext.arange("float32", 2))["stream"] is None
+
+
+def test_an_export_whose_memory_names_a_stream_orders_other_consumer_streams_after_it():
+    t = ext.on_device(4, 2, 1, stream=0xBEEF)  # host memory declared on cuda:1, never read
+    # The same stream, or none asked (-1): nothing to order.
+    t.__dlpack__(stream=0xBEEF, max_version=(1, 3))
+    t.__dlpack__(stream=-1, max_version=(1, 3))
+    # Another stream waits for 0xBEEF through the CUDA driver, which this machine lacks.
+    with pytest.raises(BufferError) as raised:
+        t.__dlpack__(stream=1, max_version=(1, 3))
+    assert str(raised.value).startswith(
+        "ordering the export's stream before the consumer's needs the CUDA driver (libcuda.so.1), "
+        "which could not be loaded: "
+    ) or str(raised.value).startswith("the CUDA driver's cuEventRecord failed")
+    # Memory that names no stream is taken to have no pending work.
+    ext.on_device(4, 2, 1).__dlpack__(stream=5, max_version=(1, 3))

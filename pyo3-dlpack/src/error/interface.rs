@@ -83,6 +83,8 @@ pub enum InterfaceError {
     },
     /// The CUDA driver (`libcuda.so.1`) could not be loaded.
     NoCudaDriver {
+        /// What it was needed for.
+        purpose: &'static str,
         /// Why, as the loader says.
         reason: String,
     },
@@ -145,11 +147,10 @@ impl fmt::Display for InterfaceError {
                 expected,
                 found,
             } => write!(f, "{interface}: expected version {expected}, got {found}"),
-            Self::NoCudaDriver { reason } => write!(
+            Self::NoCudaDriver { purpose, reason } => write!(
                 f,
-                "__cuda_array_interface__ needs the CUDA driver (libcuda.so.1) to find the \
-                 pointer's device and order the producer's stream, and it could not be \
-                 loaded: {reason}"
+                "{purpose} needs the CUDA driver (libcuda.so.1), which could not be loaded: \
+                 {reason}"
             ),
             Self::Cuda { call, code } => {
                 write!(f, "the CUDA driver's {call} failed with CUresult {code}")

@@ -40,8 +40,9 @@ fn typestr(dtype: DataType) -> Option<String> {
 }
 
 /// The interface dict of a CUDA tensor: its memory made safe to use on
-/// CUDA's legacy default stream first ([`IntoDLPack::synchronize`]), which
-/// the dict names as its `stream`, so consumers synchronise on it.
+/// CUDA's legacy default stream first (as an export to that stream is:
+/// `export::synchronize`), which the dict names as its `stream`, so
+/// consumers synchronise on it.
 pub(crate) fn describe<'py>(
     py: Python<'py>,
     value: &Arc<dyn IntoDLPack>,
@@ -64,7 +65,7 @@ pub(crate) fn describe<'py>(
              integer, float or complex type"
         )));
     };
-    value.synchronize(LEGACY_DEFAULT_STREAM)?;
+    crate::export::synchronize(value.as_ref(), info, LEGACY_DEFAULT_STREAM)?;
     let (shape, strides) = info.dims_slices();
     let itemsize = dtype.itemsize() as i64;
     let dict = PyDict::new(py);

@@ -66,6 +66,15 @@ pub unsafe trait TensorData {
         false
     }
 
+    /// The CUDA stream on which pending work may still write this memory
+    /// (a `cudaStream_t` as an integer; 1 for CUDA's legacy default stream),
+    /// or `None` (the default) when no pending work writes it. An export to
+    /// a consumer on another stream makes that stream wait for this one (an
+    /// event, through the CUDA driver loaded at run time).
+    fn stream(&self) -> Option<usize> {
+        None
+    }
+
     /// Whether consumers may write, when the answer may be unknown (memory
     /// imported from a legacy capsule, see [`Writability`]): an unknown
     /// writability is exported as a legacy capsule when asked for one, and
@@ -161,6 +170,7 @@ pub struct RawBuffer {
     device: Device,
     dtype: Option<DataType>,
     read_only: bool,
+    stream: Option<usize>,
 }
 
 // SAFETY: `RawBuffer::new`'s contract makes the memory usable from any thread
@@ -186,7 +196,17 @@ impl RawBuffer {
             device,
             dtype: None,
             read_only: false,
+            stream: None,
         }
+    }
+
+    /// Names the CUDA stream on which pending work writes the memory (a
+    /// `cudaStream_t` as an integer; 1 for the legacy default stream):
+    /// consumers on other streams are made to wait for it when exported
+    /// (see [`TensorData::stream`]).
+    pub fn with_stream(mut self, stream: usize) -> Self {
+        self.stream = Some(stream);
+        self
     }
 
     /// Declares the element type of the memory.
@@ -233,6 +253,9 @@ unsafe impl TensorData for RawBuffer {
     }
     fn is_read_only(&self) -> bool {
         self.read_only
+    }
+    fn stream(&self) -> Option<usize> {
+        self.stream
     }
 }
 

@@ -49,6 +49,8 @@ pub struct TensorInfo<'a> {
     numel: usize,
     writability: Writability,
     length_known: bool,
+    /// The CUDA stream pending work writes the memory on (see `TensorData::stream`).
+    stream: Option<usize>,
     /// The buffer the description borrows.
     buffer: PhantomData<&'a ()>,
 }
@@ -68,6 +70,7 @@ pub struct TensorInfoBuilder<'a> {
     strides: Option<Dims<'a>>,
     byte_offset: usize,
     read_only: bool,
+    stream: Option<usize>,
 }
 
 impl<'a> TensorInfo<'a> {
@@ -85,6 +88,7 @@ impl<'a> TensorInfo<'a> {
             strides: None,
             byte_offset: 0,
             read_only: false,
+            stream: data.stream(),
         }
     }
 
@@ -180,8 +184,15 @@ impl<'a> TensorInfo<'a> {
             numel: self.numel,
             writability: self.writability,
             length_known: self.length_known,
+            stream: self.stream,
             buffer: PhantomData,
         }
+    }
+
+    /// The CUDA stream pending work writes the memory on, if the buffer or
+    /// the builder named one.
+    pub fn stream(&self) -> Option<usize> {
+        self.stream
     }
 }
 
@@ -242,6 +253,13 @@ impl<'a> TensorInfoBuilder<'a> {
         self
     }
 
+    /// The CUDA stream pending work writes the memory on (by default the
+    /// buffer's, [`TensorData::stream`]).
+    pub fn stream(mut self, stream: Option<usize>) -> Self {
+        self.stream = stream;
+        self
+    }
+
     /// Checks the description against the buffer.
     pub fn build(mut self) -> Result<TensorInfo<'a>, DLPackError> {
         let dtype = self.resolve_dtype()?;
@@ -282,6 +300,7 @@ impl<'a> TensorInfoBuilder<'a> {
                 self.buffer_writability
             },
             length_known: self.byte_len.is_some(),
+            stream: self.stream,
             buffer: PhantomData,
         };
         self.check_bounds(&info)?;

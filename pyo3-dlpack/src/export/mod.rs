@@ -71,7 +71,7 @@ pub(crate) fn export_value<'py, O: IntoDLPack>(
         return seal_copy(py, info, &plan);
     }
     if let Some(stream) = plan.sync_stream {
-        owner.synchronize(stream)?;
+        synchronize(&owner, info, stream)?;
     }
     seal(py, info, &plan, owner)
 }
@@ -95,9 +95,27 @@ pub(crate) fn export_shared<'py>(
     }
     let plan = request.plan(info)?;
     if let Some(stream) = plan.sync_stream {
-        value.synchronize(stream)?;
+        synchronize(value.as_ref(), info, stream)?;
     }
     seal(py, info, &plan, value.clone())
+}
+
+/// Makes the data safe to use on the consumer's `stream` before an export of
+/// device memory: the consumer's stream waits for the one the description
+/// names (an event, through the CUDA driver), then the value's own
+/// [`IntoDLPack::synchronize`] runs.
+pub(crate) fn synchronize<O: IntoDLPack + ?Sized>(
+    value: &O,
+    info: &TensorInfo<'_>,
+    stream: i64,
+) -> Result<(), DLPackError> {
+    if let Some((producer, consumer)) =
+        crate::protocol::export_wait(info.device(), info.stream(), stream)
+    {
+        crate::cuda_driver::driver("ordering the export's stream before the consumer's")?
+            .wait(producer, consumer)?;
+    }
+    value.synchronize(stream)
 }
 
 /// A versioned managed tensor of a `DLPackTensor`'s value, for an exchange-API

@@ -251,7 +251,7 @@ fn versioned_block<T: IntoDLPack>(
     };
     let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(info)?;
     if let Some(stream) = plan.sync_stream {
-        value.synchronize(stream)?;
+        crate::export::synchronize(&value, info, stream)?;
     }
     Ok(write_block(
         info,

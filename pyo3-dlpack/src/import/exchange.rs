@@ -14,7 +14,7 @@ use std::sync::{Mutex, PoisonError};
 use pyo3::exceptions::PyAttributeError;
 
 use crate::error::ExportError;
-use crate::{DLPackError, DataType, DataTypeCode};
+use crate::{DLPackError, DataType, DataTypeCode, protocol};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyType};
 
@@ -347,6 +347,64 @@ impl ExchangeApi {
         // SAFETY: on success the function returns a new reference to the
         // framework's tensor object (DLPack header: "out_py_object").
         Ok(unsafe { Bound::from_owned_ptr(py, out.cast()) })
+    }
+
+    /// The producer's current work stream on `device` (`None` for NULL, the
+    /// device's default stream, or when the table has no such function).
+    pub(crate) fn current_work_stream(
+        self,
+        py: Python<'_>,
+        device: crate::Device,
+    ) -> PyResult<Option<usize>> {
+        let Some(current) = self.table.current_work_stream else {
+            return Ok(None);
+        };
+        let mut stream: *mut std::ffi::c_void = ptr::null_mut();
+        // SAFETY: attached; `stream` is a writable out-parameter.
+        let status =
+            unsafe { current(device.device_type.code(), device.device_id, &raw mut stream) };
+        if status != 0 {
+            return Err(producer_error(py));
+        }
+        Ok((!stream.is_null()).then_some(stream as usize))
+    }
+
+    /// Orders an owned import of memory on `device` (a device with streams)
+    /// as `mode` says: the stream it is ready on, or `None` when it must be
+    /// imported through `__dlpack__` instead.
+    pub(crate) fn order(
+        self,
+        py: Python<'_>,
+        device: crate::Device,
+        mode: crate::StreamMode,
+    ) -> PyResult<Option<i64>> {
+        let stream_ordered = mode == crate::StreamMode::StreamOrdered;
+        let driver = if stream_ordered {
+            None
+        } else {
+            crate::cuda_driver::driver("a synchronising exchange-API import").ok()
+        };
+        if !stream_ordered && driver.is_none() {
+            return Ok(None);
+        }
+        let producer = self.current_work_stream(py, device)?;
+        let ordering =
+            protocol::exchange_ordering(stream_ordered, device, producer, driver.is_some());
+        Ok(match ordering {
+            protocol::ExchangeOrdering::Keep { ready_on } => Some(ready_on),
+            protocol::ExchangeOrdering::WaitThenKeep {
+                producer,
+                consumer,
+                ready_on,
+            } => {
+                let driver = driver.expect("a wait is planned only with a driver");
+                driver
+                    .wait(producer, consumer)
+                    .map_err(crate::DLPackError::from)?;
+                Some(ready_on)
+            }
+            protocol::ExchangeOrdering::UseDlpack => None,
+        })
     }
 
     /// The table itself.

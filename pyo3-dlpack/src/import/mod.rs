@@ -13,6 +13,6 @@ mod view;
 
 pub use from_dlpack::FromDLPack;
 pub use located::{DeviceTensor, Located};
-pub use negotiate::ImportOptions;
+pub use negotiate::{ImportOptions, StreamMode};
 pub use protocols::Protocols;
 pub use tensor::PyTensor;

@@ -33,6 +33,29 @@ pub struct ImportOptions {
     dl_device: Option<Device>,
     copy: Option<bool>,
     protocols: Protocols,
+    stream_mode: StreamMode,
+}
+
+/// How an import of memory on a device with streams (CUDA, ROCm) is ordered
+/// after the producer's work ([`ImportOptions::stream_mode`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StreamMode {
+    /// The default, and the safe one: the data is ready on the consumer's
+    /// stream when the import returns. `__dlpack__(stream=…)` makes the
+    /// producer order it (CUDA's legacy default stream, 1, unless
+    /// [`ImportOptions::stream`] names another); through a producer's C
+    /// exchange table (torch), an event recorded on the producer's current
+    /// stream makes the legacy default stream wait (through the CUDA driver,
+    /// loaded at run time; without it, and on ROCm, `__dlpack__` is used).
+    #[default]
+    Synchronize,
+    /// No synchronisation: the tensor carries the producer's current work
+    /// stream ([`PyTensor::stream`](crate::PyTensor::stream)), on which the
+    /// caller launches its work, which is then ordered after the producer's
+    /// (tvm-ffi's model; nothing blocks, so it is safe under CUDA graph
+    /// capture). Work on any other stream must wait for that one first.
+    /// Applies to producers with a C exchange table; others are synchronised.
+    StreamOrdered,
 }
 
 impl Default for ImportOptions {
@@ -43,6 +66,7 @@ impl Default for ImportOptions {
             dl_device: None,
             copy: None,
             protocols: Protocols::ALL,
+            stream_mode: StreamMode::Synchronize,
         }
     }
 }
@@ -94,6 +118,17 @@ impl ImportOptions {
     /// The protocols besides DLPack that are accepted.
     pub fn accepted_protocols(&self) -> Protocols {
         self.protocols
+    }
+
+    /// How imports of memory with streams are ordered (see [`StreamMode`]).
+    pub fn stream_mode(mut self, mode: StreamMode) -> Self {
+        self.stream_mode = mode;
+        self
+    }
+
+    /// The stream mode imports use.
+    pub fn selected_stream_mode(&self) -> StreamMode {
+        self.stream_mode
     }
 
     /// The consumer stream given with [`stream`](Self::stream), if any.

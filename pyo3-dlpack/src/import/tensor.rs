@@ -115,9 +115,18 @@ impl PyTensor {
             if let Some(api) = exchange::lookup(obj)? {
                 match api.owned(obj) {
                     Ok(managed) => {
-                        let tensor = Self::from_managed(Managed::Versioned(managed))?;
+                        let mut tensor = Self::from_managed(Managed::Versioned(managed))?;
                         api.check_torch(obj, tensor.dtype())?;
-                        if !tensor.device().device_type.uses_streams() {
+                        let device = tensor.device();
+                        if !device.device_type.uses_streams() {
+                            return Ok(tensor);
+                        }
+                        // The C path does no synchronisation: order it here,
+                        // or (no CUDA driver, ROCm) import through `__dlpack__`.
+                        if let Some(stream) =
+                            api.order(obj.py(), device, options.selected_stream_mode())?
+                        {
+                            tensor.stream = Some(stream);
                             return Ok(tensor);
                         }
                     }

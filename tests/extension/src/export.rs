@@ -85,13 +85,24 @@ pub(crate) fn from_bytes(
 
 /// A host buffer that claims to live on another device (to test device
 /// negotiation without that device): `device_type`/`device_id` are DLPack codes.
+/// `stream`: the CUDA stream the buffer says pending work writes it on.
 #[pyfunction]
-pub(crate) fn on_device(n: usize, device_type: i32, device_id: i32) -> PyResult<DLPackTensor> {
+#[pyo3(signature = (n, device_type, device_id, stream=None))]
+pub(crate) fn on_device(
+    n: usize,
+    device_type: i32,
+    device_id: i32,
+    stream: Option<usize>,
+) -> PyResult<DLPackTensor> {
     let memory = AlignedBuffer::<f32>::zeroed(n);
     // SAFETY: the memory is the `AlignedBuffer` stored next to the RawBuffer in
     // the same value, so it lives exactly as long; nothing else touches it.
-    let raw = unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), n * 4, Device::cpu()) }
-        .with_dtype(DataType::F32);
+    let mut raw =
+        unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), n * 4, Device::cpu()) }
+            .with_dtype(DataType::F32);
+    if let Some(stream) = stream {
+        raw = raw.with_stream(stream);
+    }
     struct OnDevice {
         raw: RawBuffer,
         device: Device,

@@ -28,12 +28,14 @@ pub(crate) fn describe_tensor<'py>(
     d.set_item("copied", tensor.is_copied())?;
     d.set_item("contiguous", tensor.is_contiguous())?;
     d.set_item("data_ptr", tensor.data_ptr() as usize)?;
+    d.set_item("stream", tensor.stream())?;
     Ok(d)
 }
 
 /// `describe`, importing with explicit options.
 #[pyfunction]
-#[pyo3(signature = (obj, *, max_version=None, stream=None, dl_device=None, copy=None, protocols=None))]
+#[pyo3(signature = (obj, *, max_version=None, stream=None, dl_device=None, copy=None, protocols=None, stream_ordered=false))]
+#[allow(clippy::too_many_arguments)] // Python keywords
 pub(crate) fn import_with<'py>(
     obj: &Bound<'py, PyAny>,
     max_version: Option<(u32, u32)>,
@@ -41,8 +43,12 @@ pub(crate) fn import_with<'py>(
     dl_device: Option<(i32, i32)>,
     copy: Option<bool>,
     protocols: Option<Vec<String>>,
+    stream_ordered: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut options = ImportOptions::new();
+    if stream_ordered {
+        options = options.stream_mode(pyo3_dlpack::StreamMode::StreamOrdered);
+    }
     if let Some(names) = protocols {
         let mut accepted = pyo3_dlpack::Protocols::NONE;
         for name in names {

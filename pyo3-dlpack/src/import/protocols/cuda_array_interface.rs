@@ -51,7 +51,11 @@ pub(crate) fn import(
     value: Bound<'_, PyAny>,
     consumer_stream: Option<i64>,
 ) -> PyResult<PyTensor> {
-    import_with(obj, value, consumer_stream, cuda_driver::driver)
+    import_with(obj, value, consumer_stream, || {
+        cuda_driver::driver(
+            "__cuda_array_interface__ (to find the pointer's device and order the producer's stream)",
+        )
+    })
 }
 
 /// `import` with the CUDA driver given (tests give a fake one).
