@@ -34,6 +34,7 @@ lint: $(VENV_STAMP)
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p pyo3-dlpack --all-targets --all-features -- -D warnings
+	cargo clippy -p dlpack-testext --features cudarc -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p pyo3-dlpack --all-features
 	# The limited API's 3.11 level (abi3-py39 is built by abi3-test).
 	cargo clippy --quiet -p pyo3-dlpack --target-dir target/abi3 --features pyo3/abi3-py311 -- -D warnings
@@ -70,7 +71,7 @@ package: $(VENV_STAMP)
 
 # pytest against real frameworks, over the test extension and the examples.
 py-test: $(VENV_STAMP)
-	maturin develop --quiet -m tests/extension/Cargo.toml
+	maturin develop --quiet -m tests/extension/Cargo.toml --features cudarc
 	for example in examples/*/; do maturin develop --quiet -m $$example/Cargo.toml || exit 1; done
 	$(VENV_PY) -m pytest -q tests/python examples
 	# The frameworks' own DLPack test files, unchanged, with every from_dlpack relayed through Rust.
@@ -117,13 +118,20 @@ fuzz:
 		-max_total_time=$(FUZZ_SECONDS) -max_len=512
 
 # What a GPU machine (CUDA, torch, CuPy; no Rust, no network) needs to run the CUDA-marked
-# tests: the test extension built here for its CPython (GPU_PYTHON, 3.12 by default), the
-# test files and a script. There: `bash target/gpu-bundle/run.sh` (README, "GPU").
-GPU_PYTHON ?= $(HOME)/.pyenv/versions/3.12.1/bin/python
+# tests: abi3-py39 wheels (any CPython >= 3.9 there) of the test extension, with its cudarc
+# functions, and of the examples; the test files; a script. There:
+# `bash target/gpu-bundle/run.sh` (README, "GPU").
 gpu-bundle: $(VENV_STAMP)
-	rm -rf target/gpu-bundle && mkdir -p target/gpu-bundle/tests
-	maturin build --release --quiet -i $(GPU_PYTHON) -m tests/extension/Cargo.toml -o target/gpu-bundle
-	cp tests/python/conftest.py tests/python/test_cuda.py tests/python/test_native.py target/gpu-bundle/tests/
+	rm -rf target/gpu-bundle && mkdir -p target/gpu-bundle/tests target/gpu-bundle/examples
+	maturin build --release --quiet -m tests/extension/Cargo.toml --features abi3,cudarc \
+		--target-dir target/abi3 -o target/gpu-bundle
+	for example in examples/*/; do \
+		maturin build --release --quiet -m $$example/Cargo.toml --features pyo3/abi3-py39 \
+			--target-dir target/abi3 -o target/gpu-bundle || exit 1; \
+		mkdir -p target/gpu-bundle/$$example && cp $$example/tests/*.py target/gpu-bundle/$$example; \
+	done
+	cp tests/python/conftest.py tests/python/test_cuda.py tests/python/test_cudarc.py \
+		tests/python/test_native.py target/gpu-bundle/tests/
 	cp tests/gpu/run.sh target/gpu-bundle/run.sh
 
 # The head-to-head against dlpark, pyo3-dlpack 0.3 and nanobind (benchmarks/README.md):

@@ -205,6 +205,10 @@
 //! - `derive` (default): `#[derive(IntoDLPack, FromDLPack)]`.
 //! - `ndarray`: export `ndarray::Array<T, D>` with its own strides.
 //! - `half`: `f16` and `bf16` elements. `num-complex`: `Complex<f32>`/`Complex<f64>`.
+//! - `cudarc`: cudarc's `CudaSlice<T>` is tensor memory (exported on its
+//!   device, consumers ordered after its stream), and CUDA imports give typed
+//!   cudarc views ([`PyTensor::cuda_view`], [`PyTensor::cuda_view_mut`]).
+//!   cudarc loads the CUDA driver at run time, so it builds anywhere.
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -212,6 +216,8 @@
 #[path = "private.rs"]
 pub mod __private;
 mod cuda_driver;
+#[cfg(feature = "cudarc")]
+mod cudarc_bridge;
 mod device;
 mod dtype;
 mod element;
@@ -230,6 +236,9 @@ mod protocol;
 mod pyint;
 mod wrap;
 
+#[cfg(feature = "cudarc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cudarc")))]
+pub use cudarc_bridge::{CudaTensorView, CudaTensorViewMut};
 pub use device::{Device, DeviceType, ParseDeviceError};
 pub use dtype::{DataType, DataTypeCode, ParseDataTypeError};
 pub use element::{Element, PlainElement};
@@ -244,6 +253,12 @@ pub use import::{
 pub use layout::MAX_NDIM;
 pub use protocol::Writability;
 pub use wrap::asdlpack;
+
+/// Re-exported so that users need no separate `cudarc` dependency of a
+/// matching version (feature `cudarc`).
+#[cfg(feature = "cudarc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cudarc")))]
+pub use cudarc;
 
 /// `#[derive(IntoDLPack)]` and `#[derive(FromDLPack)]` (feature `derive`, on by default).
 #[cfg(feature = "derive")]

@@ -19,7 +19,7 @@ def numpy_arange(dtype, n):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "cuda: needs a CUDA GPU (skipped without one; `make gpu-test`)")
+    config.addinivalue_line("markers", "cuda: needs a CUDA GPU (skipped without one; `make gpu-bundle`)")
 
 
 class DLDevice(ctypes.Structure):

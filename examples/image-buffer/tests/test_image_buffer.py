@@ -49,6 +49,8 @@ def test_the_wheel_ships_a_current_type_stub_and_names_the_class():
     assert (package / "py.typed").exists()
     installed = (package / "__init__.pyi").read_text()
     crate_stub = pathlib.Path(__file__).parents[3] / "pyo3-dlpack" / "src" / "export" / "tensor.pyi"
+    if not crate_stub.exists():
+        pytest.skip("the crate's sources are not here (the GPU bundle)")
     assert crate_stub.read_text() in installed
     img = image_buffer.gradient(2, 3)
     assert type(img) is image_buffer.DLPackTensor

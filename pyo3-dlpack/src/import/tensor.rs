@@ -100,10 +100,12 @@ impl PyTensor {
     ///
     /// Producers whose type advertises the DLPack C exchange API (torch ≥
     /// 2.10) are imported through it, without a `__dlpack__` call, when the
-    /// options ask for nothing special and the tensor's device uses no
-    /// streams (the C path does no stream synchronisation, so CUDA and ROCm
-    /// tensors go through `__dlpack__` with a stream, after one wasted C
-    /// export). Subclasses that override `__dlpack__` or `__torch_function__`,
+    /// options ask for nothing special. The C path does no stream
+    /// synchronisation, so CUDA tensors are ordered here as
+    /// [`StreamMode`](crate::StreamMode) says (an event through the CUDA
+    /// driver, or the producer's current stream carried along); without a
+    /// CUDA driver, and on ROCm, they go through `__dlpack__` with a stream
+    /// instead, after one C export given back. Subclasses that override `__dlpack__` or `__torch_function__`,
     /// and every subclass of `torch.Tensor`, take the `__dlpack__` path, so
     /// their own code runs. What torch's `__dlpack__` refuses is refused on
     /// the C path too, with torch's `BufferError`: tensors that require

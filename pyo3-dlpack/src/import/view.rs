@@ -9,15 +9,10 @@ use crate::{DLPackError, DataType, PlainElement};
 
 impl PyTensor {
     /// Checks that the elements can be accessed as `T` from the host: the
-    /// device is the CPU and the dtype is `T`'s. A `bool` tensor may be read
-    /// as `u8`, never written (a byte other than 0 or 1 would break it).
+    /// device is the CPU and the dtype is `T`'s (see
+    /// [`check_view_dtype`](Self::check_view_dtype)).
     fn check_element<T: PlainElement>(&self, mutable: bool) -> Result<(), DLPackError> {
-        if self.is_borrowed() {
-            return Err(LayoutError::Borrowed.into());
-        }
-        if !mutable {
-            self.ensure_readable()?;
-        }
+        self.check_view_access(mutable)?;
         let device = self.device();
         if device.device_type != crate::DeviceType::CPU {
             return Err(DLPackError::Device {
@@ -25,6 +20,28 @@ impl PyTensor {
                 found: device,
             });
         }
+        self.check_view_dtype::<T>(mutable)
+    }
+
+    /// Checks that a view may be made at all: the tensor is owned (not a
+    /// borrowed view of a producer's storage) and, for shared views, no other
+    /// import over the same memory handed out a mutable view.
+    pub(crate) fn check_view_access(&self, mutable: bool) -> Result<(), DLPackError> {
+        if self.is_borrowed() {
+            return Err(LayoutError::Borrowed.into());
+        }
+        if !mutable {
+            self.ensure_readable()?;
+        }
+        Ok(())
+    }
+
+    /// Checks that the elements are `T`s. A `bool` tensor may be read as
+    /// `u8`, never written (a byte other than 0 or 1 would break it).
+    pub(crate) fn check_view_dtype<T: PlainElement>(
+        &self,
+        mutable: bool,
+    ) -> Result<(), DLPackError> {
         let dtype = self.dtype();
         let bool_as_bytes = dtype == DataType::BOOL && T::DTYPE == DataType::U8 && !mutable;
         if dtype == T::DTYPE || bool_as_bytes {
@@ -39,7 +56,7 @@ impl PyTensor {
 
     /// The first element's address as a `T` pointer, checked for alignment;
     /// a dangling, aligned pointer for empty tensors (whose data may be NULL).
-    fn element_ptr<T: PlainElement>(&self) -> Result<NonNull<T>, DLPackError> {
+    pub(crate) fn element_ptr<T: PlainElement>(&self) -> Result<NonNull<T>, DLPackError> {
         if self.numel() == 0 {
             return Ok(NonNull::dangling());
         }

@@ -16,6 +16,8 @@ use pyo3_dlpack::{
     ImportOptions, IntoDLPack, PyTensor, RawBuffer, TensorInfo,
 };
 
+#[cfg(feature = "cudarc")]
+mod cudarc;
 mod derive;
 mod export;
 mod import;
@@ -23,6 +25,8 @@ mod native;
 mod timing;
 mod tracking;
 
+#[cfg(feature = "cudarc")]
+use cudarc::*;
 use derive::*;
 use export::*;
 use import::*;
@@ -69,5 +73,12 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fill, m)?)?;
     m.add_function(wrap_pyfunction!(add_into, m)?)?;
     m.add_function(wrap_pyfunction!(drop_on_thread, m)?)?;
+    #[cfg(feature = "cudarc")]
+    {
+        m.add_function(wrap_pyfunction!(cudarc_arange, m)?)?;
+        m.add_function(wrap_pyfunction!(cudarc_sum, m)?)?;
+        m.add_function(wrap_pyfunction!(cudarc_fill, m)?)?;
+        m.add_function(wrap_pyfunction!(cudarc_view_error, m)?)?;
+    }
     Ok(())
 }
