@@ -27,6 +27,15 @@ pub(crate) enum Managed {
         tensor: crate::ffi::DLTensor,
         version: crate::ffi::DLPackVersion,
     },
+    /// A NumPy array read directly (`import::numpy`): its description, and a
+    /// reference to the array, which keeps the memory alive.
+    Array {
+        /// `shape` and `strides` are NULL: the `PyTensor` keeps them.
+        tensor: crate::ffi::DLTensor,
+        version: crate::ffi::DLPackVersion,
+        writable: bool,
+        owner: pyo3::Py<pyo3::PyAny>,
+    },
 }
 
 impl Managed {
@@ -50,8 +59,17 @@ impl Managed {
                 }
             }
             Self::Borrowed { .. } => {}
+            Self::Array { owner, .. } => release_now(owner),
         }
     }
+}
+
+/// Releases a reference to a Python object now, attaching to the interpreter
+/// if needed: a drop reached from a deleter called by C (NumPy's, torch's)
+/// runs outside any PyO3 scope, where dropping a `Py` would only queue the
+/// decref until PyO3 next runs. If the interpreter is gone, so is the object.
+pub(crate) fn release_now(object: pyo3::Py<pyo3::PyAny>) {
+    let _ = pyo3::Python::try_attach(|_| drop(object));
 }
 
 /// Takes the tensor out of a capsule named `dltensor` or `dltensor_versioned`

@@ -1,10 +1,11 @@
 //! Import: tensors from any DLPack producer into Rust.
 
-mod consume;
+pub(crate) mod consume;
 pub(crate) mod exchange;
 mod from_dlpack;
 mod located;
 mod negotiate;
+mod numpy;
 pub(crate) mod protocols;
 mod reexport;
 mod registry;

@@ -355,7 +355,7 @@ impl<'py> Keywords<'py> {
 /// Types whose tensors always live in host memory, so `__dlpack_device__`
 /// (a Python call) can be skipped: NumPy has no device arrays. Compared by
 /// the type's C name, so NumPy need not be imported.
-fn is_host_only_type(obj: &Bound<'_, PyAny>) -> bool {
+pub(crate) fn is_host_only_type(obj: &Bound<'_, PyAny>) -> bool {
     #[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy)))]
     {
         let ty = obj.get_type();

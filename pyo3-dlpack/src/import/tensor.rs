@@ -7,11 +7,14 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::error::LayoutError;
-use crate::ffi::{DLPACK_FLAG_BITMASK_IS_COPIED, DLPackVersion, DLTensor};
+use crate::ffi::{
+    DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion, DLTensor,
+};
 use crate::foreign::{self, Checked};
 use crate::import::consume::{Managed, take_from_capsule};
 use crate::import::exchange;
 use crate::import::negotiate::{ImportOptions, legacy_writability, probe_dlpack, request_capsule};
+use crate::import::numpy::{self, ArrayRead};
 use crate::import::protocols;
 use crate::import::registry::Registration;
 use crate::layout::{self, DimsBuf};
@@ -114,6 +117,9 @@ impl PyTensor {
     /// negative bit, as their memory does not hold their values.
     pub fn from_pyany_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
         if options.is_plain() {
+            if let Some(array) = numpy::read(obj) {
+                return Ok(Self::from_array(obj, array)?);
+            }
             if let Some(api) = exchange::lookup(obj)? {
                 match api.owned(obj) {
                     Ok(managed) => {
@@ -289,13 +295,50 @@ impl PyTensor {
         Ok(tensor)
     }
 
+    /// Owns a NumPy array read directly (a reference to it): checked as a
+    /// producer's tensor is, its shape and strides kept here.
+    fn from_array(obj: &Bound<'_, PyAny>, array: ArrayRead) -> Result<Self, DLPackError> {
+        let ArrayRead {
+            tensor,
+            mut dims,
+            writable,
+            version,
+        } = array;
+        let ndim = tensor.ndim as usize;
+        let (shape, strides) = dims.split_mut();
+        let described = DLTensor {
+            shape: shape.as_mut_ptr(),
+            strides: strides.as_mut_ptr(),
+            ..tensor
+        };
+        debug_assert_eq!(shape.len(), ndim);
+        // SAFETY: `shape` and `strides` point to `ndim` `i64`s each in
+        // `dims`, alive and unmoved until the check returns; the data
+        // pointer is the array's, alive while `obj` is.
+        let checked = unsafe { foreign::check(&described, false) }?;
+        let registration = Registration::new(checked.span);
+        Ok(Self {
+            managed: Some(Managed::Array {
+                tensor,
+                version,
+                writable,
+                owner: obj.clone().unbind(),
+            }),
+            checked,
+            registration,
+            dims_copy: Some(dims),
+            legacy_writable: false,
+            stream: None,
+        })
+    }
+
     fn dl_tensor(&self) -> &DLTensor {
         match self.managed.as_ref().expect("present until drop") {
             // SAFETY: we own the live struct until drop; `&self` borrows it.
             Managed::Legacy(managed) => &unsafe { managed.as_ref() }.dl_tensor,
             // SAFETY: as above; the major version was checked to be 1.
             Managed::Versioned(managed) => &unsafe { managed.as_ref() }.dl_tensor,
-            Managed::Borrowed { tensor, .. } => tensor,
+            Managed::Borrowed { tensor, .. } | Managed::Array { tensor, .. } => tensor,
         }
     }
 
@@ -306,6 +349,10 @@ impl PyTensor {
             // SAFETY: we own the live struct until drop.
             Managed::Versioned(managed) => Some(unsafe { managed.as_ref() }.flags),
             Managed::Borrowed { .. } => Some(0),
+            Managed::Array { writable: true, .. } => Some(0),
+            Managed::Array {
+                writable: false, ..
+            } => Some(DLPACK_FLAG_BITMASK_READ_ONLY),
         }
     }
 
@@ -453,7 +500,7 @@ impl PyTensor {
             Managed::Legacy(_) => None,
             // SAFETY: we own the live struct until drop.
             Managed::Versioned(managed) => Some(unsafe { managed.as_ref() }.version),
-            Managed::Borrowed { version, .. } => Some(*version),
+            Managed::Borrowed { version, .. } | Managed::Array { version, .. } => Some(*version),
         }
     }
 

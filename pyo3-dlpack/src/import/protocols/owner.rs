@@ -25,14 +25,11 @@ pub(crate) enum Keeper {
 impl Drop for Keeper {
     #[allow(irrefutable_let_patterns)] // one variant in limited-API builds before 3.11
     fn drop(&mut self) {
+        // Release the producer now, attached (see `release_now`).
         if let Self::Object(object) = self {
-            // Release the producer now: a deleter called from C (NumPy's,
-            // torch's) runs outside any PyO3 scope, where dropping a `Py`
-            // would only queue the decref until PyO3 next runs. Attaching
-            // is what releasing a buffer view needs anyway; if the
-            // interpreter is gone, so is the object.
-            let object = object.take();
-            let _ = Python::try_attach(|_| drop(object));
+            if let Some(object) = object.take() {
+                crate::import::consume::release_now(object);
+            }
         }
     }
 }

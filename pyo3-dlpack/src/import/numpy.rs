@@ -1,0 +1,203 @@
+//! NumPy arrays imported by reading the array itself, without a `__dlpack__`
+//! call: what NumPy's own `__dlpack__` reads (data, shape, strides, dtype,
+//! the writeable flag), described the way it would describe them, with a
+//! reference to the array keeping the memory alive instead of a capsule.
+//!
+//! Taken only where the result is the one `__dlpack__` would give: an exact
+//! `numpy.ndarray` (a subclass may override `__dlpack__`) of a NumPy that
+//! exports versioned capsules (2.1 and later: earlier ones export legacy
+//! capsules, whose writability is handled elsewhere), with default import
+//! options, a dtype DLPack has, native byte order and strides in whole
+//! elements. Everything else (and every refusal: NumPy raises its own
+//! `BufferError`) goes through `__dlpack__`.
+//!
+//! No link-time NumPy dependency and no NumPy import: the array type comes
+//! from NumPy's C API table once an array has been seen. The struct layouts
+//! read are NumPy 2's public ones (`ndarraytypes.h`: `PyArrayObject_fields`,
+//! `PyArray_Descr`), stable across 2.x and part of NumPy's ABI.
+
+use std::ffi::{c_char, c_int, c_void};
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+
+use crate::ffi::{DLPackVersion, DLTensor};
+use crate::{DataType, Device};
+
+/// The head of NumPy's `PyArrayObject_fields`.
+#[repr(C)]
+struct ArrayFields {
+    ob_base: ffi::PyObject,
+    data: *mut c_char,
+    nd: c_int,
+    dimensions: *const ffi::Py_ssize_t,
+    strides: *const ffi::Py_ssize_t,
+    base: *mut ffi::PyObject,
+    descr: *const DescrFields,
+    flags: c_int,
+}
+
+/// The head of NumPy 2's `PyArray_Descr`.
+#[repr(C)]
+struct DescrFields {
+    ob_base: ffi::PyObject,
+    typeobj: *mut ffi::PyTypeObject,
+    kind: c_char,
+    type_char: c_char,
+    byteorder: c_char,
+    former_flags: c_char,
+    type_num: c_int,
+}
+
+/// `NPY_ARRAY_WRITEABLE`.
+const WRITEABLE: c_int = 0x0400;
+
+/// What a direct import needs to know about the running NumPy, learned once.
+struct Numpy {
+    /// `numpy.ndarray`, compared by address (NumPy is never unloaded).
+    ndarray: usize,
+    /// The DLPack version NumPy's `__dlpack__(max_version=(1, 3))` reports.
+    version: DLPackVersion,
+}
+
+/// `Some` once NumPy is known to export versioned capsules; `None` for
+/// older NumPy (or one whose probe failed), which keeps the `__dlpack__` path.
+static NUMPY: PyOnceLock<Option<Numpy>> = PyOnceLock::new();
+
+/// A NumPy array's description, read from the array.
+pub(crate) struct ArrayRead {
+    /// The tensor: data, `cpu:0`, ndim, dtype; `shape` and `strides` NULL
+    /// (they are in `dims`; `DLTensor` pointers into a value that moves
+    /// would dangle).
+    pub(crate) tensor: DLTensor,
+    /// Shape then strides (in elements), `ndim` each.
+    pub(crate) dims: crate::layout::DimsBuf,
+    pub(crate) writable: bool,
+    pub(crate) version: DLPackVersion,
+}
+
+/// Reads `obj` when it is an exact `numpy.ndarray` this path takes (see the
+/// module docs); `None` sends it through `__dlpack__`.
+pub(crate) fn read(obj: &Bound<'_, PyAny>) -> Option<ArrayRead> {
+    let numpy = numpy(obj)?;
+    if obj.get_type_ptr() as usize != numpy.ndarray {
+        return None;
+    }
+    // SAFETY: `obj` is exactly a `numpy.ndarray` (its type is NumPy's array
+    // type), so its object starts with NumPy's array fields, alive while
+    // `obj` is borrowed.
+    let array = unsafe { &*obj.as_ptr().cast::<ArrayFields>() };
+    // SAFETY: every array has a live descriptor it holds a reference to.
+    let descr = unsafe { &*array.descr };
+    let dtype = dtype_of(descr)?;
+    let ndim = usize::try_from(array.nd).ok()?;
+    if ndim > crate::MAX_NDIM {
+        return None;
+    }
+    let itemsize = dtype.itemsize() as isize;
+    let (extents, byte_strides) = if ndim == 0 {
+        (&[][..], &[][..])
+    } else {
+        // SAFETY: NumPy's `dimensions` and `strides` hold `nd` entries each,
+        // non-NULL when `nd` > 0, alive while the array is (and unchanged
+        // while we hold the GIL and run no Python code).
+        let extents = unsafe { std::slice::from_raw_parts(array.dimensions, ndim) };
+        // SAFETY: as above.
+        let byte_strides = unsafe { std::slice::from_raw_parts(array.strides, ndim) };
+        (extents, byte_strides)
+    };
+    let mut dims = crate::layout::DimsBuf::pair(ndim);
+    let (shape, strides) = dims.split_mut();
+    for axis in 0..ndim {
+        let (extent, stride) = (extents[axis], byte_strides[axis]);
+        if stride % itemsize != 0 {
+            return None; // NumPy's `__dlpack__` raises its own BufferError.
+        }
+        shape[axis] = extent as i64;
+        strides[axis] = (stride / itemsize) as i64;
+    }
+    let tensor = DLTensor {
+        data: array.data.cast::<c_void>(),
+        device: Device::cpu(),
+        ndim: array.nd,
+        dtype,
+        shape: std::ptr::null_mut(),
+        strides: std::ptr::null_mut(),
+        byte_offset: 0,
+    };
+    Some(ArrayRead {
+        tensor,
+        dims,
+        writable: array.flags & WRITEABLE != 0,
+        version: numpy.version,
+    })
+}
+
+/// The running NumPy, learned from the first array seen (so NumPy is
+/// already imported: this never imports it).
+fn numpy(obj: &Bound<'_, PyAny>) -> Option<&'static Numpy> {
+    let py = obj.py();
+    if let Some(known) = NUMPY.get(py) {
+        return known.as_ref();
+    }
+    if !super::negotiate::is_host_only_type(obj) {
+        return None;
+    }
+    NUMPY.get_or_init(py, || learn(obj).ok().flatten()).as_ref()
+}
+
+/// `numpy.ndarray` and the version of NumPy's versioned capsules, asked of
+/// `array` (an exact `numpy.ndarray`); `None` if it exports only legacy ones.
+fn learn(array: &Bound<'_, PyAny>) -> PyResult<Option<Numpy>> {
+    let empty = array.get_type().call1((0,))?;
+    let Some(capsule) =
+        super::negotiate::request_capsule(&empty, &super::ImportOptions::default())?
+    else {
+        return Ok(None);
+    };
+    let tensor = crate::PyTensor::from_capsule(&capsule)?;
+    Ok(tensor.version().map(|version| Numpy {
+        ndarray: array.get_type_ptr() as usize,
+        version,
+    }))
+}
+
+/// The DLPack dtype of a NumPy 2 descriptor in native byte order, `None`
+/// for anything NumPy's `__dlpack__` refuses or that takes the other path.
+fn dtype_of(descr: &DescrFields) -> Option<DataType> {
+    let native = if cfg!(target_endian = "little") {
+        b'<'
+    } else {
+        b'>'
+    };
+    let order = descr.byteorder as u8;
+    if !(order == b'=' || order == b'|' || order == native) {
+        return None;
+    }
+    // NPY_LONG is 64 bits where C's long is (LP64), 32 elsewhere.
+    let long = if size_of::<std::ffi::c_long>() == 8 {
+        (DataType::I64, DataType::U64)
+    } else {
+        (DataType::I32, DataType::U32)
+    };
+    Some(match descr.type_num {
+        0 => DataType::BOOL,
+        1 => DataType::I8,
+        2 => DataType::U8,
+        3 => DataType::I16,
+        4 => DataType::U16,
+        5 => DataType::I32,
+        6 => DataType::U32,
+        7 => long.0,
+        8 => long.1,
+        9 => DataType::I64,
+        10 => DataType::U64,
+        11 => DataType::F32,
+        12 => DataType::F64,
+        14 => DataType::C64,
+        15 => DataType::C128,
+        23 => DataType::F16,
+        _ => return None,
+    })
+}
