@@ -18,6 +18,8 @@ pub(crate) struct Checked {
     pub(crate) synthesized_strides: Option<Box<[i64]>>,
     /// Addresses `[start, end)` of every byte the elements reach (empty for no elements).
     pub(crate) span: (usize, usize),
+    /// Row-major order (see `layout::is_contiguous`), decided once here.
+    pub(crate) contiguous: bool,
 }
 
 impl Checked {
@@ -28,6 +30,7 @@ impl Checked {
         nbytes: 0,
         synthesized_strides: None,
         span: (0, 0),
+        contiguous: true,
     };
 }
 
@@ -78,27 +81,48 @@ pub(crate) unsafe fn shape_of(
 /// `tensor` comes from a live managed tensor: when non-NULL, `shape` and
 /// `strides` point to `ndim` readable `i64`s each, as the DLPack header requires.
 pub(crate) unsafe fn check(tensor: &DLTensor, padded: bool) -> Result<Checked, DLPackError> {
-    protocol::check_dtype(tensor.dtype)?;
     // SAFETY: the caller's contract.
-    let (shape, numel) = unsafe { shape_of(tensor, Role::Tensor) }?;
+    let (shape, _) = unsafe { shape_of(tensor, Role::Tensor) }?;
+    let strides = if tensor.strides.is_null() {
+        None
+    } else {
+        // SAFETY: non-NULL here, and `ndim` long, per the caller.
+        Some(unsafe { foreign_slice(tensor.strides, shape.len()) })
+    };
+    check_dims(tensor, shape, strides, padded)
+}
+
+/// The checks of [`check`] on a shape and strides already read (`None`:
+/// the producer sent NULL strides), for descriptions made here from a
+/// producer's own fields (a NumPy array's): `tensor`'s `shape` and
+/// `strides` pointers are not read.
+pub(crate) fn check_dims(
+    tensor: &DLTensor,
+    shape: &[i64],
+    strides: Option<&[i64]>,
+    padded: bool,
+) -> Result<Checked, DLPackError> {
+    protocol::check_dtype(tensor.dtype)?;
+    let numel = layout::numel(shape).map_err(as_foreign)?;
     let ndim = shape.len();
-    let synthesized_strides = (ndim > 0 && tensor.strides.is_null()).then(|| {
+    let synthesized_strides = (ndim > 0 && strides.is_none()).then(|| {
         let mut strides = vec![0; ndim].into_boxed_slice();
         layout::row_major(shape, &mut strides);
         strides
     });
-    let strides = match &synthesized_strides {
-        Some(strides) => &strides[..],
-        // SAFETY: non-NULL here, and `ndim` long, per the caller.
-        None => unsafe { foreign_slice(tensor.strides, ndim) },
+    let strides = match (&synthesized_strides, strides) {
+        (Some(strides), _) => &strides[..],
+        (None, Some(strides)) => strides,
+        (None, None) => &[],
     };
     let nbytes =
         layout::storage_bytes(numel, tensor.dtype, padded).ok_or(SizeOverflow::Storage {
             numel,
             dtype: tensor.dtype,
         })?;
+    let contiguous = layout::is_contiguous(shape, strides);
     let span = if numel > 0 {
-        check_extent(tensor, shape, strides, padded, nbytes)?
+        check_extent(tensor, shape, strides, contiguous, padded, nbytes)?
     } else {
         (0, 0)
     };
@@ -108,6 +132,7 @@ pub(crate) unsafe fn check(tensor: &DLTensor, padded: bool) -> Result<Checked, D
         nbytes,
         synthesized_strides,
         span,
+        contiguous,
     })
 }
 
@@ -144,6 +169,7 @@ fn check_extent(
     tensor: &DLTensor,
     shape: &[i64],
     strides: &[i64],
+    contiguous: bool,
     padded: bool,
     nbytes: usize,
 ) -> Result<(usize, usize), DLPackError> {
@@ -158,7 +184,7 @@ fn check_extent(
         strides: strides.to_vec(),
         byte_offset: tensor.byte_offset,
     };
-    let (low, high) = if layout::is_contiguous(shape, strides) {
+    let (low, high) = if contiguous {
         (0, nbytes as i128)
     } else {
         // Packed elements of a width that is not a whole number of bytes

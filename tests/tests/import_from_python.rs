@@ -130,6 +130,28 @@ fn a_mutable_view_excludes_reads_through_later_imports_on_other_threads() {
     });
 }
 
+/// Imports join the aliasing registry at their first view: one that was only
+/// described does not stop a mutable view through another, and once that
+/// view is out, it cannot be read (a `&` next to the `&mut`).
+#[test]
+fn imports_without_views_do_not_block_and_are_checked_at_their_first_view() {
+    Python::attach(|py| {
+        let a = numpy_array(py, "np.zeros(3)");
+        let described = PyTensor::from_pyany(&a).unwrap();
+        assert_eq!(described.numel(), 3);
+        let mut writer = PyTensor::from_pyany(&a).unwrap();
+        writer.as_slice_mut::<f64>().unwrap().fill(5.0);
+        let shared = DLPackError::Layout(pyo3_dlpack::error::LayoutError::Shared);
+        assert_eq!(described.as_slice::<f64>().unwrap_err(), shared);
+        assert_eq!(described.to_vec::<f64>().unwrap_err(), shared);
+        drop(writer);
+        assert_eq!(described.as_slice::<f64>().unwrap(), &[5.0, 5.0, 5.0]);
+        // A reader now: a new import's mutable view is refused.
+        let mut late = PyTensor::from_pyany(&a).unwrap();
+        assert_eq!(late.as_slice_mut::<f64>().unwrap_err(), shared);
+    });
+}
+
 #[test]
 fn ndarray_views_follow_negative_strides() {
     Python::attach(|py| {

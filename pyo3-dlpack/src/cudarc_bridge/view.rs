@@ -385,9 +385,11 @@ mod tests {
         Python::attach(|py| {
             let first = import(py, declared(Device::cuda(0), DataType::F32));
             let second = import(py, declared(Device::cuda(0), DataType::F32));
+            assert_eq!(second.check_cuda_view::<f32>(0, false), Ok(()));
             assert_eq!(
-                second.check_cuda_view::<f32>(0, true),
-                Err(LayoutError::Shared.into())
+                first.check_cuda_view::<f32>(0, true),
+                Err(LayoutError::Shared.into()),
+                "another import handed out a view of the memory"
             );
             drop(second);
             assert_eq!(first.check_cuda_view::<f32>(0, true), Ok(()));

@@ -95,13 +95,18 @@ pub(crate) fn read(obj: &Bound<'_, PyAny>) -> Option<ArrayRead> {
     if ndim > crate::MAX_NDIM {
         return None;
     }
-    let itemsize = dtype.itemsize() as isize;
+    // Every dtype read here is 1, 2, 4, 8 or 16 bytes: strides in whole
+    // elements are shifts, not divisions.
+    let shift = dtype.itemsize().trailing_zeros();
+    let partial = (1isize << shift) - 1;
     let (extents, byte_strides) = if ndim == 0 {
         (&[][..], &[][..])
     } else {
         // SAFETY: NumPy's `dimensions` and `strides` hold `nd` entries each,
-        // non-NULL when `nd` > 0, alive while the array is (and unchanged
-        // while we hold the GIL and run no Python code).
+        // non-NULL when `nd` > 0, alive while the array is and unchanged
+        // while we run no Python code (on a free-threaded interpreter another
+        // thread could reshape it meanwhile, as it could while NumPy's own
+        // `__dlpack__` reads these arrays, also without a lock).
         let extents = unsafe { std::slice::from_raw_parts(array.dimensions, ndim) };
         // SAFETY: as above.
         let byte_strides = unsafe { std::slice::from_raw_parts(array.strides, ndim) };
@@ -111,11 +116,11 @@ pub(crate) fn read(obj: &Bound<'_, PyAny>) -> Option<ArrayRead> {
     let (shape, strides) = dims.split_mut();
     for axis in 0..ndim {
         let (extent, stride) = (extents[axis], byte_strides[axis]);
-        if stride % itemsize != 0 {
+        if stride & partial != 0 {
             return None; // NumPy's `__dlpack__` raises its own BufferError.
         }
         shape[axis] = extent as i64;
-        strides[axis] = (stride / itemsize) as i64;
+        strides[axis] = (stride >> shift) as i64;
     }
     let tensor = DLTensor {
         data: array.data.cast::<c_void>(),

@@ -1,11 +1,15 @@
-//! The address ranges of live imports, so that a mutable view is refused
-//! while another imported tensor shares the memory.
+//! The address ranges of live imports that handed out views, so that a
+//! mutable view is refused while another import's view may share the memory.
 //!
 //! `fn f(mut a: PyTensor, b: PyTensor)` called as `f(x, x)` imports the same
 //! buffer twice; `a.as_slice_mut()` next to `b.as_slice()` would be a `&mut`
-//! and a `&` to the same elements. Every import with elements registers its
-//! byte range here until it is dropped; mutable views need the range to be
-//! theirs alone.
+//! and a `&` to the same elements. An import registers its byte range here
+//! when it first hands out a view (of any kind: slices, arrays, copies,
+//! device views) and stays until it is dropped; mutable views need the range
+//! to be theirs alone among registered imports. An import that never hands
+//! out a view (one only described, or handed on) is never registered, and
+//! costs the registry nothing: it cannot alias anything, and if it makes a
+//! view later, that view is checked then against every registered one.
 //!
 //! Checking only when a mutable view is made is not enough once threads run
 //! in parallel (free-threaded CPython, or Rust code that detached from the

@@ -2,6 +2,7 @@
 
 use std::ffi::c_void;
 use std::fmt;
+use std::sync::OnceLock;
 
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
@@ -17,7 +18,7 @@ use crate::import::negotiate::{ImportOptions, legacy_writability, probe_dlpack, 
 use crate::import::numpy::{self, ArrayRead};
 use crate::import::protocols;
 use crate::import::registry::Registration;
-use crate::layout::{self, DimsBuf};
+use crate::layout::DimsBuf;
 use crate::{DLPackError, DataType, Device, Writability, protocol};
 
 /// A tensor imported from any DLPack producer (a NumPy array, a torch or JAX
@@ -62,7 +63,10 @@ use crate::{DLPackError, DataType, Device, Writability, protocol};
 pub struct PyTensor {
     managed: Option<Managed>,
     checked: Checked,
-    registration: Option<Registration>,
+    /// This import's entry in the aliasing registry, made when the first
+    /// view is (imports that never hand out a view cost the registry
+    /// nothing); `None` inside for no elements, or after `unregister`.
+    registration: OnceLock<Option<Registration>>,
     /// Shape and strides copied out of a borrowed view: its producer's own
     /// arrays may change if Python code runs while it is borrowed. Inline up
     /// to 4 dimensions, so borrowing does not allocate.
@@ -217,7 +221,7 @@ impl PyTensor {
     /// Leaves the aliasing registry: for a tensor moved where no Rust view
     /// of it can be made again (re-exported into a `DLPackTensor`).
     pub(crate) fn unregister(&mut self) {
-        self.registration = None;
+        self.registration = OnceLock::from(None);
     }
 
     /// Takes a versioned managed tensor handed over through the exchange API,
@@ -271,7 +275,7 @@ impl PyTensor {
         let mut tensor = Self {
             managed: Some(managed),
             checked: Checked::EMPTY,
-            registration: None,
+            registration: OnceLock::new(),
             dims_copy: None,
             legacy_writable: false,
             stream: None,
@@ -291,7 +295,6 @@ impl PyTensor {
                 tensor.foreign_strides(),
             ));
         }
-        tensor.registration = Registration::new(tensor.checked.span);
         Ok(tensor)
     }
 
@@ -300,23 +303,12 @@ impl PyTensor {
     fn from_array(obj: &Bound<'_, PyAny>, array: ArrayRead) -> Result<Self, DLPackError> {
         let ArrayRead {
             tensor,
-            mut dims,
+            dims,
             writable,
             version,
         } = array;
-        let ndim = tensor.ndim as usize;
-        let (shape, strides) = dims.split_mut();
-        let described = DLTensor {
-            shape: shape.as_mut_ptr(),
-            strides: strides.as_mut_ptr(),
-            ..tensor
-        };
-        debug_assert_eq!(shape.len(), ndim);
-        // SAFETY: `shape` and `strides` point to `ndim` `i64`s each in
-        // `dims`, alive and unmoved until the check returns; the data
-        // pointer is the array's, alive while `obj` is.
-        let checked = unsafe { foreign::check(&described, false) }?;
-        let registration = Registration::new(checked.span);
+        let (shape, strides) = dims.split();
+        let checked = foreign::check_dims(&tensor, shape, Some(strides), false)?;
         Ok(Self {
             managed: Some(Managed::Array {
                 tensor,
@@ -325,7 +317,7 @@ impl PyTensor {
                 owner: obj.clone().unbind(),
             }),
             checked,
-            registration,
+            registration: OnceLock::new(),
             dims_copy: Some(dims),
             legacy_writable: false,
             stream: None,
@@ -507,7 +499,7 @@ impl PyTensor {
     /// Whether the elements are packed in row-major (C) order. Strides of
     /// dimensions of extent 0 or 1 are ignored (torch rewrites them).
     pub fn is_contiguous(&self) -> bool {
-        layout::is_contiguous(self.shape(), self.strides())
+        self.checked.contiguous
     }
 
     /// `Ok` if the tensor has this dtype, else [`DLPackError::Dtype`].
@@ -553,11 +545,19 @@ impl PyTensor {
         }
     }
 
-    /// `Ok` if no other live `PyTensor` shares this tensor's memory (a mutable
-    /// view needs exclusive access), else [`DLPackError::Layout`]. On `Ok`,
-    /// overlapping imports made later cannot be read while this one lives.
+    /// This import's registry entry, made now if it is the first view.
+    fn registration(&self) -> Option<&Registration> {
+        self.registration
+            .get_or_init(|| Registration::new(self.checked.span))
+            .as_ref()
+    }
+
+    /// `Ok` if no other live `PyTensor` that handed out a view shares this
+    /// tensor's memory (a mutable view needs exclusive access), else
+    /// [`DLPackError::Layout`]. On `Ok`, overlapping imports cannot be read
+    /// while this one lives.
     pub(crate) fn ensure_exclusive(&self) -> Result<(), DLPackError> {
-        match &self.registration {
+        match self.registration() {
             Some(registration) if !registration.claim_exclusive() => {
                 Err(LayoutError::Shared.into())
             }
@@ -568,7 +568,7 @@ impl PyTensor {
     /// `Ok` unless another live `PyTensor` over this memory has handed out a
     /// mutable view (whose borrow may still be alive, on another thread).
     pub(crate) fn ensure_readable(&self) -> Result<(), DLPackError> {
-        match &self.registration {
+        match self.registration() {
             Some(registration) if !registration.may_read() => Err(LayoutError::Shared.into()),
             _ => Ok(()),
         }
@@ -591,7 +591,7 @@ impl Drop for PyTensor {
         // Leave the aliasing registry first: once the producer's deleter has
         // run, its memory may be reused (freed and allocated again, on any
         // thread) and imported while this entry would still claim it.
-        self.registration = None;
+        drop(self.registration.take());
         if let Some(managed) = self.managed.take() {
             managed.delete();
         }
