@@ -92,6 +92,35 @@ impl<'a> TensorInfo<'a> {
         }
     }
 
+    /// The whole of `data`, a buffer of exactly `len` elements of `T` (a
+    /// `Vec<T>`, `Box<[T]>`, `Arc<[T]>` or `AlignedBuffer<T>`), as a 1-D
+    /// tensor: what [`builder`](Self::builder)`(data).build()` describes,
+    /// without its checks, which such a buffer passes by construction (its
+    /// length is its elements', a slice's at most `isize::MAX` bytes, and
+    /// every `Element` dtype is byte-sized and valid).
+    pub(crate) fn of_elements<T: crate::Element, D: TensorData + ?Sized>(
+        data: &'a D,
+        len: usize,
+    ) -> Self {
+        debug_assert_eq!(data.byte_len(), Some(len * size_of::<T>()));
+        debug_assert_eq!(data.dtype(), Some(T::DTYPE));
+        let mut dims = DimsBuf::pair(1);
+        let (shape, strides) = dims.split_mut();
+        shape[0] = len as i64;
+        strides[0] = 1;
+        TensorInfo {
+            data: data.data_ptr(),
+            device: data.device(),
+            dtype: T::DTYPE,
+            dims,
+            numel: len,
+            writability: data.writability(),
+            length_known: true,
+            stream: data.stream(),
+            buffer: PhantomData,
+        }
+    }
+
     /// A row-major tensor of `shape` over typed `data`.
     pub fn new<D: TensorData + ?Sized>(
         data: &'a D,

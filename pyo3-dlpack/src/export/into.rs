@@ -135,7 +135,7 @@ macro_rules! one_dimensional {
         /// A 1-D tensor of the elements.
         impl<T: Element> IntoDLPack for $ty {
             fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
-                TensorInfo::builder(self).build()
+                Ok(TensorInfo::of_elements::<T, _>(self, self.len()))
             }
         }
     )*};
@@ -145,6 +145,22 @@ one_dimensional!(Vec<T>, Box<[T]>, Arc<[T]>, AlignedBuffer<T>);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The unchecked description of a whole buffer is the checked one.
+    #[test]
+    fn whole_buffers_are_described_as_the_builder_describes_them() {
+        fn same<D: crate::TensorData + IntoDLPack>(data: &D) {
+            let fast = data.tensor_info().unwrap();
+            let checked = TensorInfo::builder(data).build().unwrap();
+            assert_eq!(format!("{fast:?}"), format!("{checked:?}"));
+        }
+        for len in [0, 1, 7, 1000] {
+            same(&vec![0.5f32; len]);
+            same(&vec![1i16; len].into_boxed_slice());
+            same(&Arc::<[u8]>::from(vec![2u8; len]));
+            same(&AlignedBuffer::<bool>::zeroed(len));
+        }
+    }
 
     #[test]
     fn buffers_are_one_dimensional_tensors() {
@@ -162,6 +178,10 @@ mod tests {
         );
         let shared: Arc<[u64]> = vec![1u64; 4].into();
         assert_eq!(info_of(&shared), (vec![4], "uint64".into(), true));
+        assert_eq!(
+            info_of(&Vec::<f64>::new()),
+            (vec![0], "float64".into(), false)
+        );
         assert_eq!(
             info_of(&AlignedBuffer::<bool>::zeroed(5)),
             (vec![5], "bool".into(), false)
