@@ -23,6 +23,9 @@ impl ExportRequest {
         Ok(Self {
             max_version: not_none(max_version)
                 .map(|v| {
+                    if let Some(pair) = exact_version(v) {
+                        return Ok(pair);
+                    }
                     let [major, minor] = int_pair(v, "max_version", "(major, minor)")?;
                     let version = 0..=u32::MAX;
                     Ok::<_, DLPackError>((
@@ -104,6 +107,21 @@ fn int_pair<'py>(
         Ok::<_, DLPackError>(item)
     };
     Ok([item(0)?, item(1)?])
+}
+
+/// `max_version` as every consumer sends it, an exact tuple of two exact
+/// `int`s that fit a `u32`, read without copies; `None` sends anything else
+/// (and every error) through the general parse.
+fn exact_version(value: &Bound<'_, PyAny>) -> Option<(u32, u32)> {
+    let tuple = value.cast_exact::<PyTuple>().ok()?;
+    if tuple.len() != 2 {
+        return None;
+    }
+    let part = |index| {
+        let item = tuple.get_borrowed_item(index).ok().filter(is_exact_int)?;
+        item.extract::<u32>().ok()
+    };
+    Some((part(0)?, part(1)?))
 }
 
 /// An exact `int` (not a subclass).
