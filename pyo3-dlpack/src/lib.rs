@@ -183,10 +183,17 @@
 //!   the value is dropped once, by whichever deleter runs last, on any
 //!   thread, touching no Python object. A `DLPackTensor` never changes after
 //!   it is made.
-//! - **The aliasing registry** is a global mutex-protected list (a mutable
-//!   view is refused while another import overlaps it, on any thread), left
-//!   before the producer's deleter runs, so freed and reused memory is never
-//!   refused as shared.
+//! - **The aliasing registry** is a global mutex-protected list that an
+//!   import joins when it first hands out a view (a mutable view is refused
+//!   while another import's view may overlap it, on any thread; a view of an
+//!   import overlapping a writer is refused), left before the producer's
+//!   deleter runs, so freed and reused memory is never refused as shared.
+//!   Imports that never hand out a view never take its lock.
+//! - **NumPy arrays read directly** (an exact `numpy.ndarray` of NumPy 2.1
+//!   or later, default options): the array's fields are read as NumPy's own
+//!   `__dlpack__` reads them, without a lock, as NumPy does; a free-threaded
+//!   program that reshapes an array on one thread while another imports it
+//!   races exactly as it would through `__dlpack__`.
 //! - **The exchange-table cache** is read with atomics only; entries are
 //!   published once, never changed or freed. The NumPy C-API table is read
 //!   once through a `PyOnceLock`.

@@ -105,6 +105,14 @@ impl PyTensor {
 
     /// Imports with explicit `stream`, `max_version`, `dl_device` and `copy`.
     ///
+    /// An exact `numpy.ndarray` of NumPy 2.1 or later, imported with the
+    /// default options, is read directly (data, shape, strides, dtype and
+    /// the writeable flag, as NumPy's own `__dlpack__` reads them) and held
+    /// by a reference to the array: no `__dlpack__` call, no capsule. What
+    /// `__dlpack__` would refuse (non-native byte order, strides that are not
+    /// whole elements, dtypes DLPack lacks) still goes through it, so the
+    /// error is NumPy's; subclasses keep their own `__dlpack__`.
+    ///
     /// Producers whose type advertises the DLPack C exchange API (torch ≥
     /// 2.10) are imported through it, without a `__dlpack__` call, when the
     /// options ask for nothing special. The C path does no stream
