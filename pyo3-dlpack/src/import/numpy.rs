@@ -65,21 +65,19 @@ struct Numpy {
 /// older NumPy (or one whose probe failed), which keeps the `__dlpack__` path.
 static NUMPY: PyOnceLock<Option<Numpy>> = PyOnceLock::new();
 
-/// A NumPy array's description, read from the array.
-pub(crate) struct ArrayRead {
-    /// The tensor: data, `cpu:0`, ndim, dtype; `shape` and `strides` NULL
-    /// (they are in `dims`; `DLTensor` pointers into a value that moves
-    /// would dangle).
-    pub(crate) tensor: DLTensor,
-    /// Shape then strides (in elements), `ndim` each.
-    pub(crate) dims: crate::layout::DimsBuf,
-    pub(crate) writable: bool,
-    pub(crate) version: DLPackVersion,
+/// An exact `numpy.ndarray` this path takes (see the module docs), read in
+/// place: the caller writes the description where it is kept, so nothing
+/// of it is built on the stack and moved.
+pub(crate) struct Array<'a> {
+    fields: &'a ArrayFields,
+    dtype: DataType,
+    ndim: usize,
+    version: DLPackVersion,
 }
 
-/// Reads `obj` when it is an exact `numpy.ndarray` this path takes (see the
-/// module docs); `None` sends it through `__dlpack__`.
-pub(crate) fn read(obj: &Bound<'_, PyAny>) -> Option<ArrayRead> {
+/// `obj` when it is an exact `numpy.ndarray` this path takes (see the module
+/// docs); `None` sends it through `__dlpack__`.
+pub(crate) fn recognise<'a>(obj: &'a Bound<'_, PyAny>) -> Option<Array<'a>> {
     let numpy = numpy(obj)?;
     if obj.get_type_ptr() as usize != numpy.ndarray {
         return None;
@@ -87,56 +85,109 @@ pub(crate) fn read(obj: &Bound<'_, PyAny>) -> Option<ArrayRead> {
     // SAFETY: `obj` is exactly a `numpy.ndarray` (its type is NumPy's array
     // type), so its object starts with NumPy's array fields, alive while
     // `obj` is borrowed.
-    let array = unsafe { &*obj.as_ptr().cast::<ArrayFields>() };
+    let fields = unsafe { &*obj.as_ptr().cast::<ArrayFields>() };
     // SAFETY: every array has a live descriptor it holds a reference to.
-    let descr = unsafe { &*array.descr };
-    let dtype = dtype_of(descr)?;
-    let ndim = usize::try_from(array.nd).ok()?;
+    let dtype = dtype_of(unsafe { &*fields.descr })?;
+    let ndim = usize::try_from(fields.nd).ok()?;
     if ndim > crate::MAX_NDIM {
         return None;
     }
-    // Every dtype read here is 1, 2, 4, 8 or 16 bytes: strides in whole
-    // elements are shifts, not divisions.
-    let shift = dtype.itemsize().trailing_zeros();
-    let partial = (1isize << shift) - 1;
-    let (extents, byte_strides) = if ndim == 0 {
-        (&[][..], &[][..])
-    } else {
+    let array = Array {
+        fields,
+        dtype,
+        ndim,
+        version: numpy.version,
+    };
+    // NumPy's `__dlpack__` raises its own BufferError for strides that are
+    // not whole elements.
+    let partial = array.itemsize_mask();
+    array
+        .byte_strides()
+        .iter()
+        .all(|stride| stride & partial == 0)
+        .then_some(array)
+}
+
+impl Array<'_> {
+    /// Number of dimensions.
+    pub(crate) fn ndim(&self) -> usize {
+        self.ndim
+    }
+
+    /// The version NumPy's own versioned capsules report.
+    pub(crate) fn version(&self) -> DLPackVersion {
+        self.version
+    }
+
+    /// NumPy's `WRITEABLE` flag.
+    pub(crate) fn is_writable(&self) -> bool {
+        self.fields.flags & WRITEABLE != 0
+    }
+
+    /// The tensor: data, `cpu:0`, ndim, dtype; `shape` and `strides` NULL
+    /// (the caller keeps them, see [`write_dims`](Self::write_dims):
+    /// `DLTensor` pointers into a value that moves would dangle).
+    pub(crate) fn tensor(&self) -> DLTensor {
+        DLTensor {
+            data: self.fields.data.cast::<c_void>(),
+            device: Device::cpu(),
+            ndim: self.fields.nd,
+            dtype: self.dtype,
+            shape: std::ptr::null_mut(),
+            strides: std::ptr::null_mut(),
+            byte_offset: 0,
+        }
+    }
+
+    /// Writes the shape, then the strides in elements, into `dims` (made by
+    /// `DimsBuf::pair(self.ndim())`).
+    pub(crate) fn write_dims(&self, dims: &mut crate::layout::DimsBuf) {
+        // Every dtype read here is 1, 2, 4, 8 or 16 bytes: strides in whole
+        // elements (checked by `recognise`) are shifts, not divisions.
+        let shift = self.dtype.itemsize().trailing_zeros();
+        let (shape, strides) = dims.split_mut();
+        for (out, extent) in shape.iter_mut().zip(self.extents()) {
+            *out = *extent as i64;
+        }
+        for (out, stride) in strides.iter_mut().zip(self.byte_strides()) {
+            *out = (stride >> shift) as i64;
+        }
+    }
+
+    /// The bits of a byte stride that are not whole elements.
+    fn itemsize_mask(&self) -> isize {
+        (1isize << self.dtype.itemsize().trailing_zeros()) - 1
+    }
+
+    /// NumPy's `dimensions`.
+    fn extents(&self) -> &[ffi::Py_ssize_t] {
+        // SAFETY: see `byte_strides`.
+        unsafe { raw_dims(self.fields.dimensions, self.ndim) }
+    }
+
+    /// NumPy's `strides`, in bytes.
+    fn byte_strides(&self) -> &[ffi::Py_ssize_t] {
         // SAFETY: NumPy's `dimensions` and `strides` hold `nd` entries each,
         // non-NULL when `nd` > 0, alive while the array is and unchanged
         // while we run no Python code (on a free-threaded interpreter another
         // thread could reshape it meanwhile, as it could while NumPy's own
         // `__dlpack__` reads these arrays, also without a lock).
-        let extents = unsafe { std::slice::from_raw_parts(array.dimensions, ndim) };
-        // SAFETY: as above.
-        let byte_strides = unsafe { std::slice::from_raw_parts(array.strides, ndim) };
-        (extents, byte_strides)
-    };
-    let mut dims = crate::layout::DimsBuf::pair(ndim);
-    let (shape, strides) = dims.split_mut();
-    for axis in 0..ndim {
-        let (extent, stride) = (extents[axis], byte_strides[axis]);
-        if stride & partial != 0 {
-            return None; // NumPy's `__dlpack__` raises its own BufferError.
-        }
-        shape[axis] = extent as i64;
-        strides[axis] = (stride >> shift) as i64;
+        unsafe { raw_dims(self.fields.strides, self.ndim) }
     }
-    let tensor = DLTensor {
-        data: array.data.cast::<c_void>(),
-        device: Device::cpu(),
-        ndim: array.nd,
-        dtype,
-        shape: std::ptr::null_mut(),
-        strides: std::ptr::null_mut(),
-        byte_offset: 0,
-    };
-    Some(ArrayRead {
-        tensor,
-        dims,
-        writable: array.flags & WRITEABLE != 0,
-        version: numpy.version,
-    })
+}
+
+/// `len` entries at `ptr`; empty for `len == 0`, where `ptr` may be NULL.
+///
+/// # Safety
+///
+/// When `len > 0`, `ptr` points to `len` entries alive and unchanged for
+/// the result's lifetime.
+unsafe fn raw_dims<'a>(ptr: *const ffi::Py_ssize_t, len: usize) -> &'a [ffi::Py_ssize_t] {
+    if len == 0 {
+        return &[];
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(ptr, len) }
 }
 
 /// The running NumPy, learned from the first array seen (so NumPy is

@@ -15,7 +15,7 @@ use crate::foreign::{self, Checked};
 use crate::import::consume::{Managed, take_from_capsule};
 use crate::import::exchange;
 use crate::import::negotiate::{ImportOptions, legacy_writability, probe_dlpack, request_capsule};
-use crate::import::numpy::{self, ArrayRead};
+use crate::import::numpy;
 use crate::import::protocols;
 use crate::import::registry::Registration;
 use crate::layout::DimsBuf;
@@ -61,21 +61,48 @@ use crate::{DLPackError, DataType, Device, Writability, protocol};
 /// `dltensor`/`dltensor_versioned` holds a DLPack struct whose pointers are
 /// valid: a capsule forged with another payload cannot be detected.
 pub struct PyTensor {
+    /// Boxed, so a `PyTensor` moves as one pointer: an argument is moved
+    /// several times between its extraction and the function body, and a
+    /// freshly written struct of a few hundred bytes copied with wide loads
+    /// stalls on store forwarding at every move (measured: about a third of
+    /// a NumPy import's time). One small allocation costs less.
+    state: Box<State>,
+}
+
+// A `PyTensor` moves as one pointer (see its `state`).
+const _: () = assert!(size_of::<PyTensor>() == size_of::<usize>());
+
+/// What a `PyTensor` knows, on the heap (see [`PyTensor::state`]).
+struct State {
     managed: Option<Managed>,
     checked: Checked,
     /// This import's entry in the aliasing registry, made when the first
     /// view is (imports that never hand out a view cost the registry
     /// nothing); `None` inside for no elements, or after `unregister`.
     registration: OnceLock<Option<Registration>>,
-    /// Shape and strides copied out of a borrowed view: its producer's own
-    /// arrays may change if Python code runs while it is borrowed. Inline up
-    /// to 4 dimensions, so borrowing does not allocate.
+    /// Shape and strides copied out of a borrowed view (its producer's own
+    /// arrays may change if Python code runs while it is borrowed) or read
+    /// from a NumPy array. Inline up to 4 dimensions.
     dims_copy: Option<DimsBuf>,
     /// A legacy capsule whose producer said, through its own API, that the
     /// memory may be written (see `legacy_writability`).
     legacy_writable: bool,
-    /// The stream the data is ready on (see [`stream`](Self::stream)).
+    /// The stream the data is ready on (see [`PyTensor::stream`]).
     stream: Option<i64>,
+}
+
+impl State {
+    /// The state of a tensor owning `managed`, not yet checked.
+    fn new(managed: Managed) -> Box<Self> {
+        Box::new(Self {
+            managed: Some(managed),
+            checked: Checked::EMPTY,
+            registration: OnceLock::new(),
+            dims_copy: None,
+            legacy_writable: false,
+            stream: None,
+        })
+    }
 }
 
 // SAFETY: a PyTensor owns its managed tensor exclusively (the capsule was
@@ -129,7 +156,7 @@ impl PyTensor {
     /// negative bit, as their memory does not hold their values.
     pub fn from_pyany_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
         if options.is_plain() {
-            if let Some(array) = numpy::read(obj) {
+            if let Some(array) = numpy::recognise(obj) {
                 return Ok(Self::from_array(obj, array)?);
             }
             if let Some(api) = exchange::lookup(obj)? {
@@ -146,7 +173,7 @@ impl PyTensor {
                         if let Some(stream) =
                             api.order(obj.py(), device, options.selected_stream_mode())?
                         {
-                            tensor.stream = Some(stream);
+                            tensor.state.stream = Some(stream);
                             return Ok(tensor);
                         }
                     }
@@ -161,9 +188,9 @@ impl PyTensor {
             return protocols::import(obj, options);
         };
         let mut tensor = Self::from_capsule(&capsule)?;
-        tensor.stream = options.stream_for(Some(tensor.device()));
+        tensor.state.stream = options.stream_for(Some(tensor.device()));
         if tensor.writability() == Writability::Unknown {
-            tensor.legacy_writable = legacy_writability(obj)? == Writability::Writable;
+            tensor.state.legacy_writable = legacy_writability(obj)? == Writability::Writable;
         }
         Ok(tensor)
     }
@@ -171,7 +198,7 @@ impl PyTensor {
     /// Runs `f` on a borrowed view of `obj`'s tensor, and returns its result.
     ///
     /// For producers with the DLPack C exchange API (torch ≥ 2.10) the view
-    /// is made without a `__dlpack__` call and without allocating (float and
+    /// is made without a `__dlpack__` call and with one small allocation (float and
     /// complex torch tensors cost a `requires_grad` read and an `is_neg()`
     /// call, see `from_pyany_with`, whose refusals apply here too): nothing is
     /// owned, nothing deleted, which suits a call that only needs the
@@ -223,13 +250,13 @@ impl PyTensor {
 
     /// Whether this is a borrowed view (no reference to the memory is held).
     pub(crate) fn is_borrowed(&self) -> bool {
-        matches!(self.managed, Some(Managed::Borrowed { .. }))
+        matches!(self.state.managed, Some(Managed::Borrowed { .. }))
     }
 
     /// Leaves the aliasing registry: for a tensor moved where no Rust view
     /// of it can be made again (re-exported into a `DLPackTensor`).
     pub(crate) fn unregister(&mut self) {
-        self.registration = OnceLock::from(None);
+        self.state.registration = OnceLock::from(None);
     }
 
     /// Takes a versioned managed tensor handed over through the exchange API,
@@ -264,7 +291,7 @@ impl PyTensor {
     /// Gives the managed tensor back without deleting it (the caller owns it again).
     pub(crate) fn release(mut self) {
         // `Managed` deletes only when told to; without it, drop deletes nothing.
-        self.managed = None;
+        self.state.managed = None;
     }
 
     /// Whether the producer's flags say sub-byte elements take a byte each.
@@ -274,21 +301,16 @@ impl PyTensor {
 
     /// The address range `[start, end)` of every byte the elements reach.
     pub(crate) fn span(&self) -> (usize, usize) {
-        self.checked.span
+        self.state.checked.span
     }
 
     /// Owns `managed` from here on: any error below drops it, which runs the
     /// deleter once.
     fn from_managed(managed: Managed) -> Result<Self, DLPackError> {
         let mut tensor = Self {
-            managed: Some(managed),
-            checked: Checked::EMPTY,
-            registration: OnceLock::new(),
-            dims_copy: None,
-            legacy_writable: false,
-            stream: None,
+            state: State::new(managed),
         };
-        if let Some(Managed::Versioned(versioned)) = &tensor.managed {
+        if let Some(Managed::Versioned(versioned)) = &tensor.state.managed {
             // SAFETY: a live struct we own; `version` is its first field, which
             // the header says stays stable across majors.
             protocol::check_version(unsafe { versioned.as_ref() }.version)?;
@@ -296,9 +318,9 @@ impl PyTensor {
         let padded = tensor.is_subbyte_padded();
         // SAFETY: the struct is live and of a version whose layout we know;
         // its shape and strides are `ndim` long per the header.
-        tensor.checked = unsafe { foreign::check(tensor.dl_tensor(), padded) }?;
-        if matches!(tensor.managed, Some(Managed::Borrowed { .. })) {
-            tensor.dims_copy = Some(DimsBuf::copy_pair(
+        tensor.state.checked = unsafe { foreign::check(tensor.dl_tensor(), padded) }?;
+        if matches!(tensor.state.managed, Some(Managed::Borrowed { .. })) {
+            tensor.state.dims_copy = Some(DimsBuf::copy_pair(
                 tensor.foreign_shape(),
                 tensor.foreign_strides(),
             ));
@@ -307,33 +329,27 @@ impl PyTensor {
     }
 
     /// Owns a NumPy array read directly (a reference to it): checked as a
-    /// producer's tensor is, its shape and strides kept here.
-    fn from_array(obj: &Bound<'_, PyAny>, array: ArrayRead) -> Result<Self, DLPackError> {
-        let ArrayRead {
-            tensor,
-            dims,
-            writable,
-            version,
-        } = array;
+    /// producer's tensor is, its shape and strides kept here. Everything is
+    /// written where it is kept (see [`PyTensor::state`]).
+    fn from_array(obj: &Bound<'_, PyAny>, array: numpy::Array<'_>) -> Result<Self, DLPackError> {
+        let mut state = State::new(Managed::Array {
+            tensor: array.tensor(),
+            version: array.version(),
+            writable: array.is_writable(),
+            owner: obj.clone().unbind(),
+        });
+        let dims = state.dims_copy.insert(DimsBuf::pair(array.ndim()));
+        array.write_dims(dims);
         let (shape, strides) = dims.split();
-        let checked = foreign::check_dims(&tensor, shape, Some(strides), false)?;
-        Ok(Self {
-            managed: Some(Managed::Array {
-                tensor,
-                version,
-                writable,
-                owner: obj.clone().unbind(),
-            }),
-            checked,
-            registration: OnceLock::new(),
-            dims_copy: Some(dims),
-            legacy_writable: false,
-            stream: None,
-        })
+        let Some(Managed::Array { tensor, .. }) = &state.managed else {
+            unreachable!("made above")
+        };
+        state.checked = foreign::check_dims(tensor, shape, Some(strides), false)?;
+        Ok(Self { state })
     }
 
     fn dl_tensor(&self) -> &DLTensor {
-        match self.managed.as_ref().expect("present until drop") {
+        match self.state.managed.as_ref().expect("present until drop") {
             // SAFETY: we own the live struct until drop; `&self` borrows it.
             Managed::Legacy(managed) => &unsafe { managed.as_ref() }.dl_tensor,
             // SAFETY: as above; the major version was checked to be 1.
@@ -344,7 +360,7 @@ impl PyTensor {
 
     /// The versioned flags; `None` for a legacy capsule, which has none.
     fn flags(&self) -> Option<u64> {
-        match self.managed.as_ref().expect("present until drop") {
+        match self.state.managed.as_ref().expect("present until drop") {
             Managed::Legacy(_) => None,
             // SAFETY: we own the live struct until drop.
             Managed::Versioned(managed) => Some(unsafe { managed.as_ref() }.flags),
@@ -358,7 +374,7 @@ impl PyTensor {
 
     /// Extents.
     pub fn shape(&self) -> &[i64] {
-        match &self.dims_copy {
+        match &self.state.dims_copy {
             Some(copy) => copy.split().0,
             None => self.foreign_shape(),
         }
@@ -366,10 +382,10 @@ impl PyTensor {
 
     /// Strides in elements; row-major ones when the producer sent none.
     pub fn strides(&self) -> &[i64] {
-        if let Some(strides) = &self.checked.synthesized_strides {
+        if let Some(strides) = &self.state.checked.synthesized_strides {
             return strides;
         }
-        match &self.dims_copy {
+        match &self.state.dims_copy {
             Some(copy) => copy.split().1,
             None => self.foreign_strides(),
         }
@@ -379,7 +395,7 @@ impl PyTensor {
     fn foreign_shape(&self) -> &[i64] {
         let tensor = self.dl_tensor();
         // SAFETY: validated: non-NULL when ndim > 0, `ndim` long, alive with `self`.
-        unsafe { foreign::foreign_slice(tensor.shape, self.checked.ndim) }
+        unsafe { foreign::foreign_slice(tensor.shape, self.state.checked.ndim) }
     }
 
     /// The producer's strides array; empty when it sent NULL.
@@ -389,24 +405,24 @@ impl PyTensor {
             return &[];
         }
         // SAFETY: non-NULL, `ndim` long per the header, alive with `self`.
-        unsafe { foreign::foreign_slice(tensor.strides, self.checked.ndim) }
+        unsafe { foreign::foreign_slice(tensor.strides, self.state.checked.ndim) }
     }
 
     /// Number of dimensions.
     pub fn ndim(&self) -> usize {
-        self.checked.ndim
+        self.state.checked.ndim
     }
 
     /// Number of elements.
     pub fn numel(&self) -> usize {
-        self.checked.numel
+        self.state.checked.numel
     }
 
     /// Bytes of element storage: `numel × itemsize`; for sub-byte types
     /// (float4, float6) packed, unless the producer set DLPack's
     /// `IS_SUBBYTE_TYPE_PADDED` flag: then a byte each.
     pub fn nbytes(&self) -> usize {
-        self.checked.nbytes
+        self.state.checked.nbytes
     }
 
     /// Element type.
@@ -466,7 +482,7 @@ impl PyTensor {
     /// ```
     pub fn writability(&self) -> Writability {
         match self.flags() {
-            None if self.legacy_writable => Writability::Writable,
+            None if self.state.legacy_writable => Writability::Writable,
             None => Writability::Unknown,
             Some(flags) => Writability::from_flags(flags),
         }
@@ -479,12 +495,12 @@ impl PyTensor {
     /// `None` when the data is ready on every stream (host memory, an import
     /// that synchronised, the exchange API's stream-free devices).
     pub fn stream(&self) -> Option<i64> {
-        self.stream
+        self.state.stream
     }
 
     /// Sets what [`stream`](Self::stream) reports.
     pub(crate) fn set_stream(&mut self, stream: Option<i64>) {
-        self.stream = stream;
+        self.state.stream = stream;
     }
 
     /// Whether the producer says it copied the data for us (versioned capsules
@@ -496,7 +512,7 @@ impl PyTensor {
 
     /// The DLPack version of a versioned capsule; `None` for a legacy one.
     pub fn version(&self) -> Option<DLPackVersion> {
-        match self.managed.as_ref().expect("present until drop") {
+        match self.state.managed.as_ref().expect("present until drop") {
             Managed::Legacy(_) => None,
             // SAFETY: we own the live struct until drop.
             Managed::Versioned(managed) => Some(unsafe { managed.as_ref() }.version),
@@ -507,7 +523,7 @@ impl PyTensor {
     /// Whether the elements are packed in row-major (C) order. Strides of
     /// dimensions of extent 0 or 1 are ignored (torch rewrites them).
     pub fn is_contiguous(&self) -> bool {
-        self.checked.contiguous
+        self.state.checked.contiguous
     }
 
     /// `Ok` if the tensor has this dtype, else [`DLPackError::Dtype`].
@@ -555,8 +571,9 @@ impl PyTensor {
 
     /// This import's registry entry, made now if it is the first view.
     fn registration(&self) -> Option<&Registration> {
-        self.registration
-            .get_or_init(|| Registration::new(self.checked.span))
+        self.state
+            .registration
+            .get_or_init(|| Registration::new(self.state.checked.span))
             .as_ref()
     }
 
@@ -599,8 +616,8 @@ impl Drop for PyTensor {
         // Leave the aliasing registry first: once the producer's deleter has
         // run, its memory may be reused (freed and allocated again, on any
         // thread) and imported while this entry would still claim it.
-        drop(self.registration.take());
-        if let Some(managed) = self.managed.take() {
+        drop(self.state.registration.take());
+        if let Some(managed) = self.state.managed.take() {
             managed.delete();
         }
     }
