@@ -153,10 +153,53 @@ def test_arc_storage_is_read_only(capsule_view):
 
 def test_positional_arguments_are_type_errors():
     x = ext.arange("float32", 2)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError) as excinfo:
         x.__dlpack__(None)
-    with pytest.raises(TypeError):
+    assert str(excinfo.value) == (
+        "DLPackTensor.__dlpack__() takes 0 positional arguments but 1 was given"
+    )
+    with pytest.raises(TypeError) as excinfo:
         x.__dlpack__(None, (1, 0))
+    assert str(excinfo.value) == (
+        "DLPackTensor.__dlpack__() takes 0 positional arguments but 2 were given"
+    )
+
+
+def test_unknown_keywords_are_type_errors_naming_them():
+    x = ext.arange("float32", 2)
+    with pytest.raises(TypeError) as excinfo:
+        x.__dlpack__(max_version=(1, 3), strem=None)
+    assert str(excinfo.value) == (
+        "DLPackTensor.__dlpack__() got an unexpected keyword argument 'strem'"
+    )
+
+
+def test_the_method_is_a_method_of_dlpacktensor_only():
+    with pytest.raises(TypeError, match="doesn't apply to a 'int' object"):
+        type(ext.arange("float32", 2)).__dlpack__(3)
+
+
+def test_keywords_are_recognised_by_their_characters_too(capsule_view):
+    # Names built at run time are not interned, so not the same objects as
+    # the method's own: they are compared as text.
+    name = "".join(["max_", "version"])
+    x = ext.arange("float32", 2)
+    view = capsule_view(x.__dlpack__(**{name: (1, 0), "".join(["dl_", "device"]): None}))
+    assert (view.name, view.version) == ("dltensor_versioned", (1, 3))
+
+
+def test_max_version_tuples_are_read_right_every_time(capsule_view):
+    # The same tuple objects passed again (what NumPy and Python constants
+    # do) are recognised by identity: more of them than are remembered, each
+    # still read as itself.
+    x = ext.arange("float32", 2)
+    versions = [tuple([major, minor]) for major, minor in
+                [(1, 0), (0, 8), (1, 3), (0, 9), (2, 0), (0, 5), (1, 1)]]
+    for _ in range(3):
+        for version in versions:
+            view = capsule_view(x.__dlpack__(max_version=version))
+            expected = ("dltensor_versioned", (1, 3)) if version >= (1, 0) else ("dltensor", None)
+            assert (view.name, view.version) == expected, version
 
 
 @pytest.mark.parametrize(

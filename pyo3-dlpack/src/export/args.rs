@@ -13,7 +13,10 @@ use crate::pyint::int_in_range;
 use crate::{DLPackError, Device, DeviceType};
 
 impl ExportRequest {
-    /// Parses the keyword values of `__dlpack__`.
+    /// Parses the keyword values of `__dlpack__`. Inlined: a request
+    /// returned through memory is read back with wide loads that stall on
+    /// store forwarding (measured on `np.from_dlpack`).
+    #[inline(always)]
     pub(crate) fn from_python(
         stream: Option<&Bound<'_, PyAny>>,
         max_version: Option<&Bound<'_, PyAny>>,
@@ -113,6 +116,9 @@ fn int_pair<'py>(
 /// `int`s that fit a `u32`, read without copies; `None` sends anything else
 /// (and every error) through the general parse.
 fn exact_version(value: &Bound<'_, PyAny>) -> Option<(u32, u32)> {
+    if let Some(pair) = seen::version(value) {
+        return Some(pair);
+    }
     let tuple = value.cast_exact::<PyTuple>().ok()?;
     if tuple.len() != 2 {
         return None;
@@ -121,7 +127,70 @@ fn exact_version(value: &Bound<'_, PyAny>) -> Option<(u32, u32)> {
         let item = tuple.get_borrowed_item(index).ok().filter(is_exact_int)?;
         item.extract::<u32>().ok()
     };
-    Some((part(0)?, part(1)?))
+    let pair = (part(0)?, part(1)?);
+    seen::remember(tuple, pair);
+    Some(pair)
+}
+
+/// `max_version` tuples already read, recognised by identity: a consumer
+/// passes the same constant tuple on every call (NumPy's C code, the
+/// constants of Python code). Each is held forever (a reference never
+/// released), so its address names that one tuple, and an exact tuple of
+/// exact `int`s never changes: what was read of it stays true. A few slots,
+/// each published once and never changed or freed, read with atomics only.
+mod seen {
+    use std::sync::atomic::{AtomicPtr, Ordering};
+
+    use pyo3::prelude::*;
+    use pyo3::types::PyTuple;
+
+    struct Seen {
+        address: usize,
+        pair: (u32, u32),
+    }
+
+    static SLOTS: [AtomicPtr<Seen>; 4] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 4];
+
+    /// The pair read before from this very tuple, if it is one of them.
+    pub(super) fn version(value: &Bound<'_, PyAny>) -> Option<(u32, u32)> {
+        let address = value.as_ptr() as usize;
+        for slot in &SLOTS {
+            let seen = slot.load(Ordering::Acquire);
+            if seen.is_null() {
+                return None;
+            }
+            // SAFETY: published slots point to leaked, never-changed `Seen`s.
+            let seen = unsafe { &*seen };
+            if seen.address == address {
+                return Some(seen.pair);
+            }
+        }
+        None
+    }
+
+    /// Remembers `tuple` (an exact tuple of two exact `int`s) read as `pair`,
+    /// in a free slot; with none free, nothing.
+    pub(super) fn remember(tuple: &Bound<'_, PyTuple>, pair: (u32, u32)) {
+        let seen = Box::into_raw(Box::new(Seen {
+            address: tuple.as_ptr() as usize,
+            pair,
+        }));
+        for slot in &SLOTS {
+            let published = slot.compare_exchange(
+                std::ptr::null_mut(),
+                seen,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+            if published.is_ok() {
+                // Held forever: the address is never another object's.
+                let _ = tuple.clone().unbind().into_ptr();
+                return;
+            }
+        }
+        // SAFETY: `seen` was never published, so this is its only owner.
+        drop(unsafe { Box::from_raw(seen) });
+    }
 }
 
 /// An exact `int` (not a subclass).

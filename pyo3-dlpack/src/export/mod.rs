@@ -20,6 +20,8 @@ mod exchange;
 mod info;
 mod into;
 mod managed;
+#[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
+mod method;
 mod native;
 #[cfg(feature = "ndarray")]
 mod ndarray;

@@ -229,12 +229,16 @@ impl DLPackTensor {
         py: Python<'py>,
         format: CapsuleFormat,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        export_shared(
-            py,
-            &self.value,
-            &self.info.0,
-            &ExportRequest::of_format(format),
-        )
+        self.export(py, &ExportRequest::of_format(format))
+    }
+
+    /// A capsule for `request`, sharing ownership of the value.
+    pub(crate) fn export<'py>(
+        &self,
+        py: Python<'py>,
+        request: &ExportRequest,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        export_shared(py, &self.value, &self.info.0, request)
     }
 }
 
@@ -257,6 +261,9 @@ fn describe(info: &TensorInfo<'_>) -> String {
 #[pymethods]
 impl DLPackTensor {
     /// Exports the tensor as a DLPack capsule (see the type's documentation).
+    /// (Elsewhere a method of CPython's fast calling convention, `method.rs`;
+    /// the limited API of Python 3.9 has none.)
+    #[cfg(all(Py_LIMITED_API, not(Py_3_10)))]
     #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
     fn __dlpack__<'py>(
         &self,
@@ -267,7 +274,17 @@ impl DLPackTensor {
         copy: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let request = ExportRequest::from_python(stream, max_version, dl_device, copy)?;
-        export_shared(py, &self.value, &self.info.0, &request)
+        self.export(py, &request)
+    }
+
+    /// `__dlpack__(*, stream=None, max_version=None, dl_device=None,
+    /// copy=None)`: exports the tensor as a DLPack capsule, a method of
+    /// CPython's fast calling convention (see `method.rs`).
+    #[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
+    #[classattr]
+    #[pyo3(name = "__dlpack__")]
+    fn dlpack_method(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+        crate::export::method::descriptor(&py.get_type::<DLPackTensor>())
     }
 
     /// The DLPack C exchange API table of this type (DLPack 1.3): consumers
