@@ -80,6 +80,7 @@ pub(crate) unsafe fn shape_of(
 ///
 /// `tensor` comes from a live managed tensor: when non-NULL, `shape` and
 /// `strides` point to `ndim` readable `i64`s each, as the DLPack header requires.
+#[inline]
 pub(crate) unsafe fn check(tensor: &DLTensor, padded: bool) -> Result<Checked, DLPackError> {
     // SAFETY: the caller's contract.
     let (shape, _) = unsafe { shape_of(tensor, Role::Tensor) }?;
@@ -95,7 +96,10 @@ pub(crate) unsafe fn check(tensor: &DLTensor, padded: bool) -> Result<Checked, D
 /// The checks of [`check`] on a shape and strides already read (`None`:
 /// the producer sent NULL strides), for descriptions made here from a
 /// producer's own fields (a NumPy array's): `tensor`'s `shape` and
-/// `strides` pointers are not read.
+/// `strides` pointers are not read. Inlined into its few callers: its
+/// result, returned through memory, was read back with wide loads that
+/// stall on store forwarding.
+#[inline(always)]
 pub(crate) fn check_dims(
     tensor: &DLTensor,
     shape: &[i64],

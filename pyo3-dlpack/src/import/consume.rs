@@ -22,16 +22,15 @@ pub(crate) enum Managed {
     Legacy(NonNull<DLManagedTensor>),
     Versioned(NonNull<DLManagedTensorVersioned>),
     /// A non-owning view from a producer's exchange API: valid while its
-    /// object is borrowed, nothing to delete.
+    /// object is borrowed, nothing to delete. (The `PyTensor` keeps its
+    /// description, so that this stays small: it is moved by value.)
     Borrowed {
-        tensor: crate::ffi::DLTensor,
         version: crate::ffi::DLPackVersion,
     },
-    /// A NumPy array read directly (`import::numpy`): its description, and a
-    /// reference to the array, which keeps the memory alive.
+    /// A NumPy array read directly (`import::numpy`): a reference to the
+    /// array, which keeps the memory alive (the `PyTensor` keeps its
+    /// description, as for `Borrowed`).
     Array {
-        /// `shape` and `strides` are NULL: the `PyTensor` keeps them.
-        tensor: crate::ffi::DLTensor,
         version: crate::ffi::DLPackVersion,
         writable: bool,
         owner: pyo3::Py<pyo3::PyAny>,

@@ -14,11 +14,12 @@ use std::sync::{Mutex, PoisonError};
 use pyo3::exceptions::PyAttributeError;
 
 use crate::error::ExportError;
-use crate::{DLPackError, DataType, DataTypeCode, protocol};
+use crate::{DLPackError, DataType, protocol};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyType};
 
 use crate::ffi::{DLManagedTensorVersioned, DLPACK_EXCHANGE_API, DLPackExchangeAPI, DLTensor};
+use crate::import::torch_checks::TorchChecks;
 
 /// Most types remembered; beyond that, lookups are simply not cached.
 const CACHE_LIMIT: usize = 64;
@@ -27,10 +28,10 @@ const CACHE_LIMIT: usize = 64;
 #[derive(Clone, Copy)]
 pub(crate) struct ExchangeApi {
     table: &'static DLPackExchangeAPI,
-    /// `torch.Tensor` itself: torch's C path skips the refusals of its
+    /// For `torch.Tensor` itself: torch's C path skips the refusals of its
     /// `__dlpack__` (tensors that require gradient, the conjugate bit), so
     /// they are checked per tensor (see [`ExchangeApi::check_torch`]).
-    torch: bool,
+    torch: Option<&'static TorchChecks>,
 }
 
 // SAFETY: the table is immutable and lives for the whole process (DLPack:
@@ -130,6 +131,11 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
     if !same_behaviour_as_owner(ty)? {
         return Ok((None, None));
     }
+    // Leaked with the cache entry it belongs to (see `remember`).
+    let torch = match torch {
+        true => Some(&*Box::leak(Box::new(TorchChecks::of(ty)?))),
+        false => None,
+    };
     let Ok(capsule) = attr.cast::<PyCapsule>() else {
         return Ok((None, None));
     };
@@ -222,60 +228,16 @@ fn producer_error(py: Python<'_>) -> PyErr {
 
 impl ExchangeApi {
     /// Refuses what torch's `__dlpack__` refuses and its C path exports
-    /// anyway, with the same `BufferError`:
-    ///
-    /// - tensors that require gradient (torch: "Can't export tensors that
-    ///   require gradient, use tensor.detach()"): written through a Rust
-    ///   view, autograd would silently compute wrong gradients;
-    /// - the lazy conjugate bit, and the negative bit too (torch's
-    ///   `__dlpack__` misses that one): the memory holds unresolved values.
-    ///
-    /// Only the dtypes these can apply to are checked, each by an attribute
-    /// read or a method call on `torch.Tensor` itself (never a subclass, see
-    /// `find`): floating-point and complex tensors for gradients and the
-    /// negative bit (views such as `x.conj().imag`), complex ones for the
-    /// conjugate bit. Integer and bool tensors cost nothing. Whatever else
-    /// torch's `__dlpack__` refuses (meta, sparse and quantized tensors) its
-    /// C path fails on, and the import then asks `__dlpack__`, whose error
-    /// is torch's own.
+    /// anyway (see [`TorchChecks::check`]); other producers are not asked.
+    /// Only `torch.Tensor` itself takes this path (never a subclass, see
+    /// `find`). Whatever else torch's `__dlpack__` refuses (meta, sparse and
+    /// quantized tensors) its C path fails on, and the import then asks
+    /// `__dlpack__`, whose error is torch's own.
     pub(crate) fn check_torch(self, obj: &Bound<'_, PyAny>, dtype: DataType) -> PyResult<()> {
-        if !self.torch {
-            return Ok(());
+        match self.torch {
+            Some(checks) => checks.check(obj, dtype),
+            None => Ok(()),
         }
-        let code = dtype.code;
-        let complex = code == DataTypeCode::COMPLEX;
-        let floating = complex || code == DataTypeCode::FLOAT || code == DataTypeCode::BFLOAT;
-        // float8, float6 and float4 are floating point to autograd too.
-        let low_precision = code.code() >= DataTypeCode::FLOAT8_E3M4.code();
-        if !floating && !low_precision {
-            return Ok(());
-        }
-        let py = obj.py();
-        if obj
-            .getattr(pyo3::intern!(py, "requires_grad"))?
-            .is_truthy()?
-        {
-            return Err(DLPackError::from(ExportError::RequiresGrad).into());
-        }
-        for (checked, method, bit, resolve) in [
-            (
-                complex,
-                pyo3::intern!(py, "is_conj"),
-                "conjugate",
-                "resolve_conj",
-            ),
-            (
-                floating,
-                pyo3::intern!(py, "is_neg"),
-                "negative",
-                "resolve_neg",
-            ),
-        ] {
-            if checked && obj.call_method0(method)?.is_truthy()? {
-                return Err(DLPackError::from(ExportError::LazyBit { bit, resolve }).into());
-            }
-        }
-        Ok(())
     }
 
     /// An owned versioned tensor of `obj` (no stream synchronisation).

@@ -10,6 +10,7 @@ pub(crate) mod protocols;
 mod reexport;
 mod registry;
 pub(crate) mod tensor;
+mod torch_checks;
 mod view;
 
 pub use from_dlpack::FromDLPack;

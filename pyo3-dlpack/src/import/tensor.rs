@@ -75,6 +75,10 @@ const _: () = assert!(size_of::<PyTensor>() == size_of::<usize>());
 /// What a `PyTensor` knows, on the heap (see [`PyTensor::state`]).
 struct State {
     managed: Option<Managed>,
+    /// The description of a borrowed view or a NumPy array read directly
+    /// (their `Managed` holds none); unused for capsules, which hold theirs.
+    /// Its `shape` and `strides` are NULL: `dims_copy` has them.
+    own_tensor: DLTensor,
     checked: Checked,
     /// This import's entry in the aliasing registry, made when the first
     /// view is (imports that never hand out a view cost the registry
@@ -96,6 +100,15 @@ impl State {
     fn new(managed: Managed) -> Box<Self> {
         Box::new(Self {
             managed: Some(managed),
+            own_tensor: DLTensor {
+                data: std::ptr::null_mut(),
+                device: Device::cpu(),
+                ndim: 0,
+                dtype: DataType::U8,
+                shape: std::ptr::null_mut(),
+                strides: std::ptr::null_mut(),
+                byte_offset: 0,
+            },
             checked: Checked::EMPTY,
             registration: OnceLock::new(),
             dims_copy: None,
@@ -224,11 +237,11 @@ impl PyTensor {
         if let Some(api) = exchange::lookup(obj)? {
             match api.borrowed(obj) {
                 Some(Ok(view)) => {
-                    let managed = Managed::Borrowed {
-                        tensor: view,
+                    let mut state = State::new(Managed::Borrowed {
                         version: api.version(),
-                    };
-                    let tensor = Self::from_managed(managed)?;
+                    });
+                    state.own_tensor = view;
+                    let tensor = Self::checked(state)?;
                     api.check_torch(obj, tensor.dtype())?;
                     return Ok(f(&tensor));
                 }
@@ -307,9 +320,12 @@ impl PyTensor {
     /// Owns `managed` from here on: any error below drops it, which runs the
     /// deleter once.
     fn from_managed(managed: Managed) -> Result<Self, DLPackError> {
-        let mut tensor = Self {
-            state: State::new(managed),
-        };
+        Self::checked(State::new(managed))
+    }
+
+    /// Owns `state`'s tensor from here on, checked (as `from_managed`).
+    fn checked(state: Box<State>) -> Result<Self, DLPackError> {
+        let mut tensor = Self { state };
         if let Some(Managed::Versioned(versioned)) = &tensor.state.managed {
             // SAFETY: a live struct we own; `version` is its first field, which
             // the header says stays stable across majors.
@@ -333,18 +349,15 @@ impl PyTensor {
     /// written where it is kept (see [`PyTensor::state`]).
     fn from_array(obj: &Bound<'_, PyAny>, array: numpy::Array<'_>) -> Result<Self, DLPackError> {
         let mut state = State::new(Managed::Array {
-            tensor: array.tensor(),
             version: array.version(),
             writable: array.is_writable(),
             owner: obj.clone().unbind(),
         });
+        state.own_tensor = array.tensor();
         let dims = state.dims_copy.insert(DimsBuf::pair(array.ndim()));
         array.write_dims(dims);
         let (shape, strides) = dims.split();
-        let Some(Managed::Array { tensor, .. }) = &state.managed else {
-            unreachable!("made above")
-        };
-        state.checked = foreign::check_dims(tensor, shape, Some(strides), false)?;
+        state.checked = foreign::check_dims(&state.own_tensor, shape, Some(strides), false)?;
         Ok(Self { state })
     }
 
@@ -354,7 +367,7 @@ impl PyTensor {
             Managed::Legacy(managed) => &unsafe { managed.as_ref() }.dl_tensor,
             // SAFETY: as above; the major version was checked to be 1.
             Managed::Versioned(managed) => &unsafe { managed.as_ref() }.dl_tensor,
-            Managed::Borrowed { tensor, .. } | Managed::Array { tensor, .. } => tensor,
+            Managed::Borrowed { .. } | Managed::Array { .. } => &self.state.own_tensor,
         }
     }
 

@@ -1,0 +1,256 @@
+//! The per-tensor checks torch's C exchange path skips and its `__dlpack__`
+//! makes: `requires_grad`, the lazy conjugate bit and the negative bit.
+//!
+//! They are torch's own C functions behind `torch.Tensor.requires_grad` (a
+//! getter) and `is_conj()`/`is_neg()` (methods without arguments). Outside
+//! the limited API they are found once per type, in the descriptors CPython
+//! makes of them, and called directly, as CPython itself would call them
+//! after its attribute lookup (measured: that lookup and the method call's
+//! dispatch were a third of the checks' cost; `is_neg()` itself releases
+//! and retakes the GIL inside torch). Where a descriptor is not of the
+//! expected kind (another torch, another layout), and in limited-API builds,
+//! they are read through Python as before. Only exact `torch.Tensor`s reach
+//! here (see `exchange::find`), so the descriptors' own instance check,
+//! which a direct call skips, always holds.
+
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+use crate::error::ExportError;
+use crate::{DLPackError, DataType, DataTypeCode};
+
+/// How the checks are made for one tensor type (found once, kept forever
+/// with the type in the exchange-table cache).
+pub(crate) struct TorchChecks {
+    #[cfg(not(Py_LIMITED_API))]
+    direct: Option<direct::Functions>,
+}
+
+impl TorchChecks {
+    /// The checks for `ty` (`torch.Tensor`).
+    pub(crate) fn of(ty: &Bound<'_, PyType>) -> PyResult<Self> {
+        #[cfg(not(Py_LIMITED_API))]
+        return Ok(Self {
+            direct: direct::Functions::of(ty)?,
+        });
+        #[cfg(Py_LIMITED_API)]
+        {
+            let _ = ty;
+            Ok(Self {})
+        }
+    }
+
+    /// Refuses what torch's `__dlpack__` refuses and its C path exports
+    /// anyway, with the same `BufferError`:
+    ///
+    /// - tensors that require gradient (torch: "Can't export tensors that
+    ///   require gradient, use tensor.detach()"): written through a Rust
+    ///   view, autograd would silently compute wrong gradients;
+    /// - the lazy conjugate bit, and the negative bit too (torch's
+    ///   `__dlpack__` misses that one): the memory holds unresolved values.
+    ///
+    /// Only the dtypes these can apply to are checked: floating-point and
+    /// complex tensors for gradients and the negative bit (views such as
+    /// `x.conj().imag`), complex ones for the conjugate bit. Integer and
+    /// bool tensors cost nothing.
+    pub(crate) fn check(&self, obj: &Bound<'_, PyAny>, dtype: DataType) -> PyResult<()> {
+        let code = dtype.code;
+        let complex = code == DataTypeCode::COMPLEX;
+        let floating = complex || code == DataTypeCode::FLOAT || code == DataTypeCode::BFLOAT;
+        // float8, float6 and float4 are floating point to autograd too.
+        let low_precision = code.code() >= DataTypeCode::FLOAT8_E3M4.code();
+        if !floating && !low_precision {
+            return Ok(());
+        }
+        if self.ask(obj, Question::RequiresGrad)? {
+            return Err(DLPackError::from(ExportError::RequiresGrad).into());
+        }
+        if complex && self.ask(obj, Question::IsConj)? {
+            return Err(lazy_bit("conjugate", "resolve_conj"));
+        }
+        if floating && self.ask(obj, Question::IsNeg)? {
+            return Err(lazy_bit("negative", "resolve_neg"));
+        }
+        Ok(())
+    }
+
+    /// torch's answer for `obj`, directly where the function was found.
+    fn ask(&self, obj: &Bound<'_, PyAny>, question: Question) -> PyResult<bool> {
+        #[cfg(not(Py_LIMITED_API))]
+        if let Some(functions) = &self.direct {
+            return functions.ask(obj, question);
+        }
+        question.through_python(obj)
+    }
+}
+
+fn lazy_bit(bit: &'static str, resolve: &'static str) -> PyErr {
+    DLPackError::from(ExportError::LazyBit { bit, resolve }).into()
+}
+
+/// What is asked of a tensor.
+#[derive(Clone, Copy)]
+enum Question {
+    RequiresGrad,
+    IsConj,
+    IsNeg,
+}
+
+impl Question {
+    /// Through Python's attribute lookup and call.
+    fn through_python(self, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let py = obj.py();
+        let answer = match self {
+            Self::RequiresGrad => obj.getattr(pyo3::intern!(py, "requires_grad"))?,
+            Self::IsConj => obj.call_method0(pyo3::intern!(py, "is_conj"))?,
+            Self::IsNeg => obj.call_method0(pyo3::intern!(py, "is_neg"))?,
+        };
+        answer.is_truthy()
+    }
+}
+
+#[cfg(not(Py_LIMITED_API))]
+mod direct {
+    use std::ffi::c_void;
+
+    use pyo3::ffi;
+    use pyo3::prelude::*;
+    use pyo3::types::PyType;
+
+    use super::Question;
+
+    /// torch's C functions behind the three questions.
+    pub(super) struct Functions {
+        requires_grad: (ffi::getter, *mut c_void),
+        is_conj: ffi::PyCFunction,
+        is_neg: ffi::PyCFunction,
+    }
+
+    // SAFETY: function pointers into torch's library (never unloaded) and
+    // the getter's closure, an opaque constant torch passes back to itself;
+    // they are only called attached to the interpreter.
+    unsafe impl Send for Functions {}
+    // SAFETY: as above; nothing here is ever written after `of`.
+    unsafe impl Sync for Functions {}
+
+    impl Functions {
+        /// The functions of `ty`'s descriptors, if each is of the kind
+        /// expected (a C getter, a C method taking no arguments).
+        pub(super) fn of(ty: &Bound<'_, PyType>) -> PyResult<Option<Self>> {
+            let py = ty.py();
+            let requires_grad = ty.getattr(pyo3::intern!(py, "requires_grad"))?;
+            let is_conj = ty.getattr(pyo3::intern!(py, "is_conj"))?;
+            let is_neg = ty.getattr(pyo3::intern!(py, "is_neg"))?;
+            Ok((|| {
+                Some(Self {
+                    requires_grad: getter_of(&requires_grad)?,
+                    is_conj: method_of(&is_conj)?,
+                    is_neg: method_of(&is_neg)?,
+                })
+            })())
+        }
+
+        pub(super) fn ask(&self, obj: &Bound<'_, PyAny>, question: Question) -> PyResult<bool> {
+            let answer = match question {
+                Question::RequiresGrad => {
+                    let (get, closure) = self.requires_grad;
+                    // SAFETY: torch's getter of `requires_grad`, called as
+                    // CPython's descriptor calls it: attached, with an
+                    // instance of its class (an exact `torch.Tensor`) and
+                    // the closure of its definition.
+                    unsafe { get(obj.as_ptr(), closure) }
+                }
+                // SAFETY: torch's `is_conj`, a METH_NOARGS function, called
+                // as CPython calls one: attached, an instance of its class
+                // (an exact `torch.Tensor`), NULL for the arguments.
+                Question::IsConj => unsafe { (self.is_conj)(obj.as_ptr(), std::ptr::null_mut()) },
+                // SAFETY: as for `is_conj`.
+                Question::IsNeg => unsafe { (self.is_neg)(obj.as_ptr(), std::ptr::null_mut()) },
+            };
+            // SAFETY: a new reference, or NULL with torch's exception set.
+            let answer = unsafe { Bound::from_owned_ptr_or_err(obj.py(), answer) }?;
+            answer.is_truthy()
+        }
+    }
+
+    /// The C getter of a getset descriptor.
+    fn getter_of(descriptor: &Bound<'_, PyAny>) -> Option<(ffi::getter, *mut c_void)> {
+        // Only the address of CPython's static type is taken.
+        let kind = &raw mut ffi::PyGetSetDescr_Type;
+        if descriptor.get_type_ptr() != kind {
+            return None;
+        }
+        // SAFETY: an object of exactly that type is a `PyGetSetDescrObject`.
+        let definition =
+            unsafe { (*descriptor.as_ptr().cast::<ffi::PyGetSetDescrObject>()).d_getset };
+        // SAFETY: its definition lives as long as its class (torch's, static).
+        let definition = unsafe { &*definition };
+        Some((definition.get?, definition.closure))
+    }
+
+    /// The C function of a method descriptor whose method takes no arguments.
+    fn method_of(descriptor: &Bound<'_, PyAny>) -> Option<ffi::PyCFunction> {
+        // Only the address of CPython's static type is taken.
+        let kind = &raw mut ffi::PyMethodDescr_Type;
+        if descriptor.get_type_ptr() != kind {
+            return None;
+        }
+        // SAFETY: an object of exactly that type is a `PyMethodDescrObject`.
+        let definition =
+            unsafe { (*descriptor.as_ptr().cast::<ffi::PyMethodDescrObject>()).d_method };
+        // SAFETY: its definition lives as long as its class (torch's, static).
+        let definition = unsafe { &*definition };
+        if definition.ml_flags != ffi::METH_NOARGS {
+            return None;
+        }
+        // SAFETY: with METH_NOARGS the union holds a `PyCFunction`.
+        Some(unsafe { definition.ml_meth.PyCFunction })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// torch's answers through the direct calls equal its answers through
+    /// Python, for tensors where each is true and where it is false (with
+    /// torch installed; the Makefile's test run has it).
+    #[test]
+    fn direct_answers_are_torchs_answers() {
+        Python::attach(|py| {
+            let Ok(torch) = py.import("torch") else {
+                return;
+            };
+            let ty = torch
+                .getattr("Tensor")
+                .unwrap()
+                .cast_into::<PyType>()
+                .unwrap();
+            let checks = TorchChecks::of(&ty).unwrap();
+            #[cfg(not(Py_LIMITED_API))]
+            assert!(
+                checks.direct.is_some(),
+                "torch's descriptors not recognised"
+            );
+            let code = c"import torch
+z = torch.zeros(3, dtype=torch.complex64)
+tensors = [torch.zeros(3), torch.zeros(3, requires_grad=True), z, z.conj(), z.conj().imag]";
+            let globals = pyo3::types::PyDict::new(py);
+            py.run(code, Some(&globals), None).unwrap();
+            let tensors = globals.get_item("tensors").unwrap().unwrap();
+            let mut seen = [[false; 2]; 3];
+            for tensor in tensors.try_iter().unwrap() {
+                let tensor = tensor.unwrap();
+                for (index, question) in [Question::RequiresGrad, Question::IsConj, Question::IsNeg]
+                    .into_iter()
+                    .enumerate()
+                {
+                    let direct = checks.ask(&tensor, question).unwrap();
+                    assert_eq!(direct, question.through_python(&tensor).unwrap());
+                    seen[index][usize::from(direct)] = true;
+                }
+            }
+            assert_eq!(seen, [[true; 2]; 3], "each answer seen both ways");
+        });
+    }
+}
