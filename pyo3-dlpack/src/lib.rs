@@ -195,8 +195,14 @@
 //!   program that reshapes an array on one thread while another imports it
 //!   races exactly as it would through `__dlpack__`.
 //! - **The exchange-table cache** is read with atomics only; entries are
-//!   published once, never changed or freed. The NumPy C-API table is read
+//!   published once, never changed or freed (with an entry for
+//!   `torch.Tensor`, the addresses of torch's own `requires_grad`,
+//!   `is_conj` and `is_neg` functions). The NumPy C-API table is read
 //!   once through a `PyOnceLock`.
+//! - **`max_version` tuples** that `DLPackTensor.__dlpack__` has read are
+//!   remembered in four slots, each published once with atomics and never
+//!   changed; each holds its tuple forever (an exact tuple of exact ints,
+//!   immutable), so an address always names the tuple read.
 //! - **A `PyTensor`** owns its managed tensor (`Send + Sync`); mutable
 //!   views need `&mut`. It may be dropped on any thread, with or without
 //!   the GIL: DLPack requires producers' deleters to allow that.
