@@ -171,6 +171,9 @@ mod seen {
     /// Remembers `tuple` (an exact tuple of two exact `int`s) read as `pair`,
     /// in a free slot; with none free, nothing.
     pub(super) fn remember(tuple: &Bound<'_, PyTuple>, pair: (u32, u32)) {
+        if !SLOTS[SLOTS.len() - 1].load(Ordering::Acquire).is_null() {
+            return; // Full (filled in order, never emptied).
+        }
         let seen = Box::into_raw(Box::new(Seen {
             address: tuple.as_ptr() as usize,
             pair,

@@ -131,9 +131,8 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
     if !same_behaviour_as_owner(ty)? {
         return Ok((None, None));
     }
-    // Leaked with the cache entry it belongs to (see `remember`).
     let torch = match torch {
-        true => Some(&*Box::leak(Box::new(TorchChecks::of(ty)?))),
+        true => Some(TorchChecks::of_torch_tensor(ty)?),
         false => None,
     };
     let Ok(capsule) = attr.cast::<PyCapsule>() else {

@@ -77,7 +77,8 @@ struct State {
     managed: Option<Managed>,
     /// The description of a borrowed view or a NumPy array read directly
     /// (their `Managed` holds none); unused for capsules, which hold theirs.
-    /// Its `shape` and `strides` are NULL: `dims_copy` has them.
+    /// Its `shape` and `strides` are never read (NULL for an array, the
+    /// producer's for a view): `dims_copy` has them.
     own_tensor: DLTensor,
     checked: Checked,
     /// This import's entry in the aliasing registry, made when the first

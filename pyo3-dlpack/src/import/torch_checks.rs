@@ -22,18 +22,30 @@ use crate::{DLPackError, DataType, DataTypeCode};
 /// How the checks are made for one tensor type (found once, kept forever
 /// with the type in the exchange-table cache).
 pub(crate) struct TorchChecks {
-    #[cfg(not(Py_LIMITED_API))]
+    #[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy)))]
     direct: Option<direct::Functions>,
 }
 
+/// The checks of `torch.Tensor`, of which a process has one.
+static TORCH_TENSOR: std::sync::OnceLock<TorchChecks> = std::sync::OnceLock::new();
+
 impl TorchChecks {
+    /// The checks for `ty` (`torch.Tensor`), found once per process.
+    pub(crate) fn of_torch_tensor(ty: &Bound<'_, PyType>) -> PyResult<&'static Self> {
+        if let Some(checks) = TORCH_TENSOR.get() {
+            return Ok(checks);
+        }
+        let checks = Self::of(ty)?;
+        Ok(TORCH_TENSOR.get_or_init(|| checks))
+    }
+
     /// The checks for `ty` (`torch.Tensor`).
-    pub(crate) fn of(ty: &Bound<'_, PyType>) -> PyResult<Self> {
-        #[cfg(not(Py_LIMITED_API))]
+    fn of(ty: &Bound<'_, PyType>) -> PyResult<Self> {
+        #[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy)))]
         return Ok(Self {
             direct: direct::Functions::of(ty)?,
         });
-        #[cfg(Py_LIMITED_API)]
+        #[cfg(any(Py_LIMITED_API, PyPy, GraalPy))]
         {
             let _ = ty;
             Ok(Self {})
@@ -76,7 +88,7 @@ impl TorchChecks {
 
     /// torch's answer for `obj`, directly where the function was found.
     fn ask(&self, obj: &Bound<'_, PyAny>, question: Question) -> PyResult<bool> {
-        #[cfg(not(Py_LIMITED_API))]
+        #[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy)))]
         if let Some(functions) = &self.direct {
             return functions.ask(obj, question);
         }
@@ -109,7 +121,7 @@ impl Question {
     }
 }
 
-#[cfg(not(Py_LIMITED_API))]
+#[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy)))]
 mod direct {
     use std::ffi::c_void;
 
@@ -141,6 +153,10 @@ mod direct {
             let requires_grad = ty.getattr(pyo3::intern!(py, "requires_grad"))?;
             let is_conj = ty.getattr(pyo3::intern!(py, "is_conj"))?;
             let is_neg = ty.getattr(pyo3::intern!(py, "is_neg"))?;
+            let applies = |descriptor: &Bound<'_, PyAny>| applies_to(descriptor, ty);
+            if ![&requires_grad, &is_conj, &is_neg].into_iter().all(applies) {
+                return Ok(None);
+            }
             Ok((|| {
                 Some(Self {
                     requires_grad: getter_of(&requires_grad)?,
@@ -171,6 +187,23 @@ mod direct {
             let answer = unsafe { Bound::from_owned_ptr_or_err(obj.py(), answer) }?;
             answer.is_truthy()
         }
+    }
+
+    /// Whether `descriptor` (a C descriptor, checked below) is one of a
+    /// class `ty` derives from, so that `ty`'s instances are what its
+    /// function expects (the check CPython's descriptor makes per call).
+    fn applies_to(descriptor: &Bound<'_, PyAny>, ty: &Bound<'_, PyType>) -> bool {
+        let getset = &raw mut ffi::PyGetSetDescr_Type;
+        let method = &raw mut ffi::PyMethodDescr_Type;
+        let kind = descriptor.get_type_ptr();
+        if kind != getset && kind != method {
+            return false;
+        }
+        // SAFETY: both kinds of descriptor begin with a `PyDescrObject`.
+        let owner = unsafe { (*descriptor.as_ptr().cast::<ffi::PyDescrObject>()).d_type };
+        // SAFETY: attached; both are live types (`owner` is held by the
+        // descriptor, `ty` by the caller).
+        unsafe { ffi::PyType_IsSubtype(ty.as_type_ptr(), owner) != 0 }
     }
 
     /// The C getter of a getset descriptor.
@@ -227,7 +260,7 @@ mod tests {
                 .cast_into::<PyType>()
                 .unwrap();
             let checks = TorchChecks::of(&ty).unwrap();
-            #[cfg(not(Py_LIMITED_API))]
+            #[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy)))]
             assert!(
                 checks.direct.is_some(),
                 "torch's descriptors not recognised"
