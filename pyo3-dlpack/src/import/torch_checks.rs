@@ -147,21 +147,18 @@ mod direct {
 
     impl Functions {
         /// The functions of `ty`'s descriptors, if each is of the kind
-        /// expected (a C getter, a C method taking no arguments).
+        /// expected (a C getter, a C method taking no arguments) and belongs
+        /// to a class `ty` derives from.
         pub(super) fn of(ty: &Bound<'_, PyType>) -> PyResult<Option<Self>> {
             let py = ty.py();
             let requires_grad = ty.getattr(pyo3::intern!(py, "requires_grad"))?;
             let is_conj = ty.getattr(pyo3::intern!(py, "is_conj"))?;
             let is_neg = ty.getattr(pyo3::intern!(py, "is_neg"))?;
-            let applies = |descriptor: &Bound<'_, PyAny>| applies_to(descriptor, ty);
-            if ![&requires_grad, &is_conj, &is_neg].into_iter().all(applies) {
-                return Ok(None);
-            }
             Ok((|| {
                 Some(Self {
-                    requires_grad: getter_of(&requires_grad)?,
-                    is_conj: method_of(&is_conj)?,
-                    is_neg: method_of(&is_neg)?,
+                    requires_grad: getter_of(&requires_grad, ty)?,
+                    is_conj: method_of(&is_conj, ty)?,
+                    is_neg: method_of(&is_neg, ty)?,
                 })
             })())
         }
@@ -189,50 +186,62 @@ mod direct {
         }
     }
 
-    /// Whether `descriptor` (a C descriptor, checked below) is one of a
-    /// class `ty` derives from, so that `ty`'s instances are what its
-    /// function expects (the check CPython's descriptor makes per call).
-    fn applies_to(descriptor: &Bound<'_, PyAny>, ty: &Bound<'_, PyType>) -> bool {
-        let getset = &raw mut ffi::PyGetSetDescr_Type;
-        let method = &raw mut ffi::PyMethodDescr_Type;
-        let kind = descriptor.get_type_ptr();
-        if kind != getset && kind != method {
-            return false;
+    /// `descriptor` as `D`, the C struct of objects of the type `kind`, if
+    /// it is one and belongs to a class `ty` derives from, so that `ty`'s
+    /// instances are what its function expects (the check CPython's
+    /// descriptor makes on every call, which a direct call skips).
+    ///
+    /// # Safety
+    ///
+    /// Attached; `D` is the struct of every object of type `kind`, and
+    /// begins with a `PyDescrObject`.
+    unsafe fn descriptor_of<'a, D>(
+        descriptor: &'a Bound<'_, PyAny>,
+        kind: *mut ffi::PyTypeObject,
+        ty: &Bound<'_, PyType>,
+    ) -> Option<&'a D> {
+        if descriptor.get_type_ptr() != kind {
+            return None;
         }
-        // SAFETY: both kinds of descriptor begin with a `PyDescrObject`.
+        // SAFETY: an object of type `kind` begins with a `PyDescrObject`
+        // (the caller's contract).
         let owner = unsafe { (*descriptor.as_ptr().cast::<ffi::PyDescrObject>()).d_type };
         // SAFETY: attached; both are live types (`owner` is held by the
         // descriptor, `ty` by the caller).
-        unsafe { ffi::PyType_IsSubtype(ty.as_type_ptr(), owner) != 0 }
-    }
-
-    /// The C getter of a getset descriptor.
-    fn getter_of(descriptor: &Bound<'_, PyAny>) -> Option<(ffi::getter, *mut c_void)> {
-        // Only the address of CPython's static type is taken.
-        let kind = &raw mut ffi::PyGetSetDescr_Type;
-        if descriptor.get_type_ptr() != kind {
+        if unsafe { ffi::PyType_IsSubtype(ty.as_type_ptr(), owner) } == 0 {
             return None;
         }
-        // SAFETY: an object of exactly that type is a `PyGetSetDescrObject`.
-        let definition =
-            unsafe { (*descriptor.as_ptr().cast::<ffi::PyGetSetDescrObject>()).d_getset };
+        // SAFETY: an object of type `kind` is a `D` (the caller's contract),
+        // alive while `descriptor` is borrowed.
+        Some(unsafe { &*descriptor.as_ptr().cast::<D>() })
+    }
+
+    /// The C getter of a getset descriptor of `ty`.
+    fn getter_of(
+        descriptor: &Bound<'_, PyAny>,
+        ty: &Bound<'_, PyType>,
+    ) -> Option<(ffi::getter, *mut c_void)> {
+        let kind = &raw mut ffi::PyGetSetDescr_Type;
+        // SAFETY: attached; getset descriptors are `PyGetSetDescrObject`s.
+        let descriptor =
+            unsafe { descriptor_of::<ffi::PyGetSetDescrObject>(descriptor, kind, ty) }?;
         // SAFETY: its definition lives as long as its class (torch's, static).
-        let definition = unsafe { &*definition };
+        let definition = unsafe { &*descriptor.d_getset };
         Some((definition.get?, definition.closure))
     }
 
-    /// The C function of a method descriptor whose method takes no arguments.
-    fn method_of(descriptor: &Bound<'_, PyAny>) -> Option<ffi::PyCFunction> {
-        // Only the address of CPython's static type is taken.
+    /// The C function of a method descriptor of `ty` whose method takes no
+    /// arguments.
+    fn method_of(
+        descriptor: &Bound<'_, PyAny>,
+        ty: &Bound<'_, PyType>,
+    ) -> Option<ffi::PyCFunction> {
         let kind = &raw mut ffi::PyMethodDescr_Type;
-        if descriptor.get_type_ptr() != kind {
-            return None;
-        }
-        // SAFETY: an object of exactly that type is a `PyMethodDescrObject`.
-        let definition =
-            unsafe { (*descriptor.as_ptr().cast::<ffi::PyMethodDescrObject>()).d_method };
+        // SAFETY: attached; method descriptors are `PyMethodDescrObject`s.
+        let descriptor =
+            unsafe { descriptor_of::<ffi::PyMethodDescrObject>(descriptor, kind, ty) }?;
         // SAFETY: its definition lives as long as its class (torch's, static).
-        let definition = unsafe { &*definition };
+        let definition = unsafe { &*descriptor.d_method };
         if definition.ml_flags != ffi::METH_NOARGS {
             return None;
         }
