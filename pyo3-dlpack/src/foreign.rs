@@ -80,8 +80,27 @@ pub(crate) unsafe fn shape_of(
 ///
 /// `tensor` comes from a live managed tensor: when non-NULL, `shape` and
 /// `strides` point to `ndim` readable `i64`s each, as the DLPack header requires.
-#[inline]
 pub(crate) unsafe fn check(tensor: &DLTensor, padded: bool) -> Result<Checked, DLPackError> {
+    let mut checked = Checked::EMPTY;
+    // SAFETY: the caller's contract.
+    unsafe { check_into(tensor, padded, &mut checked) }?;
+    Ok(checked)
+}
+
+/// [`check`], writing what it learns into `out` (where it is kept): its
+/// callers are on every import's path, and a `Checked` returned by value
+/// went through the stack and was read back with loads that stalled on
+/// store forwarding. `out` is left as it was on error.
+///
+/// # Safety
+///
+/// As for [`check`].
+#[inline(always)]
+pub(crate) unsafe fn check_into(
+    tensor: &DLTensor,
+    padded: bool,
+    out: &mut Checked,
+) -> Result<(), DLPackError> {
     // SAFETY: the caller's contract.
     let (shape, _) = unsafe { shape_of(tensor, Role::Tensor) }?;
     let strides = if tensor.strides.is_null() {
@@ -90,22 +109,21 @@ pub(crate) unsafe fn check(tensor: &DLTensor, padded: bool) -> Result<Checked, D
         // SAFETY: non-NULL here, and `ndim` long, per the caller.
         Some(unsafe { foreign_slice(tensor.strides, shape.len()) })
     };
-    check_dims(tensor, shape, strides, padded)
+    check_dims_into(tensor, shape, strides, padded, out)
 }
 
-/// The checks of [`check`] on a shape and strides already read (`None`:
-/// the producer sent NULL strides), for descriptions made here from a
-/// producer's own fields (a NumPy array's): `tensor`'s `shape` and
-/// `strides` pointers are not read. Inlined into its few callers: its
-/// result, returned through memory, was read back with wide loads that
-/// stall on store forwarding.
+/// The checks of [`check_into`] on a shape and strides already read
+/// (`None`: the producer sent NULL strides), for descriptions made here
+/// from a producer's own fields (a NumPy array's): `tensor`'s `shape` and
+/// `strides` pointers are not read.
 #[inline(always)]
-pub(crate) fn check_dims(
+pub(crate) fn check_dims_into(
     tensor: &DLTensor,
     shape: &[i64],
     strides: Option<&[i64]>,
     padded: bool,
-) -> Result<Checked, DLPackError> {
+    out: &mut Checked,
+) -> Result<(), DLPackError> {
     protocol::check_dtype(tensor.dtype)?;
     let numel = layout::numel(shape).map_err(as_foreign)?;
     let ndim = shape.len();
@@ -119,25 +137,23 @@ pub(crate) fn check_dims(
         (None, Some(strides)) => strides,
         (None, None) => &[],
     };
-    let nbytes =
-        layout::storage_bytes(numel, tensor.dtype, padded).ok_or(SizeOverflow::Storage {
-            numel,
-            dtype: tensor.dtype,
-        })?;
+    let Some(nbytes) = layout::storage_bytes(numel, tensor.dtype, padded) else {
+        let dtype = tensor.dtype;
+        return Err(SizeOverflow::Storage { numel, dtype }.into());
+    };
     let contiguous = layout::is_contiguous(shape, strides);
     let span = if numel > 0 {
         check_extent(tensor, shape, strides, contiguous, padded, nbytes)?
     } else {
         (0, 0)
     };
-    Ok(Checked {
-        ndim,
-        numel,
-        nbytes,
-        synthesized_strides,
-        span,
-        contiguous,
-    })
+    out.ndim = ndim;
+    out.numel = numel;
+    out.nbytes = nbytes;
+    out.synthesized_strides = synthesized_strides;
+    out.span = span;
+    out.contiguous = contiguous;
+    Ok(())
 }
 
 /// A layout rule a foreign field broke is a malformed capsule.
@@ -168,7 +184,10 @@ pub(crate) unsafe fn foreign_slice<'a>(ptr: *const i64, len: usize) -> &'a [i64]
 /// most negative and most positive stride reach, must be a real address
 /// range of at most `isize::MAX` bytes. A row-major tensor reaches exactly
 /// its `nbytes`, packed sub-byte elements included (the common case,
-/// without the strided walk's wide arithmetic).
+/// without the strided walk's wide arithmetic). Inlined, as `check_dims`
+/// is: the span returned through memory was read back with a wide load that
+/// stalled on store forwarding (measured: a quarter of `check`'s time).
+#[inline(always)]
 fn check_extent(
     tensor: &DLTensor,
     shape: &[i64],
@@ -178,16 +197,8 @@ fn check_extent(
     nbytes: usize,
 ) -> Result<(usize, usize), DLPackError> {
     if tensor.data.is_null() {
-        return Err(CapsuleError::NullData {
-            shape: shape.to_vec(),
-        }
-        .into());
+        return Err(null_data(shape));
     }
-    let overflow = || SizeOverflow::AddressSpace {
-        shape: shape.to_vec(),
-        strides: strides.to_vec(),
-        byte_offset: tensor.byte_offset,
-    };
     let (low, high) = if contiguous {
         (0, nbytes as i128)
     } else {
@@ -197,11 +208,32 @@ fn check_extent(
         // with the byte-rounded itemsize, so that reach covers them all.
         let itemsize =
             layout::element_bytes(tensor.dtype, padded).unwrap_or_else(|| tensor.dtype.itemsize());
-        layout::reach(shape, strides, itemsize).ok_or_else(overflow)?
+        match layout::reach(shape, strides, itemsize) {
+            Some(reach) => reach,
+            None => return Err(address_overflow(tensor, shape, strides)),
+        }
     };
     let first = tensor.data as usize as i128 + i128::from(tensor.byte_offset);
     if first + low < 0 || first + high > usize::MAX as i128 {
-        return Err(overflow().into());
+        return Err(address_overflow(tensor, shape, strides));
     }
     Ok(((first + low) as usize, (first + high) as usize))
+}
+
+#[cold]
+fn null_data(shape: &[i64]) -> DLPackError {
+    CapsuleError::NullData {
+        shape: shape.to_vec(),
+    }
+    .into()
+}
+
+#[cold]
+fn address_overflow(tensor: &DLTensor, shape: &[i64], strides: &[i64]) -> DLPackError {
+    SizeOverflow::AddressSpace {
+        shape: shape.to_vec(),
+        strides: strides.to_vec(),
+        byte_offset: tensor.byte_offset,
+    }
+    .into()
 }

@@ -358,12 +358,24 @@ impl<'py> Keywords<'py> {
 pub(crate) fn is_host_only_type(obj: &Bound<'_, PyAny>) -> bool {
     #[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy)))]
     {
-        let ty = obj.get_type();
-        // SAFETY: a live type object (we hold a reference to it).
-        let tp_name = unsafe { (*ty.as_type_ptr()).tp_name };
-        // SAFETY: `tp_name` is a NUL-terminated string owned by the live type.
-        let name = unsafe { std::ffi::CStr::from_ptr(tp_name) };
-        name == c"numpy.ndarray"
+        // SAFETY: a live type object (`obj` holds a reference to it).
+        let tp_name = unsafe { (*obj.get_type_ptr()).tp_name };
+        // Byte by byte up to the first difference, so a long name is not
+        // measured first (this runs on every import of a non-NumPy tensor
+        // until a NumPy array has been seen).
+        let mut name = tp_name;
+        for &expected in c"numpy.ndarray".to_bytes_with_nul() {
+            // SAFETY: `tp_name` is a NUL-terminated string owned by the live
+            // type; `name` moves past a byte only when it matched a non-NUL
+            // byte, so it stays within the string.
+            if unsafe { *name } as u8 != expected {
+                return false;
+            }
+            // SAFETY: as above: at most one past the NUL, which stays in
+            // bounds of the string's allocation as `add` requires.
+            name = unsafe { name.add(1) };
+        }
+        true
     }
     #[cfg(any(Py_LIMITED_API, PyPy, GraalPy))]
     {

@@ -17,6 +17,7 @@
 //! `PyArray_Descr`), stable across 2.x and part of NumPy's ABI.
 
 use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -64,6 +65,10 @@ struct Numpy {
 /// `Some` once NumPy is known to export versioned capsules; `None` for
 /// older NumPy (or one whose probe failed), which keeps the `__dlpack__` path.
 static NUMPY: PyOnceLock<Option<Numpy>> = PyOnceLock::new();
+
+/// The address of the last type found not to be `numpy.ndarray` while
+/// `NUMPY` is unknown (see `numpy`).
+static NOT_NDARRAY: AtomicUsize = AtomicUsize::new(0);
 
 /// An exact `numpy.ndarray` this path takes (see the module docs), read in
 /// place: the caller writes the description where it is kept, so nothing
@@ -197,7 +202,17 @@ fn numpy(obj: &Bound<'_, PyAny>) -> Option<&'static Numpy> {
     if let Some(known) = NUMPY.get(py) {
         return known.as_ref();
     }
+    // Until an array is seen, each import asks whether its type is NumPy's
+    // by name, a read of a string that is often out of cache (measured: a
+    // few percent of a torch import): the last type that was not is
+    // remembered. Its address may later name another type, even NumPy's;
+    // then that type takes the `__dlpack__` path, which is correct too.
+    let ty = obj.get_type_ptr() as usize;
+    if NOT_NDARRAY.load(Ordering::Relaxed) == ty {
+        return None;
+    }
     if !super::negotiate::is_host_only_type(obj) {
+        NOT_NDARRAY.store(ty, Ordering::Relaxed);
         return None;
     }
     NUMPY.get_or_init(py, || learn(obj).ok().flatten()).as_ref()

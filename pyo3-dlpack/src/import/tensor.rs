@@ -97,9 +97,11 @@ struct State {
 }
 
 impl State {
-    /// The state of a tensor owning `managed`, not yet checked.
+    /// The state of a tensor owning `managed`, not yet checked, written in
+    /// its allocation (`Box::new` built it on the stack and copied it).
     fn new(managed: Managed) -> Box<Self> {
-        Box::new(Self {
+        let mut state = Box::<Self>::new_uninit();
+        state.write(Self {
             managed: Some(managed),
             own_tensor: DLTensor {
                 data: std::ptr::null_mut(),
@@ -115,7 +117,24 @@ impl State {
             dims_copy: None,
             legacy_writable: false,
             stream: None,
-        })
+        });
+        // SAFETY: initialised by the `write` just above.
+        unsafe { state.assume_init() }
+    }
+}
+
+/// The description of a tensor owned as `managed`: the producer's struct,
+/// or `own_tensor` for a borrowed view or a NumPy array (see
+/// [`State::own_tensor`]). A function of the two fields only, so a caller
+/// may write the state's other fields meanwhile.
+fn dl_tensor_of<'a>(managed: &'a Managed, own_tensor: &'a DLTensor) -> &'a DLTensor {
+    match managed {
+        // SAFETY: a `PyTensor` owns the live struct until drop, and
+        // `managed` borrows its state.
+        Managed::Legacy(managed) => &unsafe { managed.as_ref() }.dl_tensor,
+        // SAFETY: as above; the major version was checked to be 1.
+        Managed::Versioned(managed) => &unsafe { managed.as_ref() }.dl_tensor,
+        Managed::Borrowed { .. } | Managed::Array { .. } => own_tensor,
     }
 }
 
@@ -333,9 +352,12 @@ impl PyTensor {
             protocol::check_version(unsafe { versioned.as_ref() }.version)?;
         }
         let padded = tensor.is_subbyte_padded();
+        let state = &mut *tensor.state;
+        let managed = state.managed.as_ref().expect("present until drop");
+        let dl_tensor = dl_tensor_of(managed, &state.own_tensor);
         // SAFETY: the struct is live and of a version whose layout we know;
         // its shape and strides are `ndim` long per the header.
-        tensor.state.checked = unsafe { foreign::check(tensor.dl_tensor(), padded) }?;
+        unsafe { foreign::check_into(dl_tensor, padded, &mut state.checked) }?;
         if matches!(tensor.state.managed, Some(Managed::Borrowed { .. })) {
             tensor.state.dims_copy = Some(DimsBuf::copy_pair(
                 tensor.foreign_shape(),
@@ -358,18 +380,19 @@ impl PyTensor {
         let dims = state.dims_copy.insert(DimsBuf::pair(array.ndim()));
         array.write_dims(dims);
         let (shape, strides) = dims.split();
-        state.checked = foreign::check_dims(&state.own_tensor, shape, Some(strides), false)?;
+        foreign::check_dims_into(
+            &state.own_tensor,
+            shape,
+            Some(strides),
+            false,
+            &mut state.checked,
+        )?;
         Ok(Self { state })
     }
 
     fn dl_tensor(&self) -> &DLTensor {
-        match self.state.managed.as_ref().expect("present until drop") {
-            // SAFETY: we own the live struct until drop; `&self` borrows it.
-            Managed::Legacy(managed) => &unsafe { managed.as_ref() }.dl_tensor,
-            // SAFETY: as above; the major version was checked to be 1.
-            Managed::Versioned(managed) => &unsafe { managed.as_ref() }.dl_tensor,
-            Managed::Borrowed { .. } | Managed::Array { .. } => &self.state.own_tensor,
-        }
+        let managed = self.state.managed.as_ref().expect("present until drop");
+        dl_tensor_of(managed, &self.state.own_tensor)
     }
 
     /// The versioned flags; `None` for a legacy capsule, which has none.

@@ -127,7 +127,7 @@ mod direct {
 
     use pyo3::ffi;
     use pyo3::prelude::*;
-    use pyo3::types::PyType;
+    use pyo3::types::{PyBool, PyType};
 
     use super::Question;
 
@@ -182,6 +182,14 @@ mod direct {
             };
             // SAFETY: a new reference, or NULL with torch's exception set.
             let answer = unsafe { Bound::from_owned_ptr_or_err(obj.py(), answer) }?;
+            // torch answers with the bool singletons, known by address.
+            let py = obj.py();
+            if answer.as_ptr() == PyBool::new(py, false).as_ptr() {
+                return Ok(false);
+            }
+            if answer.as_ptr() == PyBool::new(py, true).as_ptr() {
+                return Ok(true);
+            }
             answer.is_truthy()
         }
     }
