@@ -82,6 +82,122 @@ fn native_torch(n: usize) -> Native<Vec<f32>> {
     Native::torch(vec![0f32; n])
 }
 
+/// torch's C exchange table, found once (`torch.Tensor.__dlpack_c_exchange_api__`).
+fn torch_table(obj: &Bound<'_, PyAny>) -> PyResult<&'static pyo3_dlpack::ffi::DLPackExchangeAPI> {
+    static TABLE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let address = match TABLE.get() {
+        Some(address) => *address,
+        None => {
+            let capsule = obj
+                .get_type()
+                .getattr("__dlpack_c_exchange_api__")?
+                .cast_into::<PyCapsule>()?;
+            let pointer = capsule.pointer_checked(Some(c"dlpack_exchange_api"))?;
+            *TABLE.get_or_init(|| pointer.as_ptr() as usize)
+        }
+    };
+    // SAFETY: the capsule named `dlpack_exchange_api` holds a pointer to torch's
+    // static `DLPackExchangeAPI`, which lives as long as the process.
+    Ok(unsafe { &*(address as *const pyo3_dlpack::ffi::DLPackExchangeAPI) })
+}
+
+/// The floor of a torch import through torch's C exchange table: its owned
+/// export and its deleter, and nothing else (no checks, no description).
+/// Returns the tensor's `ndim`.
+#[pyfunction]
+fn torch_floor(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+    use pyo3_dlpack::ffi::DLManagedTensorVersioned;
+    let table = torch_table(obj)?;
+    let export = table
+        .managed_tensor_from_py_object_no_sync
+        .ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("no export in torch's table"))?;
+    let mut out: *mut DLManagedTensorVersioned = std::ptr::null_mut();
+    // SAFETY: attached to the interpreter (we hold `obj`); torch checks that the
+    // object is a tensor and sets a Python error when it fails.
+    if unsafe { export(obj.as_ptr().cast(), &mut out) } != 0 {
+        return Err(PyErr::fetch(obj.py()));
+    }
+    // SAFETY: on success `out` is torch's fresh managed tensor, ours to read and
+    // to delete exactly once, which happens here.
+    unsafe {
+        let ndim = (*out).dl_tensor.ndim as usize;
+        if let Some(deleter) = (*out).deleter {
+            deleter(out);
+        }
+        Ok(ndim)
+    }
+}
+
+/// torch's own `requires_grad` getter and `is_neg` method, found once as C
+/// functions (the cheapest way to ask torch what our import checks).
+struct TorchChecks {
+    getter: pyo3::ffi::getter,
+    closure: usize,
+    is_neg: pyo3::ffi::PyCFunction,
+}
+
+fn torch_checks(obj: &Bound<'_, PyAny>) -> PyResult<&'static TorchChecks> {
+    use pyo3::ffi;
+    static CHECKS: std::sync::OnceLock<TorchChecks> = std::sync::OnceLock::new();
+    if let Some(checks) = CHECKS.get() {
+        return Ok(checks);
+    }
+    let ty = obj.get_type();
+    let requires_grad = ty.getattr("requires_grad")?;
+    let is_neg = ty.getattr("is_neg")?;
+    let unexpected = || pyo3::exceptions::PyTypeError::new_err("torch's descriptors changed kind");
+    // CPython's descriptor types; their addresses are only compared.
+    let (getset_kind, method_kind) = (&raw mut ffi::PyGetSetDescr_Type, &raw mut ffi::PyMethodDescr_Type);
+    if requires_grad.get_type().as_type_ptr() != getset_kind
+        || is_neg.get_type().as_type_ptr() != method_kind
+    {
+        return Err(unexpected());
+    }
+    // SAFETY: both objects were just checked to be exactly a getset descriptor and a
+    // method descriptor, so the casts match their layouts; torch.Tensor's class keeps
+    // them (and the C definitions they point to) alive for the process.
+    let (getter, closure, method) = unsafe {
+        let getset = &*(*requires_grad.as_ptr().cast::<ffi::PyGetSetDescrObject>()).d_getset;
+        let method = &*(*is_neg.as_ptr().cast::<ffi::PyMethodDescrObject>()).d_method;
+        (getset.get, getset.closure as usize, method)
+    };
+    // is_neg takes no arguments, so its C function has the plain PyCFunction shape.
+    if method.ml_flags & ffi::METH_NOARGS == 0 {
+        return Err(unexpected());
+    }
+    // SAFETY: METH_NOARGS, checked above, means `ml_meth` is a `PyCFunction`.
+    let is_neg = unsafe { method.ml_meth.PyCFunction };
+    let getter = getter.ok_or_else(unexpected)?;
+    Ok(CHECKS.get_or_init(|| TorchChecks { getter, closure, is_neg }))
+}
+
+/// The floor of a checked torch import: `torch_floor` plus torch's own
+/// `requires_grad` getter and `is_neg`, called as C functions. Returns `ndim`,
+/// or 0 where a check would refuse the tensor.
+#[pyfunction]
+fn torch_floor_checked(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let checks = torch_checks(obj)?;
+    let py = obj.py();
+    let ndim = torch_floor(obj)?;
+    // SAFETY: `getter` is torch's requires_grad getter for `obj`'s class (found
+    // on it above; the benchmark passes torch tensors), called attached with its
+    // own closure; it returns a new reference or NULL with an error set.
+    let requires_grad = unsafe {
+        Bound::from_owned_ptr_or_err(py, (checks.getter)(obj.as_ptr(), checks.closure as *mut _))?
+    };
+    if requires_grad.is_truthy()? {
+        return Ok(0);
+    }
+    // SAFETY: `is_neg` is torch's METH_NOARGS C function for `obj`'s class, so
+    // it takes (self, NULL); it returns a new reference or NULL with an error set.
+    let negative =
+        unsafe { Bound::from_owned_ptr_or_err(py, (checks.is_neg)(obj.as_ptr(), std::ptr::null_mut()))? };
+    if negative.is_truthy()? {
+        return Ok(0);
+    }
+    Ok(ndim)
+}
+
 /// The floor of a `#[pyfunction]` call taking one object.
 #[pyfunction]
 fn noop(_obj: &Bound<'_, PyAny>) -> usize {
@@ -101,5 +217,7 @@ fn bench_ours(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fresh, m)?)?;
     m.add_function(wrap_pyfunction!(native_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(native_torch, m)?)?;
+    m.add_function(wrap_pyfunction!(torch_floor, m)?)?;
+    m.add_function(wrap_pyfunction!(torch_floor_checked, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)
 }
