@@ -245,7 +245,10 @@ def nanobind_rows():
          ("noop(a)", lambda: cell("f(a)", f=bench_ours.noop, a=a)), (1.0, "nanobind")),
         ("import a torch float32 (1000, 1000) as an argument",
          {lib: imp(lib, t) for lib in NB_LIBS},
-         ("noop(t)", lambda: cell("f(t)", f=bench_ours.noop, t=t)), (1.0, "dlpark")),
+         # What a checked import cannot go below: torch's C export and deleter
+         # plus its requires_grad getter and is_neg(), called as C functions.
+         ("torch's C export + requires_grad + is_neg()",
+          lambda: cell("f(t)", f=bench_ours.torch_floor_checked, t=t)), (1.0, "dlpark")),
         ("a fresh 1K float32 buffer returned as a `numpy.ndarray` (ours: `Native::numpy`)",
          {"ours": lambda: cell("f(1000)", f=bench_ours.native_numpy),
           "nanobind": lambda: cell("f(1000)", f=bench_nanobind.fresh_numpy)},
