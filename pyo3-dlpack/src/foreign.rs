@@ -184,7 +184,7 @@ pub(crate) unsafe fn foreign_slice<'a>(ptr: *const i64, len: usize) -> &'a [i64]
 /// most negative and most positive stride reach, must be a real address
 /// range of at most `isize::MAX` bytes. A row-major tensor reaches exactly
 /// its `nbytes`, packed sub-byte elements included (the common case,
-/// without the strided walk's wide arithmetic). Inlined, as `check_dims`
+/// without the strided walk's wide arithmetic). Inlined, as `check_dims_into`
 /// is: the span returned through memory was read back with a wide load that
 /// stalled on store forwarding (measured: a quarter of `check`'s time).
 #[inline(always)]
