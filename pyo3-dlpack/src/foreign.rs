@@ -50,6 +50,7 @@ pub(crate) enum Role {
 ///
 /// `tensor` comes from a live managed tensor or prototype: when non-NULL,
 /// `shape` points to `ndim` readable `i64`s, as the DLPack header requires.
+#[inline]
 pub(crate) unsafe fn shape_of(
     tensor: &DLTensor,
     role: Role,

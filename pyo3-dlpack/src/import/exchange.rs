@@ -28,6 +28,10 @@ const CACHE_LIMIT: usize = 64;
 #[derive(Clone, Copy)]
 pub(crate) struct ExchangeApi {
     table: &'static DLPackExchangeAPI,
+    /// The table's owning export, copied here from the table: an import
+    /// reads it next to the type it found, not from the producer's table
+    /// (measured: that read missed the cache on torch imports).
+    owned_export: OwnedExport,
     /// For `torch.Tensor` itself: torch's C path skips the refusals of its
     /// `__dlpack__` (tensors that require gradient, the conjugate bit), so
     /// they are checked per tensor (see [`ExchangeApi::check_torch`]).
@@ -47,6 +51,12 @@ struct Entry {
     /// Keeps the capsule holding the table alive with the type.
     _capsule: Option<Py<PyAny>>,
 }
+
+/// The owning export of a table (`managed_tensor_from_py_object_no_sync`).
+type OwnedExport = unsafe extern "C" fn(
+    py_object: *mut std::ffi::c_void,
+    out: *mut *mut DLManagedTensorVersioned,
+) -> i32;
 
 /// The cache: entries published once (leaked, so they live as long as the
 /// types they keep alive) and never removed, so a lookup reads atomics only,
@@ -154,9 +164,14 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
         if current.version.major == 1 {
             // SAFETY: a major-1 header begins a `DLPackExchangeAPI`, static as above.
             let table: &'static DLPackExchangeAPI = unsafe { header.cast().as_ref() };
-            let usable = table.managed_tensor_from_py_object_no_sync.is_some();
-            let api = ExchangeApi { table, torch };
-            return Ok((usable.then_some(api), Some(attr.clone().unbind())));
+            let api = table
+                .managed_tensor_from_py_object_no_sync
+                .map(|owned_export| ExchangeApi {
+                    table,
+                    owned_export,
+                    torch,
+                });
+            return Ok((api, Some(attr.clone().unbind())));
         }
         match NonNull::new(current.prev_api) {
             Some(previous) => header = previous,
@@ -244,14 +259,10 @@ impl ExchangeApi {
         self,
         obj: &Bound<'_, PyAny>,
     ) -> PyResult<NonNull<DLManagedTensorVersioned>> {
-        let from_py = self
-            .table
-            .managed_tensor_from_py_object_no_sync
-            .expect("checked in find");
         let mut out: *mut DLManagedTensorVersioned = ptr::null_mut();
         // SAFETY: `obj` is an instance of the type whose table this is (the
         // lookup is by `type(obj)`), we are attached, and `out` is writable.
-        let status = unsafe { from_py(obj.as_ptr().cast(), &mut out) };
+        let status = unsafe { (self.owned_export)(obj.as_ptr().cast(), &mut out) };
         match NonNull::new(out) {
             Some(managed) if status == 0 => Ok(managed),
             _ => Err(producer_error(obj.py())),

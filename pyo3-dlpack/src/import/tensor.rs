@@ -127,6 +127,7 @@ impl State {
 /// or `own_tensor` for a borrowed view or a NumPy array (see
 /// [`State::own_tensor`]). A function of the two fields only, so a caller
 /// may write the state's other fields meanwhile.
+#[inline]
 fn dl_tensor_of<'a>(managed: &'a Managed, own_tensor: &'a DLTensor) -> &'a DLTensor {
     match managed {
         // SAFETY: a `PyTensor` owns the live struct until drop, and
@@ -390,6 +391,7 @@ impl PyTensor {
         Ok(Self { state })
     }
 
+    #[inline]
     fn dl_tensor(&self) -> &DLTensor {
         let managed = self.state.managed.as_ref().expect("present until drop");
         dl_tensor_of(managed, &self.state.own_tensor)
@@ -463,11 +465,13 @@ impl PyTensor {
     }
 
     /// Element type.
+    #[inline]
     pub fn dtype(&self) -> DataType {
         self.dl_tensor().dtype
     }
 
     /// Device of the memory; device codes outside DLPack 1.3 are kept as they are.
+    #[inline]
     pub fn device(&self) -> Device {
         self.dl_tensor().device
     }
