@@ -43,18 +43,32 @@ pub(crate) enum Role {
     Prototype,
 }
 
-/// The extents of `tensor` and their product: ndim within `0..=MAX_NDIM`, a non-NULL shape
-/// when ndim > 0, every extent non-negative and their product in range.
+/// The extents of `tensor` and their product: [`extents_of`], every extent
+/// non-negative and their product in range.
+///
+/// # Safety
+///
+/// As for [`extents_of`].
+#[inline]
+pub(crate) unsafe fn shape_of(
+    tensor: &DLTensor,
+    role: Role,
+) -> Result<(&[i64], usize), DLPackError> {
+    // SAFETY: the caller's contract.
+    let shape = unsafe { extents_of(tensor, role) }?;
+    let numel = layout::numel(shape).map_err(as_foreign)?;
+    Ok((shape, numel))
+}
+
+/// The extents of `tensor`, not yet checked: ndim within `0..=MAX_NDIM` and
+/// a non-NULL shape when ndim > 0.
 ///
 /// # Safety
 ///
 /// `tensor` comes from a live managed tensor or prototype: when non-NULL,
 /// `shape` points to `ndim` readable `i64`s, as the DLPack header requires.
 #[inline]
-pub(crate) unsafe fn shape_of(
-    tensor: &DLTensor,
-    role: Role,
-) -> Result<(&[i64], usize), DLPackError> {
+unsafe fn extents_of(tensor: &DLTensor, role: Role) -> Result<&[i64], DLPackError> {
     let ndim = usize::try_from(tensor.ndim)
         .ok()
         .filter(|&n| n <= MAX_NDIM)
@@ -67,9 +81,7 @@ pub(crate) unsafe fn shape_of(
         return Err(CapsuleError::NullShape { ndim, prototype }.into());
     }
     // SAFETY: non-NULL when ndim > 0 (checked above) and `ndim` long, per the caller.
-    let shape = unsafe { foreign_slice(tensor.shape, ndim) };
-    let numel = layout::numel(shape).map_err(as_foreign)?;
-    Ok((shape, numel))
+    Ok(unsafe { foreign_slice(tensor.shape, ndim) })
 }
 
 /// Checks every field of `tensor` that later code relies on: the dtype
@@ -102,8 +114,8 @@ pub(crate) unsafe fn check_into(
     padded: bool,
     out: &mut Checked,
 ) -> Result<(), DLPackError> {
-    // SAFETY: the caller's contract.
-    let (shape, _) = unsafe { shape_of(tensor, Role::Tensor) }?;
+    // SAFETY: the caller's contract. `check_dims_into` checks the extents.
+    let shape = unsafe { extents_of(tensor, Role::Tensor) }?;
     let strides = if tensor.strides.is_null() {
         None
     } else {

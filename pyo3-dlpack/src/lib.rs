@@ -205,7 +205,9 @@
 //!   immutable), so an address always names the tuple read.
 //! - **A `PyTensor`** owns its managed tensor (`Send + Sync`); mutable
 //!   views need `&mut`. It may be dropped on any thread, with or without
-//!   the GIL: DLPack requires producers' deleters to allow that.
+//!   the GIL: DLPack requires producers' deleters to allow that. Its state's
+//!   allocation is kept, when it drops, in a slot of the thread that drops it
+//!   for that thread's next import (thread-local: no lock, no atomic).
 //! - **Borrowed views** (`PyTensor::with_borrowed`) hold no reference to the
 //!   producer's storage, only to the object: with the GIL, nothing can free
 //!   that storage while the closure runs unless the closure itself runs

@@ -9,6 +9,7 @@ mod numpy;
 pub(crate) mod protocols;
 mod reexport;
 mod registry;
+mod state;
 pub(crate) mod tensor;
 mod torch_checks;
 mod view;

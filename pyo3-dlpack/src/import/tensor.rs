@@ -2,6 +2,7 @@
 
 use std::ffi::c_void;
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::sync::OnceLock;
 
 use pyo3::prelude::*;
@@ -11,13 +12,14 @@ use crate::error::LayoutError;
 use crate::ffi::{
     DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion, DLTensor,
 };
-use crate::foreign::{self, Checked};
+use crate::foreign;
 use crate::import::consume::{Managed, take_from_capsule};
 use crate::import::exchange;
 use crate::import::negotiate::{ImportOptions, legacy_writability, probe_dlpack, request_capsule};
 use crate::import::numpy;
 use crate::import::protocols;
 use crate::import::registry::Registration;
+use crate::import::state::State;
 use crate::layout::DimsBuf;
 use crate::{DLPackError, DataType, Device, Writability, protocol};
 
@@ -65,63 +67,14 @@ pub struct PyTensor {
     /// several times between its extraction and the function body, and a
     /// freshly written struct of a few hundred bytes copied with wide loads
     /// stalls on store forwarding at every move (measured: about a third of
-    /// a NumPy import's time). One small allocation costs less.
-    state: Box<State>,
+    /// a NumPy import's time). One small allocation costs less, and a
+    /// thread reuses its last one (see `import::state`), which the drop
+    /// hands back.
+    state: ManuallyDrop<Box<State>>,
 }
 
 // A `PyTensor` moves as one pointer (see its `state`).
 const _: () = assert!(size_of::<PyTensor>() == size_of::<usize>());
-
-/// What a `PyTensor` knows, on the heap (see [`PyTensor::state`]).
-struct State {
-    managed: Option<Managed>,
-    /// The description of a borrowed view or a NumPy array read directly
-    /// (their `Managed` holds none); unused for capsules, which hold theirs.
-    /// Its `shape` and `strides` are never read (NULL for an array, the
-    /// producer's for a view): `dims_copy` has them.
-    own_tensor: DLTensor,
-    checked: Checked,
-    /// This import's entry in the aliasing registry, made when the first
-    /// view is (imports that never hand out a view cost the registry
-    /// nothing); `None` inside for no elements, or after `unregister`.
-    registration: OnceLock<Option<Registration>>,
-    /// Shape and strides copied out of a borrowed view (its producer's own
-    /// arrays may change if Python code runs while it is borrowed) or read
-    /// from a NumPy array. Inline up to 4 dimensions.
-    dims_copy: Option<DimsBuf>,
-    /// A legacy capsule whose producer said, through its own API, that the
-    /// memory may be written (see `legacy_writability`).
-    legacy_writable: bool,
-    /// The stream the data is ready on (see [`PyTensor::stream`]).
-    stream: Option<i64>,
-}
-
-impl State {
-    /// The state of a tensor owning `managed`, not yet checked, written in
-    /// its allocation (`Box::new` built it on the stack and copied it).
-    fn new(managed: Managed) -> Box<Self> {
-        let mut state = Box::<Self>::new_uninit();
-        state.write(Self {
-            managed: Some(managed),
-            own_tensor: DLTensor {
-                data: std::ptr::null_mut(),
-                device: Device::cpu(),
-                ndim: 0,
-                dtype: DataType::U8,
-                shape: std::ptr::null_mut(),
-                strides: std::ptr::null_mut(),
-                byte_offset: 0,
-            },
-            checked: Checked::EMPTY,
-            registration: OnceLock::new(),
-            dims_copy: None,
-            legacy_writable: false,
-            stream: None,
-        });
-        // SAFETY: initialised by the `write` just above.
-        unsafe { state.assume_init() }
-    }
-}
 
 /// The description of a tensor owned as `managed`: the producer's struct,
 /// or `own_tensor` for a borrowed view or a NumPy array (see
@@ -346,7 +299,9 @@ impl PyTensor {
 
     /// Owns `state`'s tensor from here on, checked (as `from_managed`).
     fn checked(state: Box<State>) -> Result<Self, DLPackError> {
-        let mut tensor = Self { state };
+        let mut tensor = Self {
+            state: ManuallyDrop::new(state),
+        };
         if let Some(Managed::Versioned(versioned)) = &tensor.state.managed {
             // SAFETY: a live struct we own; `version` is its first field, which
             // the header says stays stable across majors.
@@ -388,7 +343,9 @@ impl PyTensor {
             false,
             &mut state.checked,
         )?;
-        Ok(Self { state })
+        Ok(Self {
+            state: ManuallyDrop::new(state),
+        })
     }
 
     #[inline]
@@ -661,6 +618,8 @@ impl Drop for PyTensor {
         if let Some(managed) = self.state.managed.take() {
             managed.delete();
         }
+        // SAFETY: `state` is taken once, here, in the drop, and not used after.
+        State::recycle(unsafe { ManuallyDrop::take(&mut self.state) });
     }
 }
 

@@ -62,9 +62,14 @@ impl TorchChecks {
     ///   `__dlpack__` misses that one): the memory holds unresolved values.
     ///
     /// Only the dtypes these can apply to are checked: floating-point and
-    /// complex tensors for gradients and the negative bit (views such as
-    /// `x.conj().imag`), complex ones for the conjugate bit. Integer and
-    /// bool tensors cost nothing.
+    /// complex tensors for gradients, complex ones for the conjugate bit, and
+    /// the negative bit where torch's public operations can set it (views
+    /// such as `x.conj().imag`: complex, float and bfloat16 tensors). torch's
+    /// private `torch._neg_view` and `Tensor._set_neg` can set it on any
+    /// dtype; those are not guarded against. Integer and bool tensors cost
+    /// nothing: this dtype test is inlined into the import, the questions
+    /// are not.
+    #[inline]
     pub(crate) fn check(&self, obj: &Bound<'_, PyAny>, dtype: DataType) -> PyResult<()> {
         let code = dtype.code;
         let complex = code == DataTypeCode::COMPLEX;
@@ -74,6 +79,13 @@ impl TorchChecks {
         if !floating && !low_precision {
             return Ok(());
         }
+        self.ask_all(obj, complex, floating)
+    }
+
+    /// The questions of [`check`](Self::check) for a floating-point tensor
+    /// (`floating`: one whose negative bit is asked, see there).
+    #[inline(never)]
+    fn ask_all(&self, obj: &Bound<'_, PyAny>, complex: bool, floating: bool) -> PyResult<()> {
         if self.ask(obj, Question::RequiresGrad)? {
             return Err(DLPackError::from(ExportError::RequiresGrad).into());
         }
