@@ -5,7 +5,8 @@ All three extension modules (built by `maturin develop --release`, see README.md
 are imported into ONE Python process, so every ratio below comes from one run on
 one machine. Each timed statement is run by `timeit` with GC disabled, `number`
 calibrated so one repeat takes >= 0.2 s, best of `--repeat` (default 7) repeats,
-reported in ns per call.
+reported in ns per call. The nanobind table follows issue 13's method: the median of
+`--nb-rounds` (default 21) rounds, the best of them shown beside it.
 
     python head_to_head.py            # appends a "Run N" section to results.md
     python head_to_head.py --fresh    # starts results.md over (machine header + run 1)
@@ -27,6 +28,7 @@ import json  # noqa: E402
 import pathlib  # noqa: E402
 import platform  # noqa: E402
 import re  # noqa: E402
+import statistics  # noqa: E402
 import sys  # noqa: E402
 import timeit  # noqa: E402
 
@@ -55,6 +57,7 @@ SIZES = {"1K": 1_000, "100M": 100_000_000}  # the flatness table (float32)
 MODULES = {"ours": bench_ours, "dlpark": bench_dlpark, "pyo3-dlpack 0.3": bench_pyo3dlpack03}
 PEERS = ["dlpark", "pyo3-dlpack 0.3"]
 REPEAT = 7
+NB_ROUNDS = 21  # the nanobind table: medians of 21 rounds, as issue 13 measures
 
 
 class NA(str):
@@ -68,7 +71,7 @@ class Cell:
         self.stmt, self.names = stmt, names
         self.timer = timeit.Timer(stmt, globals=names)
         self.number = 1
-        self.best = float("inf")
+        self.samples = []
 
     def calibrate(self):
         """`number` such that one repeat takes >= MIN_REPEAT_S."""
@@ -76,7 +79,15 @@ class Cell:
             self.number *= 4
 
     def one_repeat(self):
-        self.best = min(self.best, self.timer.timeit(self.number) / self.number * 1e9)
+        self.samples.append(self.timer.timeit(self.number) / self.number * 1e9)
+
+    @property
+    def best(self):
+        return min(self.samples)
+
+    @property
+    def median(self):
+        return statistics.median(self.samples)
 
 
 def cell(stmt: str, **names):
@@ -88,7 +99,7 @@ def cell(stmt: str, **names):
     return Cell(stmt, **names)
 
 
-def resolve(values):
+def resolve(values, rounds=None, stat="best"):
     """Measures every Cell in `values` (a list or dict), interleaving their repeats
     (round robin: one repeat of each in turn, REPEAT rounds) so that load drift on
     the shared machine hits every crate of a row alike; returns ns per call."""
@@ -96,10 +107,10 @@ def resolve(values):
     cells = [v for v in items if isinstance(v, Cell)]
     for c in cells:
         c.calibrate()
-    for _ in range(REPEAT):
+    for _ in range(rounds or REPEAT):
         for c in cells:
             c.one_repeat()
-    conv = (lambda v: v.best if isinstance(v, Cell) else v)
+    conv = (lambda v: getattr(v, stat) if isinstance(v, Cell) else v)
     if isinstance(values, dict):
         return {k: conv(v) for k, v in values.items()}
     return [conv(v) for v in values]
@@ -266,17 +277,20 @@ def nanobind_rows():
 
 
 def measure_nanobind():
-    """Each row's libraries and floor timed round robin; returns a list of
-    dicts (label, ns per library, floor, target) for the table and the chart."""
+    """Each row's libraries and floor timed round robin, NB_ROUNDS rounds;
+    returns a list of dicts (label, median ns per library, best ns per library,
+    floor, target) for the table and the chart."""
     out = []
     for (label, makers, (floor_label, floor_maker), target), short in zip(nanobind_rows(), NB_SHORT):
         group = {lib: make() for lib, make in makers.items()}
         group["floor"] = floor_maker()
-        done = resolve(group)
+        done = resolve(group, rounds=NB_ROUNDS, stat="median")
+        best = {lib: v.best for lib, v in group.items() if isinstance(v, Cell) and lib != "floor"}
         out.append({
             "row": label,
             "short": short,
             "ns": {lib: (None if isinstance(v, NA) else v) for lib, v in done.items() if lib != "floor"},
+            "ns_best": best,
             "errors": {lib: str(v) for lib, v in done.items() if isinstance(v, NA)},
             "floor": None if isinstance(done["floor"], NA) else done["floor"],
             "floor_label": floor_label,
@@ -287,23 +301,28 @@ def measure_nanobind():
 
 def render_nanobind(results) -> str:
     out = ["Against nanobind (`bench_nanobind`, nanobind %s, g++ -O3; same process, each row's "
-           "libraries and its floor interleaved), ns per call:" % getattr(bench_nanobind, "__version__", "3.1.0"),
+           "libraries and its floor interleaved), ns per call, the median of %d rounds (each ≥ %.1f s); "
+           "the target's ratio from the best of the same rounds in the last column:"
+           % (getattr(bench_nanobind, "__version__", "3.1.0"), NB_ROUNDS, MIN_REPEAT_S),
            "", "| operation | ours | nanobind | dlpark 0.10 | pyo3-dlpack 0.3 | floor (what) "
-           "| ours ÷ nanobind | ours ÷ dlpark | target | met |", "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+           "| ours ÷ nanobind | ours ÷ dlpark | target | met | best of rounds |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|"]
     for r in results:
         ns = r["ns"]
         cells = [fmt_ns(ns[lib]) if ns.get(lib) is not None else r["errors"].get(lib, "–")
                  for lib in NB_LIBS]
         ours = ns.get("ours")
-        tgt, met = "–", "–"
+        tgt, met, by_best = "–", "–", "–"
         if r["target"] and ours is not None and ns.get(r["target"]["against"]) is not None:
             want, who = r["target"]["ratio"], r["target"]["against"]
             got = ours / ns[who]
             tgt = f"≤ {want:.2f}× {who}"
             met = "yes" if got <= want else f"no ({got:.2f}×)"
+            best = r.get("ns_best", {})
+            by_best = ratio(best.get("ours"), best.get(who))
         floor = f"{fmt_ns(r['floor'])} ({r['floor_label']})" if r["floor"] is not None else "–"
         out.append(f"| {r['row']} | " + " | ".join(cells) + f" | {floor} | "
-                   f"{ratio(ours, ns.get('nanobind'))} | {ratio(ours, ns.get('dlpark'))} | {tgt} | {met} |")
+                   f"{ratio(ours, ns.get('nanobind'))} | {ratio(ours, ns.get('dlpark'))} | {tgt} | {met} | {by_best} |")
     out.append("")
     return "\n".join(out)
 
@@ -430,16 +449,19 @@ def machine_header() -> str:
 
 
 def main():
-    global REPEAT, MIN_REPEAT_S
+    global REPEAT, MIN_REPEAT_S, NB_ROUNDS
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--fresh", action="store_true", help="start results.md over")
     p.add_argument("--repeat", type=int, default=REPEAT, help="repeats per measurement (>= 5)")
+    p.add_argument("--nb-rounds", type=int, default=NB_ROUNDS,
+                   help="rounds of the nanobind table, whose medians it shows (>= 5)")
     p.add_argument("--min-time", type=float, default=MIN_REPEAT_S,
                    help="seconds per repeat (default 0.2; lower only for a smoke test)")
     p.add_argument("--output", type=pathlib.Path, default=RESULTS)
     args = p.parse_args()
     REPEAT = max(5, args.repeat)
     MIN_REPEAT_S = args.min_time
+    NB_ROUNDS = max(5, args.nb_rounds)
 
     if args.fresh or not args.output.exists():
         args.output.write_text(machine_header())
