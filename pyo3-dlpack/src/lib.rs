@@ -205,9 +205,11 @@
 //!   immutable), so an address always names the tuple read.
 //! - **A `PyTensor`** owns its managed tensor (`Send + Sync`); mutable
 //!   views need `&mut`. It may be dropped on any thread, with or without
-//!   the GIL: DLPack requires producers' deleters to allow that. Its state's
-//!   allocation is kept, when it drops, in a slot of the thread that drops it
-//!   for that thread's next import (thread-local: no lock, no atomic).
+//!   the GIL: DLPack requires producers' deleters to allow that.
+//! - **Spare allocations.** A dropped `PyTensor`'s state, and an export's
+//!   block freed by its deleter, are kept in a slot of the thread that frees
+//!   them, one per use, for that thread's next import or export
+//!   (thread-local: no lock, no atomic; freed when the thread exits).
 //! - **Borrowed views** (`PyTensor::with_borrowed`) hold no reference to the
 //!   producer's storage, only to the object: with the GIL, nothing can free
 //!   that storage while the closure runs unless the closure itself runs
@@ -249,6 +251,7 @@ mod layout;
 mod proptests;
 mod protocol;
 mod pyint;
+mod spare;
 mod wrap;
 
 #[cfg(feature = "cudarc")]

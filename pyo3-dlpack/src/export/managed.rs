@@ -1,13 +1,15 @@
 //! One heap block per export: the managed tensor struct the capsule points
 //! to, the owner that keeps the memory alive, and the shape and strides, in a
-//! single allocation that the deleter frees.
+//! single allocation that the deleter frees (into its thread's spare slot,
+//! for that thread's next export of the same layout: see `crate::spare`).
 //!
 //! ```text
 //! ExportBlock<M, O> { managed: M, ndim, owner: O } | shape: [i64; ndim] | strides: [i64; ndim]
 //! ^ the capsule's pointer (M at offset 0, so the deleter's argument is the block)
 //! ```
 
-use std::alloc::{self, Layout};
+use std::alloc::Layout;
+use std::cell::Cell;
 use std::ffi::CStr;
 #[cfg(test)]
 use std::ffi::c_void;
@@ -18,6 +20,12 @@ use std::ptr::{self, NonNull};
 use crate::export::info::TensorInfo;
 use crate::export::plan::ExportPlan;
 use crate::ffi::{self, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor};
+use crate::spare;
+
+thread_local! {
+    /// This thread's spare export block (of the layout last freed here).
+    static SPARE_BLOCK: spare::Slot = const { Cell::new(None) };
+}
 
 /// The two managed-tensor structs a capsule can carry.
 ///
@@ -106,12 +114,10 @@ pub(crate) fn write_block<M: ManagedTensor, O: Send + 'static>(
     let (shape_src, strides_src) = info.dims_slices();
     let ndim = shape_src.len();
     let (layout, tail) = block_layout::<M, O>(ndim);
-    // SAFETY: the layout is at least the size of `ExportBlock`, which holds
-    // a non-zero-sized `M`.
-    let raw = unsafe { alloc::alloc(layout) };
-    let Some(block) = NonNull::new(raw.cast::<ExportBlock<M, O>>()) else {
-        alloc::handle_alloc_error(layout)
-    };
+    // The layout is at least the size of `ExportBlock`, which holds a
+    // non-zero-sized `M`.
+    let block = spare::take(&SPARE_BLOCK, layout).cast::<ExportBlock<M, O>>();
+    let raw = block.as_ptr().cast::<u8>();
     let shape = raw.wrapping_add(tail).cast::<i64>();
     let strides = shape.wrapping_add(ndim);
     // SAFETY: `shape` and `strides` each start `ndim` i64s inside the
@@ -151,17 +157,18 @@ pub(crate) fn write_block<M: ManagedTensor, O: Send + 'static>(
 /// `managed` is null, or a pointer returned by [`write_block`] for the
 /// same `M` and `O` that has not been passed to this deleter before.
 unsafe extern "C" fn delete_block<M: ManagedTensor, O: Send + 'static>(managed: *mut M) {
-    let Some(block) = NonNull::new(managed.cast::<ExportBlock<M, O>>()) else {
+    let Some(allocation) = NonNull::new(managed.cast::<ExportBlock<M, O>>()) else {
         return;
     };
-    let block = block.as_ptr();
+    let block = allocation.as_ptr();
     // SAFETY: the caller guarantees `block` is a finished, live block, read
     // (and so its owner taken) exactly once, here.
     let ExportBlock { ndim, owner, .. } = unsafe { block.read() };
     let (layout, _) = block_layout::<M, O>(ndim);
-    // SAFETY: the block was allocated with this layout (same M, O and ndim);
-    // nothing reads it after this point.
-    unsafe { alloc::dealloc(block.cast(), layout) };
+    // SAFETY: the block was allocated by `spare::take` (the global allocator)
+    // with this layout (same M, O and ndim); nothing reads it after this
+    // point. It is kept as this thread's spare block, or freed.
+    unsafe { spare::give_back(&SPARE_BLOCK, allocation.cast(), layout) };
     drop_owner(ManuallyDrop::into_inner(owner));
 }
 
@@ -258,6 +265,27 @@ mod tests {
         // SAFETY: we own the struct; its single deleter call.
         unsafe { call_deleter(managed) };
         assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_freed_block_is_written_again_by_the_next_export_of_its_layout() {
+        let data = vec![0.0f32; 6];
+        let info = TensorInfo::new(&data, [2usize, 3]).unwrap();
+        let export = |owner: Vec<f32>| {
+            write_block::<DLManagedTensorVersioned, _>(&info, &plan(Device::cpu(), false), owner)
+        };
+        let first = export(data.clone());
+        // SAFETY: we own the struct; its single deleter call.
+        unsafe { call_deleter(first) };
+        let second = export(data.clone());
+        assert_eq!(second, first);
+        // SAFETY: live until its deleter runs below.
+        let m = unsafe { second.as_ref() };
+        // SAFETY: the block holds ndim shape entries.
+        let shape = unsafe { std::slice::from_raw_parts(m.dl_tensor.shape, 2) };
+        assert_eq!(shape, [2, 3]);
+        // SAFETY: we own the struct; its single deleter call.
+        unsafe { call_deleter(second) };
     }
 
     #[test]

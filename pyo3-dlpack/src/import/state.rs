@@ -1,17 +1,10 @@
-//! What a `PyTensor` keeps on the heap, and the allocation each thread keeps
-//! spare for the next import.
-//!
-//! Every import allocates one `State` and every drop frees it. A thread that
-//! imports in a loop (a `#[pyfunction]` called per batch) would pay `malloc`
-//! and `free` each time, about 130 instructions of an import's own ~700
-//! (callgrind, a torch int32 tensor); instead a dropped state's allocation is
-//! kept in its thread's one spare slot and taken by that thread's next import.
-//! The slot is thread-local, so it needs no lock or atomic; a state dropped
-//! on another thread (a `PyTensor` is `Send`) fills that thread's slot, and a
-//! thread's spare is freed when the thread exits.
+//! What a `PyTensor` keeps on the heap: one allocation per import, the
+//! thread's spare one when it has one (see `crate::spare`).
 
+use std::alloc::Layout;
 use std::cell::Cell;
 use std::mem::MaybeUninit;
+use std::ptr::NonNull;
 use std::sync::OnceLock;
 
 use crate::DataType;
@@ -21,6 +14,12 @@ use crate::foreign::Checked;
 use crate::import::consume::Managed;
 use crate::import::registry::Registration;
 use crate::layout::DimsBuf;
+use crate::spare;
+
+thread_local! {
+    /// This thread's spare `State` allocation.
+    static SPARE: spare::Slot = const { Cell::new(None) };
+}
 
 /// What a `PyTensor` knows, on the heap (see `PyTensor::state`).
 pub(crate) struct State {
@@ -51,7 +50,10 @@ impl State {
     /// its allocation (`Box::new` built it on the stack and copied it): this
     /// thread's spare one, or a new one.
     pub(crate) fn new(managed: Managed) -> Box<Self> {
-        let mut state = spare::take();
+        let block = spare::take(&SPARE, Layout::new::<Self>());
+        // SAFETY: a block of `State`'s layout (not zero-sized) from the global
+        // allocator, owned by nobody else: what a `Box` of it would hold.
+        let mut state = unsafe { Box::from_raw(block.as_ptr().cast::<MaybeUninit<Self>>()) };
         state.write(Self {
             managed: Some(managed),
             own_tensor: DLTensor {
@@ -76,44 +78,15 @@ impl State {
     /// Drops the state's fields and keeps its allocation as this thread's
     /// spare (or frees it, when the thread has one or is exiting).
     pub(crate) fn recycle(state: Box<Self>) {
-        let raw = Box::into_raw(state);
-        // SAFETY: `raw` comes from `Box::into_raw` just above, so it is valid,
-        // aligned and initialised, and nothing else refers to it; its fields
-        // are dropped here once, and it is only used again as uninitialised
-        // memory below.
-        unsafe { std::ptr::drop_in_place(raw) };
-        // SAFETY: the same allocation, of the same layout (`MaybeUninit<T>`
-        // has `T`'s), made by `Box`; its contents were dropped just above,
-        // which `MaybeUninit` allows.
-        let allocation = unsafe { Box::from_raw(raw.cast::<MaybeUninit<Self>>()) };
-        spare::keep(allocation);
-    }
-}
-
-/// The one spare allocation of each thread.
-mod spare {
-    use super::*;
-
-    thread_local! {
-        static SPARE: Cell<Option<Box<MaybeUninit<State>>>> = const { Cell::new(None) };
-    }
-
-    /// This thread's spare allocation, or a new one.
-    #[inline]
-    pub(super) fn take() -> Box<MaybeUninit<State>> {
-        match SPARE.try_with(Cell::take) {
-            Ok(Some(allocation)) => allocation,
-            // None spare, or the thread is exiting (its slot is gone).
-            Ok(None) | Err(_) => Box::new_uninit(),
-        }
-    }
-
-    /// Keeps `allocation` as this thread's spare. A spare already there is
-    /// freed instead; so is `allocation` while the thread exits (the closure,
-    /// which owns it, is then dropped without being called).
-    #[inline]
-    pub(super) fn keep(allocation: Box<MaybeUninit<State>>) {
-        let _ = SPARE.try_with(|slot| drop(slot.replace(Some(allocation))));
+        let ptr = NonNull::from(Box::leak(state));
+        // SAFETY: `ptr` is the leaked `Box`'s, so valid, aligned and
+        // initialised, and nothing else refers to it; its fields are dropped
+        // here once, and it is only used again as uninitialised memory below.
+        unsafe { std::ptr::drop_in_place(ptr.as_ptr()) };
+        // SAFETY: the `Box`'s allocation, of `State`'s layout, from the global
+        // allocator; its contents were dropped just above and nothing refers
+        // to it.
+        unsafe { spare::give_back(&SPARE, ptr.cast(), Layout::new::<Self>()) };
     }
 }
 
