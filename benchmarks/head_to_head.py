@@ -101,8 +101,9 @@ def cell(stmt: str, **names):
 
 def resolve(values, rounds=None, stat="best"):
     """Measures every Cell in `values` (a list or dict), interleaving their repeats
-    (round robin: one repeat of each in turn, REPEAT rounds) so that load drift on
-    the shared machine hits every crate of a row alike; returns ns per call."""
+    (round robin: one repeat of each in turn, `rounds` rounds, REPEAT by default) so
+    that load drift on the shared machine hits every crate of a row alike; returns
+    ns per call, each Cell's `stat` ("best" or "median") of its rounds."""
     items = values.values() if isinstance(values, dict) else values
     cells = [v for v in items if isinstance(v, Cell)]
     for c in cells:

@@ -33,8 +33,12 @@ impl Drop for Block {
 /// The slot of one use: `thread_local! { static S: Slot = const { Cell::new(None) } }`.
 pub(crate) type Slot = Cell<Option<Block>>;
 
-/// A block of `layout` (not zero-sized), uninitialised: the one kept in
-/// `slot` when it has that layout, else a new allocation. Never NULL.
+/// A block of `layout`, uninitialised: the one kept in `slot` when it has
+/// that layout, else a new allocation.
+///
+/// # Panics
+///
+/// For a zero-sized `layout` (every use allocates a header of a few words).
 #[inline]
 pub(crate) fn take(slot: &'static LocalKey<Slot>, layout: Layout) -> NonNull<u8> {
     if let Ok(Some(block)) = slot.try_with(Cell::take) {
@@ -52,7 +56,10 @@ pub(crate) fn take(slot: &'static LocalKey<Slot>, layout: Layout) -> NonNull<u8>
 
 #[cold]
 fn allocate(layout: Layout) -> NonNull<u8> {
-    // SAFETY: `take`'s callers ask for blocks of non-zero size.
+    // The global allocator's one precondition; a kept block is never
+    // zero-sized, as it was allocated here or handed over by `give_back`.
+    assert!(layout.size() != 0, "spare blocks are never zero-sized");
+    // SAFETY: `layout` has a non-zero size (asserted just above).
     let raw = unsafe { alloc::alloc(layout) };
     NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout))
 }
@@ -63,7 +70,8 @@ fn allocate(layout: Layout) -> NonNull<u8> {
 /// # Safety
 ///
 /// `ptr` was allocated by the global allocator with `layout` (by [`take`] or
-/// otherwise), nothing refers to it, and nothing uses it afterwards.
+/// otherwise; so `layout` is not zero-sized), nothing refers to it, and
+/// nothing uses it afterwards.
 #[inline]
 pub(crate) unsafe fn give_back(slot: &'static LocalKey<Slot>, ptr: NonNull<u8>, layout: Layout) {
     let block = Block { ptr, layout };
@@ -107,6 +115,12 @@ mod tests {
         unsafe { give_back(&TEST_SLOT, large, LARGE) };
         // SAFETY: as above, with its own layout.
         unsafe { give_back(&TEST_SLOT, small, SMALL) };
+    }
+
+    #[test]
+    #[should_panic(expected = "spare blocks are never zero-sized")]
+    fn a_zero_sized_block_is_refused() {
+        take(&TEST_SLOT, Layout::new::<()>());
     }
 
     #[test]

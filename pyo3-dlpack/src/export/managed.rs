@@ -114,8 +114,7 @@ pub(crate) fn write_block<M: ManagedTensor, O: Send + 'static>(
     let (shape_src, strides_src) = info.dims_slices();
     let ndim = shape_src.len();
     let (layout, tail) = block_layout::<M, O>(ndim);
-    // The layout is at least the size of `ExportBlock`, which holds a
-    // non-zero-sized `M`.
+    // Never zero-sized: the layout holds an `ExportBlock` and its non-zero-sized `M`.
     let block = spare::take(&SPARE_BLOCK, layout).cast::<ExportBlock<M, O>>();
     let raw = block.as_ptr().cast::<u8>();
     let shape = raw.wrapping_add(tail).cast::<i64>();
