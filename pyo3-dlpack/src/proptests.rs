@@ -38,6 +38,58 @@ fn layout() -> impl Strategy<Value = (Vec<i64>, Vec<i64>)> {
     })
 }
 
+/// Layouts around the row-major one: extents from 1 to past the limits
+/// (and 0 and -1), the row-major strides (wrapping, as a producer past the
+/// limits might send them), then maybe one stride changed.
+fn near_row_major_layout() -> impl Strategy<Value = (Vec<i64>, Vec<i64>)> {
+    let extent = prop::sample::select(vec![
+        -1i64,
+        0,
+        1,
+        2,
+        3,
+        7,
+        1 << 20,
+        1 << 31,
+        1 << 40,
+        1 << 62,
+        i64::MAX,
+    ]);
+    (
+        prop::collection::vec(extent, 0..5),
+        any::<prop::sample::Index>(),
+        prop::option::of(-3i64..1 << 21),
+    )
+        .prop_map(|(shape, which, changed)| {
+            let mut strides = vec![0i64; shape.len()];
+            let mut step = 1i64;
+            for (stride, &extent) in strides.iter_mut().zip(&shape).rev() {
+                *stride = step;
+                step = step.wrapping_mul(extent);
+            }
+            if let (Some(stride), false) = (changed, strides.is_empty()) {
+                let at = which.index(strides.len());
+                strides[at] = stride;
+            }
+            (shape, strides)
+        })
+}
+
+/// Addresses and offsets, ordinary ones and ones near the end of the
+/// address space.
+fn address() -> impl Strategy<Value = (usize, u64)> {
+    (
+        prop::sample::select(vec![
+            0usize,
+            0x1000,
+            1 << 47,
+            usize::MAX / 2,
+            usize::MAX - 64,
+        ]),
+        prop::sample::select(vec![0u64, 8, 1 << 40, 1 << 62, u64::MAX - 4]),
+    )
+}
+
 /// The byte range `[start, end)` of every element, relative to the first
 /// element, by walking every index: the reference the validators must agree
 /// with. `None` when there are no elements.
@@ -103,6 +155,42 @@ proptest! {
                 prop_assert!(checked.span.0 as i64 <= first + low);
                 prop_assert!(first + high <= checked.span.1 as i64);
             }
+        }
+    }
+
+    /// Where the one-pass row-major check answers, the general checks
+    /// accept the tensor with the same counts, span and contiguity.
+    #[test]
+    fn the_row_major_shortcut_answers_as_the_general_checks(
+        (shape, strides) in near_row_major_layout(),
+        dtype in prop::sample::select(vec![
+            DataType::BOOL, DataType::I8, DataType::I32, DataType::U64, DataType::F16,
+            DataType::F32, DataType::F64, DataType::BF16, DataType::C64, DataType::C128,
+            DataType::F8_E4M3FN, DataType::F4_E2M1FN,
+        ]),
+        (data, byte_offset) in address(),
+        padded in any::<bool>(),
+    ) {
+        let tensor = DLTensor {
+            data: data as *mut c_void,
+            device: Device::cpu(),
+            ndim: shape.len() as i32,
+            dtype,
+            shape: std::ptr::null_mut(),
+            strides: std::ptr::null_mut(),
+            byte_offset,
+        };
+        let mut general = foreign::Checked::EMPTY;
+        let result = foreign::check_any_layout_into(&tensor, &shape, Some(&strides), padded, &mut general);
+        if let Some(row_major) = foreign::check_row_major(&tensor, &shape, &strides) {
+            prop_assert!(result.is_ok(), "shortcut accepted, general refused: {:?}", result.err());
+            let mut short = foreign::Checked::EMPTY;
+            row_major.write(shape.len(), &mut short);
+            prop_assert_eq!(
+                (short.ndim, short.numel, short.nbytes, short.span, short.contiguous),
+                (general.ndim, general.numel, general.nbytes, general.span, general.contiguous)
+            );
+            prop_assert!(general.synthesized_strides.is_none());
         }
     }
 
@@ -184,4 +272,56 @@ fn packed_wide_elements_span_their_storage() {
         assert_eq!(checked.nbytes, nbytes, "{dtype}");
         assert_eq!(checked.span, (0x1000, 0x1000 + nbytes), "{dtype}");
     }
+}
+
+/// The one-pass check takes the common tensors and leaves the rest to the
+/// general checks (whose errors they are).
+#[test]
+fn the_row_major_shortcut_takes_only_the_common_case() {
+    let tensor = |dtype, data: usize| DLTensor {
+        data: data as *mut c_void,
+        device: Device::cpu(),
+        ndim: 0,
+        dtype,
+        shape: std::ptr::null_mut(),
+        strides: std::ptr::null_mut(),
+        byte_offset: 0,
+    };
+    let f32_at = tensor(DataType::F32, 0x1000);
+    let taken =
+        |t: &DLTensor, shape: &[i64], strides: &[i64]| foreign::check_row_major(t, shape, strides);
+    let row_major = taken(&f32_at, &[3, 4], &[4, 1]).expect("a row-major tensor");
+    let mut checked = foreign::Checked::EMPTY;
+    row_major.write(2, &mut checked);
+    assert_eq!(
+        (checked.numel, checked.nbytes, checked.span),
+        (12, 48, (0x1000, 0x1030))
+    );
+    // Extents of 1 take any stride; a scalar is row-major.
+    assert!(taken(&f32_at, &[3, 1], &[1, 99]).is_some());
+    assert!(taken(&f32_at, &[], &[]).is_some());
+    // Left to the general checks:
+    assert!(taken(&f32_at, &[3, 4], &[1, 3]).is_none(), "column-major");
+    assert!(taken(&f32_at, &[0, 4], &[4, 1]).is_none(), "no elements");
+    assert!(
+        taken(&f32_at, &[-1, 4], &[4, 1]).is_none(),
+        "a negative extent"
+    );
+    assert!(
+        taken(&tensor(DataType::F32, 0), &[3, 4], &[4, 1]).is_none(),
+        "NULL data"
+    );
+    assert!(
+        taken(&tensor(DataType::F4_E2M1FN, 0x1000), &[3, 4], &[4, 1]).is_none(),
+        "packed"
+    );
+    assert!(
+        taken(&f32_at, &[1 << 62, 1], &[1, 1]).is_none(),
+        "past isize::MAX bytes"
+    );
+    let at_the_end = tensor(DataType::F32, usize::MAX - 8);
+    assert!(
+        taken(&at_the_end, &[3], &[1]).is_none(),
+        "past the address space"
+    );
 }

@@ -101,6 +101,26 @@ def test_owned_exchange_imports_release_the_tensor():
     assert torch.Storage._expired(storage), "every import released its reference"
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.ones(1000, requires_grad=True),
+        lambda: torch.ones(1000, dtype=torch.complex64).conj().imag,
+    ],
+    ids=["requires_grad", "negative_bit"],
+)
+def test_refused_exchange_imports_release_the_tensor(make):
+    t = make()
+    storage = t.untyped_storage()._weak_ref()
+    for _ in range(100):
+        for importer in (ext.describe, ext.describe_borrowed):
+            with pytest.raises(BufferError):
+                importer(t)
+    del t
+    gc.collect()
+    assert torch.Storage._expired(storage), "every refused import released its reference"
+
+
 def importers():
     """Every way a tensor is imported: owned, borrowed, as a derived argument."""
     return {

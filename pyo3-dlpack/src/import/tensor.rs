@@ -149,8 +149,8 @@ impl PyTensor {
             if let Some(api) = exchange::lookup(obj)? {
                 match api.owned(obj) {
                     Ok(managed) => {
+                        api.check_torch_owned(obj, managed)?;
                         let mut tensor = Self::from_managed(Managed::Versioned(managed))?;
-                        api.check_torch(obj, tensor.dtype())?;
                         let device = tensor.device();
                         if !device.device_type.uses_streams() {
                             return Ok(tensor);
@@ -211,12 +211,12 @@ impl PyTensor {
         if let Some(api) = exchange::lookup(obj)? {
             match api.borrowed(obj) {
                 Some(Ok(view)) => {
+                    api.check_torch(obj, view.dtype)?;
                     let mut state = State::new(Managed::Borrowed {
                         version: api.version(),
                     });
                     state.own_tensor = view;
                     let tensor = Self::checked(state)?;
-                    api.check_torch(obj, tensor.dtype())?;
                     return Ok(f(&tensor));
                 }
                 // As in `from_pyany_with`: the producer's own error.
