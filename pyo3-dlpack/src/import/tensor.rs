@@ -150,7 +150,7 @@ impl PyTensor {
                 match api.owned(obj) {
                     Ok(managed) => {
                         api.check_torch_owned(obj, managed)?;
-                        let mut tensor = Self::from_managed(Managed::Versioned(managed))?;
+                        let mut tensor = Self::from_versioned(managed)?;
                         let device = tensor.device();
                         if !device.device_type.uses_streams() {
                             return Ok(tensor);
@@ -272,7 +272,7 @@ impl PyTensor {
     pub(crate) fn from_own_managed(
         managed: std::ptr::NonNull<crate::ffi::DLManagedTensorVersioned>,
     ) -> Result<Self, DLPackError> {
-        Self::from_managed(Managed::Versioned(managed))
+        Self::from_versioned(managed)
     }
 
     /// Gives the managed tensor back without deleting it (the caller owns it again).
@@ -295,6 +295,25 @@ impl PyTensor {
     /// deleter once.
     fn from_managed(managed: Managed) -> Result<Self, DLPackError> {
         Self::checked(State::new(managed))
+    }
+
+    /// [`from_managed`](Self::from_managed) of a versioned struct, the
+    /// common case (torch's exchange API), without asking which kind it is.
+    fn from_versioned(
+        managed: std::ptr::NonNull<crate::ffi::DLManagedTensorVersioned>,
+    ) -> Result<Self, DLPackError> {
+        let mut tensor = Self {
+            state: ManuallyDrop::new(State::new(Managed::Versioned(managed))),
+        };
+        // SAFETY: a live struct we own (dropped with `tensor`); its version
+        // comes first, and the rest is read in the layout of the major
+        // version checked.
+        let versioned = unsafe { managed.as_ref() };
+        protocol::check_version(versioned.version)?;
+        let padded = protocol::is_subbyte_padded(versioned.flags);
+        // SAFETY: of major version 1, whose shape and strides are `ndim` long.
+        unsafe { foreign::check_into(&versioned.dl_tensor, padded, &mut tensor.state.checked) }?;
+        Ok(tensor)
     }
 
     /// Owns `state`'s tensor from here on, checked (as `from_managed`).
