@@ -93,6 +93,7 @@ unsafe fn extents_of(tensor: &DLTensor, role: Role) -> Result<&[i64], DLPackErro
 ///
 /// `tensor` comes from a live managed tensor: when non-NULL, `shape` and
 /// `strides` point to `ndim` readable `i64`s each, as the DLPack header requires.
+#[cfg(any(test, feature = "__fuzzing"))]
 pub(crate) unsafe fn check(tensor: &DLTensor, padded: bool) -> Result<Checked, DLPackError> {
     let mut checked = Checked::EMPTY;
     // SAFETY: the caller's contract.

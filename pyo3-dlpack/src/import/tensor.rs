@@ -76,6 +76,25 @@ pub struct PyTensor {
 // A `PyTensor` moves as one pointer (see its `state`).
 const _: () = assert!(size_of::<PyTensor>() == size_of::<usize>());
 
+/// The checks of a versioned struct: its version (first, as the header
+/// keeps `version` stable across majors), then its description (`flags`
+/// say whether sub-byte elements are padded), written into `out`.
+///
+/// # Safety
+///
+/// `versioned` is a live managed tensor: when of major version 1, its shape
+/// and strides, when non-NULL, point to `ndim` readable `i64`s each.
+unsafe fn check_versioned(
+    versioned: &crate::ffi::DLManagedTensorVersioned,
+    out: &mut foreign::Checked,
+) -> Result<(), DLPackError> {
+    protocol::check_version(versioned.version)?;
+    let padded = protocol::is_subbyte_padded(versioned.flags);
+    // SAFETY: of major version 1, so laid out as the header says, and live
+    // with `ndim`-long shape and strides (the caller's contract).
+    unsafe { foreign::check_into(&versioned.dl_tensor, padded, out) }
+}
+
 /// The description of a tensor owned as `managed`: the producer's struct,
 /// or `own_tensor` for a borrowed view or a NumPy array (see
 /// [`State::own_tensor`]). A function of the two fields only, so a caller
@@ -258,13 +277,16 @@ impl PyTensor {
     pub(crate) unsafe fn adopt_versioned(
         managed: std::ptr::NonNull<crate::ffi::DLManagedTensorVersioned>,
     ) -> Result<Self, DLPackError> {
+        let mut checked = foreign::Checked::EMPTY;
         // SAFETY: the caller's contract: a live versioned struct.
-        let struct_ref = unsafe { managed.as_ref() };
-        protocol::check_version(struct_ref.version)?;
-        let padded = protocol::is_subbyte_padded(struct_ref.flags);
-        // SAFETY: live and of major version 1, so its layout is known.
-        unsafe { foreign::check(&struct_ref.dl_tensor, padded) }?;
-        Self::from_managed(Managed::Versioned(managed))
+        let versioned = unsafe { managed.as_ref() };
+        // SAFETY: as just said.
+        unsafe { check_versioned(versioned, &mut checked) }?;
+        let mut state = State::new(Managed::Versioned(managed));
+        state.checked = checked;
+        Ok(Self {
+            state: ManuallyDrop::new(state),
+        })
     }
 
     /// Takes a versioned managed tensor this crate's own export made (for
@@ -294,7 +316,10 @@ impl PyTensor {
     /// Owns `managed` from here on: any error below drops it, which runs the
     /// deleter once.
     fn from_managed(managed: Managed) -> Result<Self, DLPackError> {
-        Self::checked(State::new(managed))
+        match managed {
+            Managed::Versioned(versioned) => Self::from_versioned(versioned),
+            other => Self::checked(State::new(other)),
+        }
     }
 
     /// [`from_managed`](Self::from_managed) of a versioned struct, the
@@ -305,27 +330,20 @@ impl PyTensor {
         let mut tensor = Self {
             state: ManuallyDrop::new(State::new(Managed::Versioned(managed))),
         };
-        // SAFETY: a live struct we own (dropped with `tensor`); its version
-        // comes first, and the rest is read in the layout of the major
-        // version checked.
+        // SAFETY: a live struct we own (dropped with `tensor`).
         let versioned = unsafe { managed.as_ref() };
-        protocol::check_version(versioned.version)?;
-        let padded = protocol::is_subbyte_padded(versioned.flags);
-        // SAFETY: of major version 1, whose shape and strides are `ndim` long.
-        unsafe { foreign::check_into(&versioned.dl_tensor, padded, &mut tensor.state.checked) }?;
+        // SAFETY: as just said.
+        unsafe { check_versioned(versioned, &mut tensor.state.checked) }?;
         Ok(tensor)
     }
 
-    /// Owns `state`'s tensor from here on, checked (as `from_managed`).
+    /// Owns `state`'s tensor from here on, checked (as `from_managed`):
+    /// a legacy struct, a borrowed view or a NumPy array (versioned structs,
+    /// whose version is checked first, take `from_versioned`).
     fn checked(state: Box<State>) -> Result<Self, DLPackError> {
         let mut tensor = Self {
             state: ManuallyDrop::new(state),
         };
-        if let Some(Managed::Versioned(versioned)) = &tensor.state.managed {
-            // SAFETY: a live struct we own; `version` is its first field, which
-            // the header says stays stable across majors.
-            protocol::check_version(unsafe { versioned.as_ref() }.version)?;
-        }
         let padded = tensor.is_subbyte_padded();
         let state = &mut *tensor.state;
         let managed = state.managed.as_ref().expect("present until drop");
