@@ -355,6 +355,11 @@ impl DLPackTensor {
 
     /// The buffer protocol, for host tensors: `memoryview(t)`, `bytes(t)`,
     /// `np.asarray(t)` read the memory in place.
+    ///
+    /// # Safety
+    ///
+    /// Called by Python only (`bf_getbuffer`), with `view` a writable
+    /// `Py_buffer` for this object to fill.
     #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
     unsafe fn __getbuffer__(
         slf: Bound<'_, Self>,
@@ -368,6 +373,12 @@ impl DLPackTensor {
         unsafe { crate::export::buffer::fill(view, flags, &slf.get().info.0, owner) }
     }
 
+    /// Releases a view [`__getbuffer__`](Self::__getbuffer__) filled.
+    ///
+    /// # Safety
+    ///
+    /// Called by Python only (`bf_releasebuffer`), once for each `view`
+    /// this object's `__getbuffer__` filled.
     #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
     unsafe fn __releasebuffer__(&self, view: *mut pyo3::ffi::Py_buffer) {
         // SAFETY: Python releases each view `__getbuffer__` filled once.
