@@ -289,14 +289,6 @@ impl PyTensor {
         })
     }
 
-    /// Takes a versioned managed tensor this crate's own export made (for
-    /// producers of the other protocols): checked as any import is.
-    pub(crate) fn from_own_managed(
-        managed: std::ptr::NonNull<crate::ffi::DLManagedTensorVersioned>,
-    ) -> Result<Self, DLPackError> {
-        Self::from_versioned(managed)
-    }
-
     /// Gives the managed tensor back without deleting it (the caller owns it again).
     pub(crate) fn release(mut self) {
         // `Managed` deletes only when told to; without it, drop deletes nothing.
@@ -323,8 +315,9 @@ impl PyTensor {
     }
 
     /// [`from_managed`](Self::from_managed) of a versioned struct, the
-    /// common case (torch's exchange API), without asking which kind it is.
-    fn from_versioned(
+    /// common case (torch's exchange API; this crate's own export, for
+    /// producers of the other protocols), without asking which kind it is.
+    pub(crate) fn from_versioned(
         managed: std::ptr::NonNull<crate::ffi::DLManagedTensorVersioned>,
     ) -> Result<Self, DLPackError> {
         let mut tensor = Self {

@@ -130,7 +130,7 @@ pub(crate) unsafe fn import(
         _keeper: keeper,
     };
     let managed = crate::export::managed_value(foreign)?;
-    Ok(PyTensor::from_own_managed(managed)?)
+    Ok(PyTensor::from_versioned(managed)?)
 }
 
 /// Strides in elements (row-major when the protocol gave none); a byte
