@@ -232,16 +232,16 @@
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
-mod cuda_driver;
-#[cfg(feature = "cudarc")]
-mod cudarc_bridge;
+mod cuda;
 mod device;
 mod dtype;
 mod element;
 pub mod error;
+mod exchange;
 mod export;
 pub mod ffi;
 mod foreign;
+mod frameworks;
 #[cfg(feature = "__fuzzing")]
 #[doc(hidden)]
 pub mod fuzz;
@@ -250,21 +250,22 @@ mod layout;
 #[cfg(test)]
 mod proptests;
 mod protocol;
-mod pyint;
+mod python;
 mod spare;
 mod wrap;
 
 #[cfg(feature = "cudarc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cudarc")))]
-pub use cudarc_bridge::{CudaTensorView, CudaTensorViewMut};
+pub use cuda::bridge::{CudaTensorView, CudaTensorViewMut};
 pub use device::{Device, DeviceType, ParseDeviceError};
 pub use dtype::{DataType, DataTypeCode, ParseDataTypeError};
 pub use element::{Element, PlainElement};
 pub use error::DLPackError;
 pub use export::{
-    ALIGNMENT, AlignedBuffer, Allocated, CapsuleFormat, DLPackTensor, Dims, Framework, IntoDLPack,
-    Native, RawBuffer, TensorData, TensorInfo, TensorInfoBuilder, allocate_like, to_framework,
+    ALIGNMENT, AlignedBuffer, CapsuleFormat, DLPackTensor, Dims, IntoDLPack, RawBuffer, TensorData,
+    TensorInfo, TensorInfoBuilder,
 };
+pub use frameworks::{Allocated, Framework, Native, allocate_like, to_framework};
 pub use import::{
     DeviceTensor, FromDLPack, ImportOptions, Located, Protocols, PyTensor, StreamMode,
 };

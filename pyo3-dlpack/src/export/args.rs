@@ -9,7 +9,7 @@ use pyo3::types::{PyBool, PyInt, PySequence, PyTuple};
 
 use crate::error::ArgumentError;
 use crate::export::plan::ExportRequest;
-use crate::pyint::int_in_range;
+use crate::python::int_in_range;
 use crate::{DLPackError, Device, DeviceType};
 
 impl ExportRequest {

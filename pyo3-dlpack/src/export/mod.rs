@@ -7,7 +7,6 @@
 //! and the owner of the memory.
 
 mod aligned;
-mod allocate;
 mod args;
 #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
 mod buffer;
@@ -16,25 +15,20 @@ mod copy;
 mod cuda_array_interface;
 mod data;
 mod dims;
-mod exchange;
 mod info;
 mod into;
-mod managed;
+pub(crate) mod managed;
 #[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
 mod method;
-mod native;
 #[cfg(feature = "ndarray")]
 mod ndarray;
-mod numpy_api;
-mod plan;
+pub(crate) mod plan;
 mod tensor;
 
 pub use aligned::{ALIGNMENT, AlignedBuffer};
-pub use allocate::{Allocated, allocate_like};
 pub use data::{RawBuffer, TensorData};
 pub use info::{Dims, TensorInfo, TensorInfoBuilder};
 pub use into::IntoDLPack;
-pub use native::{Framework, Native, to_framework};
 pub use plan::CapsuleFormat;
 pub use tensor::DLPackTensor;
 
@@ -112,9 +106,9 @@ pub(crate) fn synchronize<O: IntoDLPack + ?Sized>(
     stream: i64,
 ) -> Result<(), DLPackError> {
     if let Some((producer, consumer)) =
-        crate::protocol::export_wait(info.device(), info.stream(), stream)
+        crate::cuda::streams::export_wait(info.device(), info.stream(), stream)
     {
-        crate::cuda_driver::driver("ordering the export's stream before the consumer's")?
+        crate::cuda::driver::driver("ordering the export's stream before the consumer's")?
             .wait(producer, consumer)?;
     }
     value.synchronize(stream)

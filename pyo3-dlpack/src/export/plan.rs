@@ -87,7 +87,7 @@ impl ExportRequest {
         let format = CapsuleFormat::for_max_version(self.max_version);
         let source = info.device();
         let device = self.target_device(source)?;
-        let sync_stream = protocol::stream_to_sync(self.stream, device)?;
+        let sync_stream = crate::cuda::streams::stream_to_sync(self.stream, device)?;
         let copy = self.copy == Some(true);
         if copy {
             check_copyable(info, self.dl_device)?;

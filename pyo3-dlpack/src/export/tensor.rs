@@ -291,7 +291,7 @@ impl DLPackTensor {
     /// such as tvm-ffi import `DLPackTensor`s through it without a Python call.
     #[classattr]
     fn __dlpack_c_exchange_api__(py: Python<'_>) -> PyResult<Bound<'_, PyCapsule>> {
-        crate::export::exchange::capsule(py)
+        crate::exchange::producer::capsule(py)
     }
 
     /// `(device_type, device_id)` as DLPack codes, e.g. `(1, 0)` for the CPU.

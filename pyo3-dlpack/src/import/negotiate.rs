@@ -11,150 +11,9 @@ use pyo3::types::PyDict;
 use pyo3::types::{PyBool, PyCapsule, PyInt, PySequence, PyString, PyTuple};
 
 use crate::error::CapsuleError;
-use crate::import::protocols::Protocols;
-use crate::pyint::int_in_range;
+use crate::import::options::ImportOptions;
+use crate::python::{int_in_range, optional_attr, type_name};
 use crate::{DLPackError, Device, DeviceType, Writability, protocol};
-
-/// How to ask a producer for its tensor: the keywords of `__dlpack__`.
-///
-/// The default asks for a versioned DLPack 1.3 capsule, on the tensor's own
-/// device, with no copy preference and the default stream.
-///
-/// ```
-/// use pyo3_dlpack::{Device, ImportOptions};
-///
-/// let options = ImportOptions::new().copy(true).dl_device(Device::cpu());
-/// assert_eq!(options.max_version(), (1, 3));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ImportOptions {
-    max_version: (u32, u32),
-    stream: Option<i64>,
-    dl_device: Option<Device>,
-    copy: Option<bool>,
-    protocols: Protocols,
-    stream_mode: StreamMode,
-}
-
-/// How an import of memory on a device with streams (CUDA, ROCm) is ordered
-/// after the producer's work ([`ImportOptions::stream_mode`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum StreamMode {
-    /// The default, and the safe one: the data is ready on the consumer's
-    /// stream when the import returns. `__dlpack__(stream=…)` makes the
-    /// producer order it (CUDA's legacy default stream, 1, unless
-    /// [`ImportOptions::stream`] names another); through a producer's C
-    /// exchange table (torch), an event recorded on the producer's current
-    /// stream makes the legacy default stream wait (through the CUDA driver,
-    /// loaded at run time; without it, and on ROCm, `__dlpack__` is used).
-    #[default]
-    Synchronize,
-    /// No synchronisation: the tensor carries the producer's current work
-    /// stream ([`PyTensor::stream`](crate::PyTensor::stream)), on which the
-    /// caller launches its work, which is then ordered after the producer's
-    /// (tvm-ffi's model; nothing blocks, so it is safe under CUDA graph
-    /// capture). Work on any other stream must wait for that one first.
-    /// Applies to producers with a C exchange table; others are synchronised.
-    StreamOrdered,
-}
-
-impl Default for ImportOptions {
-    fn default() -> Self {
-        Self {
-            max_version: protocol::MAX_VERSION,
-            stream: None,
-            dl_device: None,
-            copy: None,
-            protocols: Protocols::ALL,
-            stream_mode: StreamMode::Synchronize,
-        }
-    }
-}
-
-impl ImportOptions {
-    /// The defaults: `max_version=(1, 3)`, default stream, no device or copy request.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The highest DLPack version to ask for. A major below 1 asks for the
-    /// legacy capsule, which carries no flags, so the import is read-only
-    /// (see [`PyTensor::is_read_only`](crate::PyTensor::is_read_only)).
-    pub fn with_max_version(mut self, major: u32, minor: u32) -> Self {
-        self.max_version = (major, minor);
-        self
-    }
-
-    /// The consumer stream passed to CUDA and ROCm producers (a `cudaStream_t`
-    /// as an integer, or 1/2 for CUDA's legacy/per-thread default streams; -1
-    /// for no synchronisation). Without it, CUDA producers (device memory or
-    /// managed memory) get 1 and ROCm
-    /// producers 0: the legacy default stream. CPU producers never get a stream.
-    pub fn stream(mut self, stream: i64) -> Self {
-        self.stream = Some(stream);
-        self
-    }
-
-    /// Asks the producer for the tensor on this device (for example `Device::cpu()`).
-    pub fn dl_device(mut self, device: Device) -> Self {
-        self.dl_device = Some(device);
-        self
-    }
-
-    /// `true`: the producer must copy; `false`: it must not.
-    pub fn copy(mut self, copy: bool) -> Self {
-        self.copy = Some(copy);
-        self
-    }
-
-    /// Which protocols besides DLPack are accepted, for objects without
-    /// `__dlpack__` (all by default): `__cuda_array_interface__`,
-    /// `__array_interface__`, the buffer protocol, tried in that order.
-    pub fn protocols(mut self, protocols: Protocols) -> Self {
-        self.protocols = protocols;
-        self
-    }
-
-    /// The protocols besides DLPack that are accepted.
-    pub fn accepted_protocols(&self) -> Protocols {
-        self.protocols
-    }
-
-    /// How imports of memory with streams are ordered (see [`StreamMode`]).
-    pub fn stream_mode(mut self, mode: StreamMode) -> Self {
-        self.stream_mode = mode;
-        self
-    }
-
-    /// The stream mode imports use.
-    pub fn selected_stream_mode(&self) -> StreamMode {
-        self.stream_mode
-    }
-
-    /// The consumer stream given with [`stream`](Self::stream), if any.
-    pub(crate) fn consumer_stream(&self) -> Option<i64> {
-        self.stream
-    }
-
-    /// The `max_version` that will be sent.
-    pub fn max_version(&self) -> (u32, u32) {
-        self.max_version
-    }
-
-    /// Whether these are the defaults in all that matters to a producer
-    /// (a versioned capsule, no device, copy or stream request).
-    pub(crate) fn is_plain(&self) -> bool {
-        self.max_version.0 >= 1
-            && self.stream.is_none()
-            && self.dl_device.is_none()
-            && self.copy.is_none()
-    }
-
-    /// The stream `__dlpack__` gets for a tensor on `device`, if any.
-    pub(crate) fn stream_for(&self, device: Option<Device>) -> Option<i64> {
-        protocol::stream_to_request(self.stream, device)
-    }
-}
 
 /// Gets a capsule from `obj`: `obj` itself if it is one, else its
 /// `__dlpack__`'s; `None` if it has no `__dlpack__`.
@@ -166,7 +25,9 @@ pub(crate) fn request_capsule<'py>(
         return Ok(Some(capsule.clone()));
     }
     let py = obj.py();
-    let device = if is_host_only_type(obj) {
+    // NumPy has no device arrays: its `__dlpack_device__` (a Python call)
+    // is skipped.
+    let device = if crate::frameworks::numpy::is_exact_ndarray(obj) {
         None
     } else {
         producer_device(obj)?
@@ -352,85 +213,20 @@ impl<'py> Keywords<'py> {
     }
 }
 
-/// Types whose tensors always live in host memory, so `__dlpack_device__`
-/// (a Python call) can be skipped: NumPy has no device arrays. Compared by
-/// the type's C name, so NumPy need not be imported.
-pub(crate) fn is_host_only_type(obj: &Bound<'_, PyAny>) -> bool {
-    #[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy)))]
-    {
-        // SAFETY: a live type object (`obj` holds a reference to it).
-        let tp_name = unsafe { (*obj.get_type_ptr()).tp_name };
-        // Byte by byte up to the first difference, so a long name is not
-        // measured first (this runs on every import of a non-NumPy tensor
-        // until a NumPy array has been seen).
-        let mut name = tp_name;
-        for &expected in c"numpy.ndarray".to_bytes_with_nul() {
-            // SAFETY: `tp_name` is a NUL-terminated string owned by the live
-            // type; `name` moves past a byte only when it matched a non-NUL
-            // byte, so it stays within the string.
-            if unsafe { *name } as u8 != expected {
-                return false;
-            }
-            // SAFETY: as above: at most one past the NUL, which stays in
-            // bounds of the string's allocation as `add` requires.
-            name = unsafe { name.add(1) };
-        }
-        true
-    }
-    #[cfg(any(Py_LIMITED_API, PyPy, GraalPy))]
-    {
-        // No `tp_name` here: compare with `numpy.ndarray` itself, cached once
-        // NumPy is imported (never importing it ourselves).
-        static NDARRAY: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
-        let py = obj.py();
-        let ndarray = match NDARRAY.get(py) {
-            Some(ndarray) => ndarray,
-            None => match imported_ndarray(py) {
-                Some(ndarray) => NDARRAY.get_or_init(py, || ndarray),
-                None => return false,
-            },
-        };
-        obj.get_type().is(ndarray.bind(py))
-    }
-}
-
-/// `numpy.ndarray` if NumPy is already imported.
-#[cfg(any(Py_LIMITED_API, PyPy, GraalPy))]
-fn imported_ndarray(py: Python<'_>) -> Option<Py<pyo3::types::PyType>> {
-    let modules = py.import("sys").ok()?.getattr("modules").ok()?;
-    let numpy = modules.get_item("numpy").ok()?;
-    let ndarray = numpy.getattr("ndarray").ok()?;
-    Some(ndarray.cast_into::<pyo3::types::PyType>().ok()?.unbind())
-}
-
 /// What the producer of a legacy capsule says about writes through its own
 /// API. NumPy before 2.1 exports only legacy capsules, and only of writable
 /// arrays (read-only ones raise `BufferError`), so an exact `numpy.ndarray`
-/// whose `flags.writeable` is true is writable; any other producer cannot say.
+/// (by identity) whose `flags.writeable` is true is writable; any other
+/// producer cannot say.
 pub(crate) fn legacy_writability(obj: &Bound<'_, PyAny>) -> PyResult<Writability> {
     let py = obj.py();
-    let ty = obj.get_type();
-    // `to_cow`: `to_str` is not in the limited API before 3.10.
-    let is_ndarray = ty.name()?.to_cow()? == "ndarray" && ty.module()?.to_cow()? == "numpy";
-    if is_ndarray {
+    if crate::frameworks::numpy::is_exact_ndarray(obj) {
         let flags = obj.getattr(intern!(py, "flags"))?;
         if flags.getattr(intern!(py, "writeable"))?.is_truthy()? {
             return Ok(Writability::Writable);
         }
     }
     Ok(Writability::Unknown)
-}
-
-/// `obj.name`, `None` if it has no such attribute; other errors propagate.
-pub(crate) fn optional_attr<'py>(
-    obj: &Bound<'py, PyAny>,
-    name: &Bound<'py, pyo3::types::PyString>,
-) -> PyResult<Option<Bound<'py, PyAny>>> {
-    match obj.getattr(name) {
-        Ok(value) => Ok(Some(value)),
-        Err(err) if err.is_instance_of::<PyAttributeError>(obj.py()) => Ok(None),
-        Err(err) => Err(err),
-    }
 }
 
 /// `__dlpack_device__()` as a `Device`, or `None` if the producer has none.
@@ -476,10 +272,4 @@ fn rejected_max_version(py: Python<'_>, err: &PyErr) -> bool {
         || err.is_instance_of::<PyNotImplementedError>(py)
         || err.is_instance_of::<PyValueError>(py);
     kind_fits && err.value(py).to_string().contains("max_version")
-}
-
-pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map_or_else(|_| "object".into(), |n| n.to_string())
 }

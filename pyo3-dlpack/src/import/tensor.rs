@@ -9,14 +9,15 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::error::LayoutError;
+use crate::exchange;
 use crate::ffi::{
     DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion, DLTensor,
 };
 use crate::foreign;
+use crate::frameworks::numpy;
 use crate::import::consume::{Managed, take_from_capsule};
-use crate::import::exchange;
-use crate::import::negotiate::{ImportOptions, legacy_writability, probe_dlpack, request_capsule};
-use crate::import::numpy;
+use crate::import::negotiate::{legacy_writability, probe_dlpack, request_capsule};
+use crate::import::options::ImportOptions;
 use crate::import::protocols;
 use crate::import::registry::Registration;
 use crate::import::state::State;
@@ -95,6 +96,16 @@ unsafe fn check_versioned(
     unsafe { foreign::check_into(&versioned.dl_tensor, padded, out) }
 }
 
+/// The DLPack version of `obj`'s versioned export through `__dlpack__`
+/// (`None`: it exports legacy capsules only), what NumPy's in-place read
+/// reports as its version.
+fn versioned_export(obj: &Bound<'_, PyAny>) -> PyResult<Option<DLPackVersion>> {
+    let Some(capsule) = request_capsule(obj, &ImportOptions::default())? else {
+        return Ok(None);
+    };
+    Ok(PyTensor::from_capsule(&capsule)?.version())
+}
+
 /// The description of a tensor owned as `managed`: the producer's struct,
 /// or `own_tensor` for a borrowed view or a NumPy array (see
 /// [`State::own_tensor`]). A function of the two fields only, so a caller
@@ -162,7 +173,7 @@ impl PyTensor {
     /// negative bit, as their memory does not hold their values.
     pub fn from_pyany_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
         if options.is_plain() {
-            if let Some(array) = numpy::recognise(obj) {
+            if let Some(array) = numpy::read::recognise(obj, versioned_export) {
                 return Ok(Self::from_array(obj, array)?);
             }
             if let Some(api) = exchange::lookup(obj)? {
@@ -356,7 +367,10 @@ impl PyTensor {
     /// Owns a NumPy array read directly (a reference to it): checked as a
     /// producer's tensor is, its shape and strides kept here. Everything is
     /// written where it is kept (see [`PyTensor::state`]).
-    fn from_array(obj: &Bound<'_, PyAny>, array: numpy::Array<'_>) -> Result<Self, DLPackError> {
+    fn from_array(
+        obj: &Bound<'_, PyAny>,
+        array: numpy::read::Array<'_>,
+    ) -> Result<Self, DLPackError> {
         let mut state = State::new(Managed::Array {
             version: array.version(),
             writable: array.is_writable(),

@@ -13,6 +13,7 @@ use super::format::from_struct_format;
 use super::owner::{self, Keeper, Layout, Memory};
 use crate::error::{Interface, InterfaceError};
 use crate::import::tensor::PyTensor;
+use crate::python::type_name;
 use crate::{DLPackError, Device};
 
 /// A filled `Py_buffer`, released once when dropped. Boxed, so it never
@@ -142,10 +143,4 @@ pub(crate) fn region(obj: &Bound<'_, PyAny>) -> PyResult<(usize, usize, bool, Bu
     }
     let len = usize::try_from(raw.len).unwrap_or(0);
     Ok((raw.buf as usize, len, raw.readonly != 0, view))
-}
-
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map_or_else(|_| "object".into(), |n| n.to_string())
 }

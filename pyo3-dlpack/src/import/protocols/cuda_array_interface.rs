@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 
 use super::interface_dict::{InterfaceDict, malformed};
 use super::owner::{self, Keeper, Memory};
-use crate::cuda_driver::{self, Cuda};
+use crate::cuda::driver::{self as cuda_driver, Cuda};
 use crate::error::{Interface, InterfaceError};
 use crate::import::tensor::PyTensor;
 use crate::{DLPackError, Device, DeviceType};

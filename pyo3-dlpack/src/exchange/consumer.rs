@@ -7,19 +7,21 @@
 //! pay no failed attribute lookup per call). Types in the cache are kept
 //! alive, so a cached address can never be reused by another type.
 
+use std::ffi::c_void;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use pyo3::exceptions::PyAttributeError;
 
+use crate::cuda::streams;
 use crate::error::ExportError;
 use crate::{DLPackError, DataType, protocol};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyType};
 
 use crate::ffi::{DLManagedTensorVersioned, DLPACK_EXCHANGE_API, DLPackExchangeAPI, DLTensor};
-use crate::import::torch_checks::TorchChecks;
+use crate::frameworks::torch::{self, checks::TorchChecks};
 
 /// Most types remembered; beyond that, lookups are simply not cached.
 const CACHE_LIMIT: usize = 64;
@@ -134,8 +136,11 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
         Err(err) if err.is_instance_of::<PyAttributeError>(py) => return Ok((None, None)),
         Err(err) => return Err(err),
     };
+    // A torch tensor type takes the C path only when it is `torch.Tensor`
+    // itself, by identity: a subclass, or a class that merely has torch's
+    // name or attributes, is asked through `__dlpack__`.
     let torch = is_torch_tensor_like(ty)?;
-    if torch && !is_exactly_torch_tensor(ty)? {
+    if torch && !torch::is_tensor_type(ty) {
         return Ok((None, None));
     }
     if !same_behaviour_as_owner(ty)? {
@@ -181,9 +186,15 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
     Ok((None, None))
 }
 
-/// Whether `ty` is a torch tensor type: it has torch's per-tensor state
+/// Whether `ty` is, or claims to be, a torch tensor type: a subclass of
+/// `torch.Tensor`, or a type with torch's per-tensor state
 /// (`requires_grad`, `is_conj`, `is_neg`).
 fn is_torch_tensor_like(ty: &Bound<'_, PyType>) -> PyResult<bool> {
+    if let Some(tensor) = torch::tensor_type(ty.py())
+        && ty.is_subclass(&tensor)?
+    {
+        return Ok(true);
+    }
     let py = ty.py();
     for name in [
         pyo3::intern!(py, "requires_grad"),
@@ -195,12 +206,6 @@ fn is_torch_tensor_like(ty: &Bound<'_, PyType>) -> PyResult<bool> {
         }
     }
     Ok(true)
-}
-
-/// Whether `ty` is `torch.Tensor` itself, not a subclass.
-fn is_exactly_torch_tensor(ty: &Bound<'_, PyType>) -> PyResult<bool> {
-    // `to_cow`, not `to_str`: the latter is not in the limited API before 3.10.
-    Ok(ty.module()?.to_cow()? == "torch" && ty.qualname()?.to_cow()? == "Tensor")
 }
 
 /// Whether `ty` behaves as the class that defines its exchange table: same
@@ -384,17 +389,17 @@ impl ExchangeApi {
         let driver = if stream_ordered {
             None
         } else {
-            crate::cuda_driver::driver("a synchronising exchange-API import").ok()
+            crate::cuda::driver::driver("a synchronising exchange-API import").ok()
         };
         if !stream_ordered && driver.is_none() {
             return Ok(None);
         }
         let producer = self.current_work_stream(py, device)?;
         let ordering =
-            protocol::exchange_ordering(stream_ordered, device, producer, driver.is_some());
+            streams::exchange_ordering(stream_ordered, device, producer, driver.is_some());
         Ok(match ordering {
-            protocol::ExchangeOrdering::Keep { ready_on } => Some(ready_on),
-            protocol::ExchangeOrdering::WaitThenKeep {
+            streams::ExchangeOrdering::Keep { ready_on } => Some(ready_on),
+            streams::ExchangeOrdering::WaitThenKeep {
                 producer,
                 consumer,
                 ready_on,
@@ -405,17 +410,39 @@ impl ExchangeApi {
                     .map_err(crate::DLPackError::from)?;
                 Some(ready_on)
             }
-            protocol::ExchangeOrdering::UseDlpack => None,
+            streams::ExchangeOrdering::UseDlpack => None,
         })
-    }
-
-    /// The table itself.
-    pub(crate) fn table(self) -> &'static DLPackExchangeAPI {
-        self.table
     }
 
     /// The table's version (for `PyTensor::version` of borrowed views).
     pub(crate) fn version(self) -> crate::ffi::DLPackVersion {
         self.table.header.version
+    }
+}
+
+impl ExchangeApi {
+    /// Whether the table has an allocator.
+    pub(crate) fn has_allocator(self) -> bool {
+        self.table.managed_tensor_allocator.is_some()
+    }
+
+    /// The table's allocator on `prototype`; `None` when it fails (its
+    /// `set_error` was called, or a Python error set).
+    ///
+    /// # Safety
+    ///
+    /// Attached; `prototype`'s shape points to `ndim` i64s; `ctx` is what
+    /// `set_error` expects, alive through the call.
+    pub(crate) unsafe fn allocate(
+        self,
+        prototype: &mut DLTensor,
+        ctx: *mut c_void,
+        set_error: crate::ffi::DLPackSetError,
+    ) -> Option<NonNull<DLManagedTensorVersioned>> {
+        let allocator = self.table.managed_tensor_allocator?;
+        let mut out: *mut DLManagedTensorVersioned = ptr::null_mut();
+        // SAFETY: the caller's contract; `out` is writable.
+        let status = unsafe { allocator(prototype, &mut out, ctx, set_error) };
+        NonNull::new(out).filter(|_| status == 0)
     }
 }

@@ -9,9 +9,11 @@
 //! dispatch were a third of the checks' cost; `is_neg()` itself releases
 //! and retakes the GIL inside torch). Where a descriptor is not of the
 //! expected kind (another torch, another layout), and in limited-API builds,
-//! they are read through Python as before. Only exact `torch.Tensor`s reach
-//! here (see `exchange::find`), so the descriptors' own instance check,
-//! which a direct call skips, always holds.
+//! they are read through Python as before. Only `torch.Tensor` itself takes
+//! the exchange path that asks these (by identity, see `exchange::consumer`),
+//! and each direct call is made only after the object passes the check
+//! CPython's descriptor makes (`PyObject_TypeCheck` against the class that
+//! owns the descriptor): an object of any other type is asked through Python.
 
 use pyo3::prelude::*;
 use pyo3::types::PyType;
@@ -143,16 +145,18 @@ mod direct {
 
     use super::Question;
 
-    /// torch's C functions behind the three questions.
+    /// torch's C functions behind the three questions, each with the class
+    /// that owns its descriptor (the type its function expects `self` of).
     pub(super) struct Functions {
-        requires_grad: (ffi::getter, *mut c_void),
-        is_conj: ffi::PyCFunction,
-        is_neg: ffi::PyCFunction,
+        requires_grad: (ffi::getter, *mut c_void, *mut ffi::PyTypeObject),
+        is_conj: (ffi::PyCFunction, *mut ffi::PyTypeObject),
+        is_neg: (ffi::PyCFunction, *mut ffi::PyTypeObject),
     }
 
-    // SAFETY: function pointers into torch's library (never unloaded) and
-    // the getter's closure, an opaque constant torch passes back to itself;
-    // they are only called attached to the interpreter.
+    // SAFETY: function pointers into torch's library (never unloaded), the
+    // getter's closure, an opaque constant torch passes back to itself, and
+    // the owning classes (static C types of torch, which the descriptors keep
+    // alive as long as torch's types are); only used attached.
     unsafe impl Send for Functions {}
     // SAFETY: as above; nothing here is ever written after `of`.
     unsafe impl Sync for Functions {}
@@ -175,22 +179,35 @@ mod direct {
             })())
         }
 
+        /// torch's answer, through its C function when `obj` is an instance
+        /// of the class that owns the function's descriptor (else through
+        /// Python, which raises what the descriptor raises).
         pub(super) fn ask(&self, obj: &Bound<'_, PyAny>, question: Question) -> PyResult<bool> {
+            let owner = match question {
+                Question::RequiresGrad => self.requires_grad.2,
+                Question::IsConj => self.is_conj.1,
+                Question::IsNeg => self.is_neg.1,
+            };
+            // SAFETY: attached; `obj` and `owner` (a static type of torch,
+            // see `Send` above) are live.
+            if unsafe { ffi::PyObject_TypeCheck(obj.as_ptr(), owner) } == 0 {
+                return question.through_python(obj);
+            }
             let answer = match question {
                 Question::RequiresGrad => {
-                    let (get, closure) = self.requires_grad;
+                    let (get, closure, _) = self.requires_grad;
                     // SAFETY: torch's getter of `requires_grad`, called as
                     // CPython's descriptor calls it: attached, with an
-                    // instance of its class (an exact `torch.Tensor`) and
+                    // instance of its owning class (checked just above) and
                     // the closure of its definition.
                     unsafe { get(obj.as_ptr(), closure) }
                 }
                 // SAFETY: torch's `is_conj`, a METH_NOARGS function, called
-                // as CPython calls one: attached, an instance of its class
-                // (an exact `torch.Tensor`), NULL for the arguments.
-                Question::IsConj => unsafe { (self.is_conj)(obj.as_ptr(), std::ptr::null_mut()) },
+                // as CPython calls one: attached, an instance of its owning
+                // class (checked above), NULL for the arguments.
+                Question::IsConj => unsafe { (self.is_conj.0)(obj.as_ptr(), std::ptr::null_mut()) },
                 // SAFETY: as for `is_conj`.
-                Question::IsNeg => unsafe { (self.is_neg)(obj.as_ptr(), std::ptr::null_mut()) },
+                Question::IsNeg => unsafe { (self.is_neg.0)(obj.as_ptr(), std::ptr::null_mut()) },
             };
             // SAFETY: a new reference, or NULL with torch's exception set.
             let answer = unsafe { Bound::from_owned_ptr_or_err(obj.py(), answer) }?;
@@ -219,7 +236,7 @@ mod direct {
         descriptor: &'a Bound<'_, PyAny>,
         kind: *mut ffi::PyTypeObject,
         ty: &Bound<'_, PyType>,
-    ) -> Option<&'a D> {
+    ) -> Option<(&'a D, *mut ffi::PyTypeObject)> {
         if descriptor.get_type_ptr() != kind {
             return None;
         }
@@ -233,21 +250,21 @@ mod direct {
         }
         // SAFETY: an object of type `kind` is a `D` (the caller's contract),
         // alive while `descriptor` is borrowed.
-        Some(unsafe { &*descriptor.as_ptr().cast::<D>() })
+        Some((unsafe { &*descriptor.as_ptr().cast::<D>() }, owner))
     }
 
     /// The C getter of a getset descriptor of `ty`.
     fn getter_of(
         descriptor: &Bound<'_, PyAny>,
         ty: &Bound<'_, PyType>,
-    ) -> Option<(ffi::getter, *mut c_void)> {
+    ) -> Option<(ffi::getter, *mut c_void, *mut ffi::PyTypeObject)> {
         let kind = &raw mut ffi::PyGetSetDescr_Type;
         // SAFETY: attached; getset descriptors are `PyGetSetDescrObject`s.
-        let descriptor =
+        let (descriptor, owner) =
             unsafe { descriptor_of::<ffi::PyGetSetDescrObject>(descriptor, kind, ty) }?;
         // SAFETY: its definition lives as long as its class (torch's, static).
         let definition = unsafe { &*descriptor.d_getset };
-        Some((definition.get?, definition.closure))
+        Some((definition.get?, definition.closure, owner))
     }
 
     /// The C function of a method descriptor of `ty` whose method takes no
@@ -255,10 +272,10 @@ mod direct {
     fn method_of(
         descriptor: &Bound<'_, PyAny>,
         ty: &Bound<'_, PyType>,
-    ) -> Option<ffi::PyCFunction> {
+    ) -> Option<(ffi::PyCFunction, *mut ffi::PyTypeObject)> {
         let kind = &raw mut ffi::PyMethodDescr_Type;
         // SAFETY: attached; method descriptors are `PyMethodDescrObject`s.
-        let descriptor =
+        let (descriptor, owner) =
             unsafe { descriptor_of::<ffi::PyMethodDescrObject>(descriptor, kind, ty) }?;
         // SAFETY: its definition lives as long as its class (torch's, static).
         let definition = unsafe { &*descriptor.d_method };
@@ -266,7 +283,7 @@ mod direct {
             return None;
         }
         // SAFETY: with METH_NOARGS the union holds a `PyCFunction`.
-        Some(unsafe { definition.ml_meth.PyCFunction })
+        Some((unsafe { definition.ml_meth.PyCFunction }, owner))
     }
 }
 

@@ -11,9 +11,9 @@ use pyo3::exceptions::{PyException, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
-use crate::export::native::Framework;
-use crate::ffi::{DLManagedTensorVersioned, DLTensor};
-use crate::import::exchange::{self, ExchangeApi};
+use crate::exchange::{self, ExchangeApi};
+use crate::ffi::DLTensor;
+use crate::frameworks::native::Framework;
 use crate::{DLPackError, DataType, Device, DeviceType, PyTensor};
 
 /// A tensor a framework allocated: its own object, for Python, and a
@@ -215,31 +215,4 @@ fn through_constructor<'py>(
         }
     };
     module.call_method("empty", (shape.to_vec(),), Some(&kwargs))
-}
-
-impl ExchangeApi {
-    /// Whether the table has an allocator.
-    pub(crate) fn has_allocator(self) -> bool {
-        self.table().managed_tensor_allocator.is_some()
-    }
-
-    /// The table's allocator on `prototype`; `None` when it fails (its
-    /// `set_error` was called, or a Python error set).
-    ///
-    /// # Safety
-    ///
-    /// Attached; `prototype`'s shape points to `ndim` i64s; `ctx` is what
-    /// `set_error` expects, alive through the call.
-    pub(crate) unsafe fn allocate(
-        self,
-        prototype: &mut DLTensor,
-        ctx: *mut c_void,
-        set_error: crate::ffi::DLPackSetError,
-    ) -> Option<NonNull<DLManagedTensorVersioned>> {
-        let allocator = self.table().managed_tensor_allocator?;
-        let mut out: *mut DLManagedTensorVersioned = ptr::null_mut();
-        // SAFETY: the caller's contract; `out` is writable.
-        let status = unsafe { allocator(prototype, &mut out, ctx, set_error) };
-        NonNull::new(out).filter(|_| status == 0)
-    }
 }

@@ -56,7 +56,7 @@ pub(crate) unsafe fn wait_for(
     consumer: &Arc<CudaStream>,
 ) -> Result<(), WaitError> {
     let consumer_number = dlpack_stream(consumer.cu_stream()) as i64;
-    let Some((producer, _)) = crate::protocol::export_wait(device, producer, consumer_number)
+    let Some((producer, _)) = crate::cuda::streams::export_wait(device, producer, consumer_number)
     else {
         return Ok(());
     };
@@ -82,7 +82,8 @@ pub(crate) unsafe fn make_wait(
         return Ok(());
     };
     let earlier_number = dlpack_stream(earlier.cu_stream());
-    let Some((_, later)) = crate::protocol::export_wait(device, Some(earlier_number), later as i64)
+    let Some((_, later)) =
+        crate::cuda::streams::export_wait(device, Some(earlier_number), later as i64)
     else {
         return Ok(());
     };

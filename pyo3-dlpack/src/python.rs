@@ -1,9 +1,11 @@
-//! Python integers into the protocol's fixed-width fields (`stream`,
-//! `max_version`, device codes): one rule and one message for a value that
-//! does not fit, in both directions.
+//! Generic Python helpers: integers into the protocol's fixed-width fields
+//! (`stream`, `max_version`, device codes: one rule and one message for a
+//! value that does not fit, in both directions), optional attributes, type
+//! names for messages.
 
 use std::ops::RangeInclusive;
 
+use pyo3::exceptions::PyAttributeError;
 use pyo3::prelude::*;
 
 use crate::DLPackError;
@@ -36,4 +38,23 @@ where
         }
         .into()
     })
+}
+
+/// `obj.name`, `None` if it has no such attribute; other errors propagate.
+pub(crate) fn optional_attr<'py>(
+    obj: &Bound<'py, PyAny>,
+    name: &Bound<'py, pyo3::types::PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match obj.getattr(name) {
+        Ok(value) => Ok(Some(value)),
+        Err(err) if err.is_instance_of::<PyAttributeError>(obj.py()) => Ok(None),
+        Err(err) => Err(err),
+    }
+}
+
+/// The name of `obj`'s type, for messages (`object` if it has none).
+pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map_or_else(|_| "object".into(), |n| n.to_string())
 }

@@ -11,13 +11,14 @@
 //! elements. Everything else (and every refusal: NumPy raises its own
 //! `BufferError`) goes through `__dlpack__`.
 //!
-//! No link-time NumPy dependency and no NumPy import: the array type comes
-//! from NumPy's C API table once an array has been seen. The struct layouts
+//! No link-time NumPy dependency and no NumPy import: an object is read
+//! only when its type is NumPy's array type, the one NumPy's C API table
+//! names ([`super::is_exact_ndarray`]), so its memory is NumPy's array
+//! struct; a class that merely carries NumPy's name is never read. The struct layouts
 //! read are NumPy 2's public ones (`ndarraytypes.h`: `PyArrayObject_fields`,
 //! `PyArray_Descr`), stable across 2.x and part of NumPy's ABI.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -51,24 +52,11 @@ struct DescrFields {
     type_num: c_int,
 }
 
-/// `NPY_ARRAY_WRITEABLE`.
-const WRITEABLE: c_int = 0x0400;
-
-/// What a direct import needs to know about the running NumPy, learned once.
-struct Numpy {
-    /// `numpy.ndarray`, compared by address (NumPy is never unloaded).
-    ndarray: usize,
-    /// The DLPack version NumPy's `__dlpack__(max_version=(1, 3))` reports.
-    version: DLPackVersion,
-}
-
-/// `Some` once NumPy is known to export versioned capsules; `None` for
-/// older NumPy (or one whose probe failed), which keeps the `__dlpack__` path.
-static NUMPY: PyOnceLock<Option<Numpy>> = PyOnceLock::new();
-
-/// The address of the last type found not to be `numpy.ndarray` while
-/// `NUMPY` is unknown (see `numpy`).
-static NOT_NDARRAY: AtomicUsize = AtomicUsize::new(0);
+/// The DLPack version NumPy's `__dlpack__(max_version=(1, 3))` reports,
+/// learned once: `Some` once NumPy is known to export versioned capsules;
+/// `None` for older NumPy (or one whose probe failed), which keeps the
+/// `__dlpack__` path.
+static VERSION: PyOnceLock<Option<DLPackVersion>> = PyOnceLock::new();
 
 /// An exact `numpy.ndarray` this path takes (see the module docs), read in
 /// place: the caller writes the description where it is kept, so nothing
@@ -81,15 +69,21 @@ pub(crate) struct Array<'a> {
 }
 
 /// `obj` when it is an exact `numpy.ndarray` this path takes (see the module
-/// docs); `None` sends it through `__dlpack__`.
-pub(crate) fn recognise<'a>(obj: &'a Bound<'_, PyAny>) -> Option<Array<'a>> {
-    let numpy = numpy(obj)?;
-    if obj.get_type_ptr() as usize != numpy.ndarray {
+/// docs); `None` sends it through `__dlpack__`. `probe` tells, of an empty
+/// array, the DLPack version of NumPy's versioned capsules (`None`: NumPy
+/// exports legacy ones only); it is asked once per process.
+#[inline]
+pub(crate) fn recognise<'a>(
+    obj: &'a Bound<'_, PyAny>,
+    probe: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<Option<DLPackVersion>>,
+) -> Option<Array<'a>> {
+    if !super::is_exact_ndarray(obj) {
         return None;
     }
-    // SAFETY: `obj` is exactly a `numpy.ndarray` (its type is NumPy's array
-    // type), so its object starts with NumPy's array fields, alive while
-    // `obj` is borrowed.
+    let version = version(obj, probe)?;
+    // SAFETY: `obj`'s type is NumPy's array type itself (by identity with
+    // the type NumPy's C API table names, not by name), so its object
+    // starts with NumPy's array fields, alive while `obj` is borrowed.
     let fields = unsafe { &*obj.as_ptr().cast::<ArrayFields>() };
     // SAFETY: every array has a live descriptor it holds a reference to.
     let dtype = dtype_of(unsafe { &*fields.descr })?;
@@ -101,7 +95,7 @@ pub(crate) fn recognise<'a>(obj: &'a Bound<'_, PyAny>) -> Option<Array<'a>> {
         fields,
         dtype,
         ndim,
-        version: numpy.version,
+        version,
     };
     // NumPy's `__dlpack__` raises its own BufferError for strides that are
     // not whole elements.
@@ -126,7 +120,7 @@ impl Array<'_> {
 
     /// NumPy's `WRITEABLE` flag.
     pub(crate) fn is_writable(&self) -> bool {
-        self.fields.flags & WRITEABLE != 0
+        self.fields.flags & super::WRITEABLE != 0
     }
 
     /// The tensor: data, `cpu:0`, ndim, dtype; `shape` and `strides` NULL
@@ -195,43 +189,23 @@ unsafe fn raw_dims<'a>(ptr: *const ffi::Py_ssize_t, len: usize) -> &'a [ffi::Py_
     unsafe { std::slice::from_raw_parts(ptr, len) }
 }
 
-/// The running NumPy, learned from the first array seen (so NumPy is
-/// already imported: this never imports it).
-fn numpy(obj: &Bound<'_, PyAny>) -> Option<&'static Numpy> {
-    let py = obj.py();
-    if let Some(known) = NUMPY.get(py) {
-        return known.as_ref();
+/// The version of NumPy's versioned capsules, learned once from `array`
+/// (an exact `numpy.ndarray`, so NumPy is imported: this never imports it).
+fn version(
+    array: &Bound<'_, PyAny>,
+    probe: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<Option<DLPackVersion>>,
+) -> Option<DLPackVersion> {
+    let py = array.py();
+    if let Some(known) = VERSION.get(py) {
+        return *known;
     }
-    // Until an array is seen, each import asks whether its type is NumPy's
-    // by name, a read of a string that is often out of cache (measured: a
-    // few percent of a torch import): the last type that was not is
-    // remembered. Its address may later name another type, even NumPy's;
-    // then that type takes the `__dlpack__` path, which is correct too.
-    let ty = obj.get_type_ptr() as usize;
-    if NOT_NDARRAY.load(Ordering::Relaxed) == ty {
-        return None;
-    }
-    if !super::negotiate::is_host_only_type(obj) {
-        NOT_NDARRAY.store(ty, Ordering::Relaxed);
-        return None;
-    }
-    NUMPY.get_or_init(py, || learn(obj).ok().flatten()).as_ref()
-}
-
-/// `numpy.ndarray` and the version of NumPy's versioned capsules, asked of
-/// `array` (an exact `numpy.ndarray`); `None` if it exports only legacy ones.
-fn learn(array: &Bound<'_, PyAny>) -> PyResult<Option<Numpy>> {
-    let empty = array.get_type().call1((0,))?;
-    let Some(capsule) =
-        super::negotiate::request_capsule(&empty, &super::ImportOptions::default())?
-    else {
-        return Ok(None);
-    };
-    let tensor = crate::PyTensor::from_capsule(&capsule)?;
-    Ok(tensor.version().map(|version| Numpy {
-        ndarray: array.get_type_ptr() as usize,
-        version,
-    }))
+    let learned = array
+        .get_type()
+        .call1((0,))
+        .and_then(|empty| probe(&empty))
+        .ok()
+        .flatten();
+    *VERSION.get_or_init(py, || learned)
 }
 
 /// The DLPack dtype of a NumPy 2 descriptor in native byte order, `None`
@@ -246,29 +220,5 @@ fn dtype_of(descr: &DescrFields) -> Option<DataType> {
     if !(order == b'=' || order == b'|' || order == native) {
         return None;
     }
-    // NPY_LONG is 64 bits where C's long is (LP64), 32 elsewhere.
-    let long = if size_of::<std::ffi::c_long>() == 8 {
-        (DataType::I64, DataType::U64)
-    } else {
-        (DataType::I32, DataType::U32)
-    };
-    Some(match descr.type_num {
-        0 => DataType::BOOL,
-        1 => DataType::I8,
-        2 => DataType::U8,
-        3 => DataType::I16,
-        4 => DataType::U16,
-        5 => DataType::I32,
-        6 => DataType::U32,
-        7 => long.0,
-        8 => long.1,
-        9 => DataType::I64,
-        10 => DataType::U64,
-        11 => DataType::F32,
-        12 => DataType::F64,
-        14 => DataType::C64,
-        15 => DataType::C128,
-        23 => DataType::F16,
-        _ => return None,
-    })
+    super::dtype_of_number(descr.type_num)
 }

@@ -4,25 +4,18 @@
 //!
 //! Each framework through its fastest correct constructor:
 //! - torch: its own C exchange table (`managed_tensor_to_py_object_no_sync`
-//!   of `torch.Tensor.__dlpack_c_exchange_api__`), no Python call; torch
-//!   builds without the table fall back to `torch.from_dlpack`;
-//! - NumPy: the NumPy C API ([`numpy_api`](super::numpy_api)), an array over
+//!   of `torch.Tensor.__dlpack_c_exchange_api__`, `frameworks::torch`), no
+//!   Python call; torch builds without the table fall back to
+//!   `torch.from_dlpack`;
+//! - NumPy: the NumPy C API (`frameworks::numpy`), an array over
 //!   the memory whose base object owns the value; dtypes NumPy has no type
 //!   number for fall back to `numpy.from_dlpack`;
 //! - JAX and CuPy: their `from_dlpack` on a [`DLPackTensor`].
 
-use std::cell::Cell;
-
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::PyType;
 
-use crate::export::managed::{call_deleter, drop_owner};
-use crate::export::plan::{CapsuleFormat, ExportRequest};
-use crate::export::{DLPackTensor, IntoDLPack, managed::write_block, numpy_api};
-use crate::ffi::DLManagedTensorVersioned;
-use crate::import::exchange::{self, ExchangeApi};
-use crate::{DLPackError, TensorInfo};
+use crate::export::managed::drop_owner;
+use crate::export::{DLPackTensor, IntoDLPack};
 
 /// An array framework a result can be returned in.
 ///
@@ -51,17 +44,33 @@ pub enum Framework {
 }
 
 impl Framework {
-    /// The framework whose array `obj` is, judged by the top-level module of
-    /// its type (`numpy`, `torch`, `jax`/`jaxlib`, `cupy`); `None` for
-    /// anything else. For "return a result of the same kind as this argument".
+    /// The framework whose array `obj` is; `None` for anything else. For
+    /// "return a result of the same kind as this argument".
+    ///
+    /// NumPy and torch are recognised by identity: an instance (subclasses
+    /// included) of NumPy's array type or of `torch.Tensor`, never by a
+    /// name a class can take. JAX and CuPy arrays, which this crate
+    /// handles through their public `from_dlpack` only, by the top-level
+    /// module of their type (`jax`/`jaxlib`, `cupy`). A type whose
+    /// `__module__` is missing or not a string is none of these.
     pub fn of(obj: &Bound<'_, PyAny>) -> PyResult<Option<Self>> {
-        let module = obj.get_type().module()?;
+        if super::numpy::is_ndarray(obj) {
+            return Ok(Some(Self::NumPy));
+        }
+        if let Some(tensor) = super::torch::tensor_type(obj.py())
+            && obj.is_instance(&tensor)?
+        {
+            return Ok(Some(Self::Torch));
+        }
+        let Ok(module) = obj.get_type().module() else {
+            return Ok(None);
+        };
         // `to_cow`, not `to_str`: the latter is not in the limited API before 3.10.
-        let module = module.to_cow()?;
+        let Ok(module) = module.to_cow() else {
+            return Ok(None);
+        };
         let top = module.split('.').next().unwrap_or(&module);
         Ok(match top {
-            "numpy" => Some(Self::NumPy),
-            "torch" => Some(Self::Torch),
             "jax" | "jaxlib" => Some(Self::Jax),
             "cupy" => Some(Self::CuPy),
             _ => None,
@@ -157,11 +166,8 @@ pub fn to_framework<T: IntoDLPack>(
     framework: Framework,
 ) -> PyResult<Bound<'_, PyAny>> {
     match framework {
-        Framework::Torch => match torch_table(py)? {
-            Some(api) => to_torch(py, api, value),
-            None => through_from_dlpack(py, value, framework),
-        },
-        Framework::NumPy => numpy_api::array_of(py, value),
+        Framework::Torch => super::torch::tensor_of(py, value),
+        Framework::NumPy => super::numpy::array_of(py, value),
         Framework::Jax | Framework::CuPy => through_from_dlpack(py, value, framework),
     }
 }
@@ -175,92 +181,6 @@ pub(crate) fn through_from_dlpack<T: IntoDLPack>(
     let tensor = DLPackTensor::new(value)?;
     py.import(framework.module())?
         .call_method1(pyo3::intern!(py, "from_dlpack"), (tensor,))
-}
-
-/// `torch.Tensor`'s exchange table, looked up once (`None`: torch < 2.10).
-fn torch_table(py: Python<'_>) -> PyResult<Option<ExchangeApi>> {
-    static TENSOR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    let ty = TENSOR.get_or_try_init(py, || -> PyResult<_> {
-        Ok(py
-            .import("torch")?
-            .getattr("Tensor")?
-            .cast_into::<PyType>()?
-            .unbind())
-    })?;
-    exchange::lookup_type(ty.bind(py).clone())
-}
-
-thread_local! {
-    /// The token of the last value handed to torch's table that was dropped
-    /// on this thread, and the next token to hand out (see [`Watched`]).
-    static DROPPED: Cell<u64> = const { Cell::new(0) };
-    static NEXT: Cell<u64> = const { Cell::new(1) };
-}
-
-/// The owner of a block handed to torch: tells, on this thread, whether its
-/// deleter has run. torch's table takes the block when it succeeds; when it
-/// fails, it may have run the deleter (an error after `from_blob`) or not
-/// (an error before it): the token says which, so the value is dropped
-/// exactly once either way (another value dropped meanwhile, say by a
-/// garbage collection inside torch, has another token).
-struct Watched<T> {
-    _value: T,
-    token: u64,
-}
-
-impl<T> Drop for Watched<T> {
-    fn drop(&mut self) {
-        DROPPED.set(self.token);
-    }
-}
-
-/// A versioned block of the value (the plan of `__dlpack__(max_version=(1, 3))`)
-/// handed to torch's `managed_tensor_to_py_object_no_sync`.
-fn to_torch<T: IntoDLPack>(
-    py: Python<'_>,
-    api: ExchangeApi,
-    value: T,
-) -> PyResult<Bound<'_, PyAny>> {
-    let token = NEXT.get();
-    NEXT.set(token.wrapping_add(1));
-    let managed = versioned_block(value, token)?;
-    // SAFETY: a live block this function owns and gives to torch.
-    match unsafe { api.to_py_object(py, managed) } {
-        Ok(tensor) => Ok(tensor),
-        Err(err) => {
-            if DROPPED.get() != token {
-                // SAFETY: torch failed before taking the block (its deleter
-                // did not run, see `Watched`): it is still ours, freed once here.
-                unsafe { call_deleter(managed) };
-            }
-            Err(err)
-        }
-    }
-}
-
-/// The value in a versioned managed block (described once, read where
-/// `tensor_info` wrote it, as `export_value` does).
-fn versioned_block<T: IntoDLPack>(
-    value: T,
-    token: u64,
-) -> Result<std::ptr::NonNull<DLManagedTensorVersioned>, DLPackError> {
-    let described = value.tensor_info().map(TensorInfo::detach);
-    let info = match described {
-        Ok(ref info) => info,
-        Err(err) => return Err(err),
-    };
-    let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(info)?;
-    if let Some(stream) = plan.sync_stream {
-        crate::export::synchronize(&value, info, stream)?;
-    }
-    Ok(write_block(
-        info,
-        &plan,
-        Watched {
-            _value: value,
-            token,
-        },
-    ))
 }
 
 /// Drops a value without letting a panic escape (a base object's destructor

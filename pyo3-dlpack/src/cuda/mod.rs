@@ -1,0 +1,8 @@
+//! CUDA, in one home: the stream rules of the DLPack specification
+//! ([`streams`]), the CUDA driver loaded at run time ([`driver`]), and the
+//! cudarc bridge (feature `cudarc`).
+
+#[cfg(feature = "cudarc")]
+pub(crate) mod bridge;
+pub(crate) mod driver;
+pub(crate) mod streams;

@@ -1,0 +1,21 @@
+//! The framework homes: each framework with special handling owns, in one
+//! place and in both directions, everything specific to it: how its types
+//! are recognised (by identity, never by name), in-place reads, C API
+//! slots and C functions, native returns, allocation and type tables.
+//! The rest of the crate asks these modules and never re-derives.
+//!
+//! - [`numpy`]: NumPy's array type from its C API table, arrays read in
+//!   place, arrays made over exported memory, the type numbers;
+//! - [`torch`]: `torch.Tensor`, the checks of its C exchange path, tensors
+//!   made through its exchange table;
+//! - [`native`]: [`Framework`] and [`Native`] (JAX and CuPy are reached
+//!   through their `from_dlpack` there), and [`allocate`]: outputs
+//!   allocated by the caller's framework.
+
+pub(crate) mod allocate;
+pub(crate) mod native;
+pub(crate) mod numpy;
+pub(crate) mod torch;
+
+pub use allocate::{Allocated, allocate_like};
+pub use native::{Framework, Native, to_framework};

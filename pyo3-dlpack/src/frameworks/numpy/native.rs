@@ -1,0 +1,95 @@
+//! `Native::numpy` results: an array made directly over the exported
+//! memory through NumPy's C API ([`super::api`]), its base object owning
+//! the value.
+
+use std::ffi::c_int;
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+use super::api::api;
+use super::{WRITEABLE, type_number};
+use crate::error::ExportError;
+use crate::export::IntoDLPack;
+use crate::frameworks::native::{CatchDrop, Framework, through_from_dlpack};
+use crate::{DLPackError, DeviceType, TensorInfo};
+
+/// `value` as a `numpy.ndarray` over its own memory: shape and strides from
+/// its description, writable unless the description says otherwise (or
+/// cannot say: unknown writability is read-only, as NumPy makes it), the
+/// value dropped when the array (its base) is freed.
+pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {
+    let described = value.tensor_info().map(TensorInfo::detach);
+    let info = match described {
+        Ok(ref info) => info,
+        Err(err) => return Err(err.into()),
+    };
+    if info.device().device_type != DeviceType::CPU {
+        return Err(DLPackError::from(ExportError::FrameworkDevice {
+            array: "numpy.ndarray",
+            device: info.device(),
+        })
+        .into());
+    }
+    let Some(number) = type_number(info.dtype()) else {
+        return through_from_dlpack(py, value, Framework::NumPy);
+    };
+    let api = api(py)?;
+    let itemsize = info.dtype().itemsize() as i64;
+    let (shape, strides) = info.dims_slices();
+    let ndim = shape.len();
+    // Extents, then strides in bytes (within the checked reach of the tensor,
+    // so within isize); on the stack for up to 8 dimensions.
+    let mut inline = [0 as ffi::Py_ssize_t; 16];
+    let mut heap = Vec::new();
+    let dims: &mut [ffi::Py_ssize_t] = if ndim <= 8 {
+        &mut inline[..2 * ndim]
+    } else {
+        heap.resize(2 * ndim, 0);
+        &mut heap
+    };
+    for (i, (&extent, &stride)) in shape.iter().zip(strides).enumerate() {
+        dims[i] = extent as ffi::Py_ssize_t;
+        dims[ndim + i] = (stride * itemsize) as ffi::Py_ssize_t;
+    }
+    let (dims, byte_strides) = dims.split_at(ndim);
+    let flags = if info.is_read_only() { 0 } else { WRITEABLE };
+    let data = info.data_ptr();
+    // The owner: the value, dropped (without unwinding into C) with the capsule.
+    let owner = PyCapsule::new_with_value(py, CatchDrop(Some(value)), c"pyo3_dlpack.native")?;
+    // SAFETY: attached; NumPy's function, returning a new reference or NULL
+    // with an exception set.
+    let descr = unsafe { (api.descr_from_type)(number) };
+    if descr.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: attached; `descr` is a new reference, which this call steals
+    // (also when it fails); `data` is the value's memory, which `owner`
+    // keeps alive and which the description checked; `dims` and
+    // `byte_strides` are `ndim` long, copied by NumPy; `array_type` is
+    // NumPy's `PyArray_Type`.
+    let array = unsafe {
+        (api.new_from_descr)(
+            api.array_type,
+            descr,
+            ndim as c_int,
+            dims.as_ptr(),
+            byte_strides.as_ptr(),
+            data,
+            flags,
+            std::ptr::null_mut(),
+        )
+    };
+    if array.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new reference to the array just made.
+    let array = unsafe { Bound::from_owned_ptr(py, array) };
+    // SAFETY: attached; `array` is a fresh ndarray without a base; the call
+    // steals the reference to `owner`, also when it fails.
+    if unsafe { (api.set_base)(array.as_ptr(), owner.into_ptr()) } != 0 {
+        return Err(PyErr::fetch(py));
+    }
+    Ok(array)
+}

@@ -1,0 +1,102 @@
+//! `Native::torch` results: the value handed to torch's own C exchange
+//! table (`managed_tensor_to_py_object_no_sync`), no Python call; torch
+//! builds without the table go through `torch.from_dlpack`.
+
+use std::cell::Cell;
+
+use pyo3::prelude::*;
+
+use crate::DLPackError;
+use crate::TensorInfo;
+use crate::exchange::ExchangeApi;
+use crate::export::IntoDLPack;
+use crate::export::managed::{call_deleter, write_block};
+use crate::export::plan::{CapsuleFormat, ExportRequest};
+use crate::ffi::DLManagedTensorVersioned;
+use crate::frameworks::native::{Framework, through_from_dlpack};
+
+/// `value` as a `torch.Tensor` over its memory (imports torch).
+pub(crate) fn tensor_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {
+    match torch_table(py)? {
+        Some(api) => to_torch(py, api, value),
+        None => through_from_dlpack(py, value, Framework::Torch),
+    }
+}
+
+/// `torch.Tensor`'s exchange table (`None`: torch < 2.10).
+fn torch_table(py: Python<'_>) -> PyResult<Option<ExchangeApi>> {
+    crate::exchange::lookup_type(super::import_tensor_type(py)?)
+}
+
+thread_local! {
+    /// The token of the last value handed to torch's table that was dropped
+    /// on this thread, and the next token to hand out (see [`Watched`]).
+    static DROPPED: Cell<u64> = const { Cell::new(0) };
+    static NEXT: Cell<u64> = const { Cell::new(1) };
+}
+
+/// The owner of a block handed to torch: tells, on this thread, whether its
+/// deleter has run. torch's table takes the block when it succeeds; when it
+/// fails, it may have run the deleter (an error after `from_blob`) or not
+/// (an error before it): the token says which, so the value is dropped
+/// exactly once either way (another value dropped meanwhile, say by a
+/// garbage collection inside torch, has another token).
+struct Watched<T> {
+    _value: T,
+    token: u64,
+}
+
+impl<T> Drop for Watched<T> {
+    fn drop(&mut self) {
+        DROPPED.set(self.token);
+    }
+}
+
+/// A versioned block of the value (the plan of `__dlpack__(max_version=(1, 3))`)
+/// handed to torch's `managed_tensor_to_py_object_no_sync`.
+fn to_torch<T: IntoDLPack>(
+    py: Python<'_>,
+    api: ExchangeApi,
+    value: T,
+) -> PyResult<Bound<'_, PyAny>> {
+    let token = NEXT.get();
+    NEXT.set(token.wrapping_add(1));
+    let managed = versioned_block(value, token)?;
+    // SAFETY: a live block this function owns and gives to torch.
+    match unsafe { api.to_py_object(py, managed) } {
+        Ok(tensor) => Ok(tensor),
+        Err(err) => {
+            if DROPPED.get() != token {
+                // SAFETY: torch failed before taking the block (its deleter
+                // did not run, see `Watched`): it is still ours, freed once here.
+                unsafe { call_deleter(managed) };
+            }
+            Err(err)
+        }
+    }
+}
+
+/// The value in a versioned managed block (described once, read where
+/// `tensor_info` wrote it, as `export_value` does).
+fn versioned_block<T: IntoDLPack>(
+    value: T,
+    token: u64,
+) -> Result<std::ptr::NonNull<DLManagedTensorVersioned>, DLPackError> {
+    let described = value.tensor_info().map(TensorInfo::detach);
+    let info = match described {
+        Ok(ref info) => info,
+        Err(err) => return Err(err),
+    };
+    let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(info)?;
+    if let Some(stream) = plan.sync_stream {
+        crate::export::synchronize(&value, info, stream)?;
+    }
+    Ok(write_block(
+        info,
+        &plan,
+        Watched {
+            _value: value,
+            token,
+        },
+    ))
+}

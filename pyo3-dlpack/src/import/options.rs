@@ -1,0 +1,242 @@
+//! How an import asks and what it accepts: [`ImportOptions`] (the keywords
+//! of `__dlpack__`), [`StreamMode`] and [`Protocols`].
+
+use std::fmt;
+use std::ops::BitOr;
+
+use crate::{Device, protocol};
+
+/// How to ask a producer for its tensor: the keywords of `__dlpack__`.
+///
+/// The default asks for a versioned DLPack 1.3 capsule, on the tensor's own
+/// device, with no copy preference and the default stream.
+///
+/// ```
+/// use pyo3_dlpack::{Device, ImportOptions};
+///
+/// let options = ImportOptions::new().copy(true).dl_device(Device::cpu());
+/// assert_eq!(options.max_version(), (1, 3));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportOptions {
+    pub(super) max_version: (u32, u32),
+    pub(super) stream: Option<i64>,
+    pub(super) dl_device: Option<Device>,
+    pub(super) copy: Option<bool>,
+    protocols: Protocols,
+    stream_mode: StreamMode,
+}
+
+/// How an import of memory on a device with streams (CUDA, ROCm) is ordered
+/// after the producer's work ([`ImportOptions::stream_mode`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StreamMode {
+    /// The default, and the safe one: the data is ready on the consumer's
+    /// stream when the import returns. `__dlpack__(stream=…)` makes the
+    /// producer order it (CUDA's legacy default stream, 1, unless
+    /// [`ImportOptions::stream`] names another); through a producer's C
+    /// exchange table (torch), an event recorded on the producer's current
+    /// stream makes the legacy default stream wait (through the CUDA driver,
+    /// loaded at run time; without it, and on ROCm, `__dlpack__` is used).
+    #[default]
+    Synchronize,
+    /// No synchronisation: the tensor carries the producer's current work
+    /// stream ([`PyTensor::stream`](crate::PyTensor::stream)), on which the
+    /// caller launches its work, which is then ordered after the producer's
+    /// (tvm-ffi's model; nothing blocks, so it is safe under CUDA graph
+    /// capture). Work on any other stream must wait for that one first.
+    /// Applies to producers with a C exchange table; others are synchronised.
+    StreamOrdered,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        Self {
+            max_version: protocol::MAX_VERSION,
+            stream: None,
+            dl_device: None,
+            copy: None,
+            protocols: Protocols::ALL,
+            stream_mode: StreamMode::Synchronize,
+        }
+    }
+}
+
+impl ImportOptions {
+    /// The defaults: `max_version=(1, 3)`, default stream, no device or copy request.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The highest DLPack version to ask for. A major below 1 asks for the
+    /// legacy capsule, which carries no flags, so the import is read-only
+    /// (see [`PyTensor::is_read_only`](crate::PyTensor::is_read_only)).
+    pub fn with_max_version(mut self, major: u32, minor: u32) -> Self {
+        self.max_version = (major, minor);
+        self
+    }
+
+    /// The consumer stream passed to CUDA and ROCm producers (a `cudaStream_t`
+    /// as an integer, or 1/2 for CUDA's legacy/per-thread default streams; -1
+    /// for no synchronisation). Without it, CUDA producers (device memory or
+    /// managed memory) get 1 and ROCm
+    /// producers 0: the legacy default stream. CPU producers never get a stream.
+    pub fn stream(mut self, stream: i64) -> Self {
+        self.stream = Some(stream);
+        self
+    }
+
+    /// Asks the producer for the tensor on this device (for example `Device::cpu()`).
+    pub fn dl_device(mut self, device: Device) -> Self {
+        self.dl_device = Some(device);
+        self
+    }
+
+    /// `true`: the producer must copy; `false`: it must not.
+    pub fn copy(mut self, copy: bool) -> Self {
+        self.copy = Some(copy);
+        self
+    }
+
+    /// Which protocols besides DLPack are accepted, for objects without
+    /// `__dlpack__` (all by default): `__cuda_array_interface__`,
+    /// `__array_interface__`, the buffer protocol, tried in that order.
+    pub fn protocols(mut self, protocols: Protocols) -> Self {
+        self.protocols = protocols;
+        self
+    }
+
+    /// The protocols besides DLPack that are accepted.
+    pub fn accepted_protocols(&self) -> Protocols {
+        self.protocols
+    }
+
+    /// How imports of memory with streams are ordered (see [`StreamMode`]).
+    pub fn stream_mode(mut self, mode: StreamMode) -> Self {
+        self.stream_mode = mode;
+        self
+    }
+
+    /// The stream mode imports use.
+    pub fn selected_stream_mode(&self) -> StreamMode {
+        self.stream_mode
+    }
+
+    /// The consumer stream given with [`stream`](Self::stream), if any.
+    pub(crate) fn consumer_stream(&self) -> Option<i64> {
+        self.stream
+    }
+
+    /// The `max_version` that will be sent.
+    pub fn max_version(&self) -> (u32, u32) {
+        self.max_version
+    }
+
+    /// Whether these are the defaults in all that matters to a producer
+    /// (a versioned capsule, no device, copy or stream request).
+    pub(crate) fn is_plain(&self) -> bool {
+        self.max_version.0 >= 1
+            && self.stream.is_none()
+            && self.dl_device.is_none()
+            && self.copy.is_none()
+    }
+
+    /// The stream `__dlpack__` gets for a tensor on `device`, if any.
+    pub(crate) fn stream_for(&self, device: Option<Device>) -> Option<i64> {
+        crate::cuda::streams::stream_to_request(self.stream, device)
+    }
+}
+
+/// Which protocols besides DLPack an import accepts (DLPack producers and
+/// capsules always are). The default accepts all three.
+///
+/// ```
+/// use pyo3_dlpack::{ImportOptions, Protocols};
+///
+/// // Host memory from NumPy-like objects and buffers, but not CUDA arrays:
+/// let options = ImportOptions::new().protocols(Protocols::ARRAY_INTERFACE | Protocols::BUFFER);
+/// // DLPack only:
+/// let strict = ImportOptions::new().protocols(Protocols::NONE);
+/// # let _ = (options, strict);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Protocols(u8);
+
+impl Protocols {
+    /// None besides DLPack.
+    pub const NONE: Self = Self(0);
+    /// `__cuda_array_interface__`, versions 2 and 3.
+    pub const CUDA_ARRAY_INTERFACE: Self = Self(1);
+    /// `__array_interface__`, version 3.
+    pub const ARRAY_INTERFACE: Self = Self(2);
+    /// The buffer protocol (not in the limited API before CPython 3.11:
+    /// abi3 builds for older versions skip it).
+    pub const BUFFER: Self = Self(4);
+    /// All three.
+    pub const ALL: Self = Self(7);
+
+    /// Whether every protocol of `other` is in `self`.
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The protocols of both.
+    pub const fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+}
+
+impl BitOr for Protocols {
+    type Output = Self;
+
+    fn bitor(self, other: Self) -> Self {
+        self.union(other)
+    }
+}
+
+impl Default for Protocols {
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
+impl fmt::Debug for Protocols {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = [
+            (Self::CUDA_ARRAY_INTERFACE, "CUDA_ARRAY_INTERFACE"),
+            (Self::ARRAY_INTERFACE, "ARRAY_INTERFACE"),
+            (Self::BUFFER, "BUFFER"),
+        ];
+        let set: Vec<_> = names
+            .iter()
+            .filter(|(p, _)| self.contains(*p) && *p != Self::NONE)
+            .map(|(_, name)| *name)
+            .collect();
+        if set.is_empty() {
+            f.write_str("NONE")
+        } else {
+            f.write_str(&set.join(" | "))
+        }
+    }
+}
+
+impl Protocols {
+    /// The accepted ways in, for the error when an object speaks none:
+    /// `"__dlpack__, __array_interface__ or the buffer protocol"`.
+    pub(crate) fn names(self) -> String {
+        let mut names = vec!["__dlpack__"];
+        if self.contains(Self::CUDA_ARRAY_INTERFACE) {
+            names.push("__cuda_array_interface__");
+        }
+        if self.contains(Self::ARRAY_INTERFACE) {
+            names.push("__array_interface__");
+        }
+        if self.contains(Self::BUFFER) && cfg!(any(not(Py_LIMITED_API), Py_3_11)) {
+            names.push("the buffer protocol");
+        }
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(""),
+        }
+    }
+}
