@@ -117,6 +117,23 @@ pub(crate) fn is_contiguous(shape: &[i64], strides: &[i64]) -> bool {
     true
 }
 
+/// Whether the elements are packed in column-major (Fortran) order, with
+/// the exceptions of [`is_contiguous`] (extents of 1, empty tensors).
+#[inline]
+pub(crate) fn is_column_major(shape: &[i64], strides: &[i64]) -> bool {
+    if shape.contains(&0) {
+        return true;
+    }
+    let mut expected = 1i64;
+    for (&dim, &stride) in shape.iter().zip(strides) {
+        if dim != 1 && stride != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(dim);
+    }
+    true
+}
+
 /// Writes the row-major strides of `shape` into `out` (same length): stride
 /// `i` is the product of the extents after `i` (extents of 0 count as 1).
 #[inline]

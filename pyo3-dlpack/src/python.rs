@@ -58,3 +58,16 @@ pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .name()
         .map_or_else(|_| "object".into(), |n| n.to_string())
 }
+
+/// `module.QualName` of `obj`'s type (`numpy.ndarray`, `torch.Tensor`), for
+/// messages; the bare name where the module is not a string.
+pub(crate) fn qualified_type_name(obj: &Bound<'_, PyAny>) -> String {
+    let ty = obj.get_type();
+    let qualname = ty
+        .qualname()
+        .map_or_else(|_| type_name(obj), |name| name.to_string());
+    match ty.module() {
+        Ok(module) => format!("{module}.{qualname}"),
+        Err(_) => qualname,
+    }
+}

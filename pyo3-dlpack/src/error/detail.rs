@@ -542,6 +542,18 @@ pub enum ExportError {
         /// The value's device.
         device: Device,
     },
+    /// A framework cannot hold a tensor of this dtype, device or layout
+    /// (its own reason, first line only, when it gave one).
+    FrameworkRefused {
+        /// The framework's array type, as Python names it.
+        array: String,
+        /// The value's dtype.
+        dtype: DataType,
+        /// The value's device, where there is a value.
+        device: Option<Device>,
+        /// What the framework said, or what it lacks.
+        reason: String,
+    },
 }
 
 impl fmt::Display for ExportError {
@@ -592,6 +604,18 @@ impl fmt::Display for ExportError {
                 "a {array} holds host memory only, but the value is on {device}; \
                  return it as a DLPackTensor or in a framework for that device"
             ),
+            Self::FrameworkRefused {
+                array,
+                dtype,
+                device,
+                reason,
+            } => match device {
+                Some(device) => write!(
+                    f,
+                    "a {array} cannot hold this {dtype} tensor on {device}: {reason}"
+                ),
+                None => write!(f, "a {array} cannot hold a {dtype} tensor: {reason}"),
+            },
             Self::RequiresGrad => {
                 f.write_str("Can't export tensors that require gradient, use tensor.detach()")
             }

@@ -3,6 +3,7 @@
 
 mod detail;
 mod interface;
+mod user;
 
 use std::fmt;
 
@@ -11,6 +12,8 @@ pub use detail::{
     SizeOverflow,
 };
 pub use interface::{Interface, InterfaceError};
+pub use user::UserError;
+pub(crate) use user::panic_error;
 
 use pyo3::PyErr;
 use pyo3::exceptions::{PyBufferError, PyOverflowError, PyTypeError, PyValueError};
@@ -29,7 +32,8 @@ use crate::{DataType, Device};
 /// | another protocol's producer describes what DLPack cannot hold, or CUDA fails ([`Interface`](Self::Interface), but for [`InterfaceError::Malformed`] and [`InterfaceError::Version`]) | `BufferError` |
 /// | the object speaks no accepted protocol, or returned the wrong type ([`NotDLPack`](Self::NotDLPack), [`NotATensor`](Self::NotATensor), [`NotACapsule`](Self::NotACapsule), [`NotADLPackTensor`](Self::NotADLPackTensor)) | `TypeError` |
 /// | an integer argument outside its field's range ([`ArgumentError::OutOfRange`]) | `OverflowError` |
-/// | a constraint the data or an argument fails (everything else) | `ValueError` |
+/// | your own code's Python exception ([`User`](Self::User), from a `PyErr`) | that exception |
+/// | a constraint the data or an argument fails (everything else, your own Rust errors included) | `ValueError` |
 ///
 /// The same failure raises the same exception from every entry point
 /// (`__dlpack__`, [`IntoDLPack::into_capsule`](crate::IntoDLPack::into_capsule),
@@ -140,6 +144,34 @@ pub enum DLPackError {
         /// Python type name of the object.
         found: String,
     },
+    /// Your own code failed (see [`UserError`]): a Python exception through
+    /// `From<PyErr>` (raised as itself), or any error through
+    /// [`DLPackError::user`] (raised as a `ValueError` with its message).
+    User(UserError),
+}
+
+impl DLPackError {
+    /// Your own error, for the methods of your [`IntoDLPack`](crate::IntoDLPack),
+    /// [`TensorData`](crate::TensorData) or [`FromDLPack`](crate::FromDLPack)
+    /// implementations: raised in Python as a `ValueError` with its message
+    /// (a `PyErr` converts with `?` or `.into()` instead, and is raised as
+    /// itself).
+    ///
+    /// ```
+    /// use pyo3_dlpack::DLPackError;
+    ///
+    /// let err = DLPackError::user(std::io::Error::other("the weights file is truncated"));
+    /// assert_eq!(err.to_string(), "the weights file is truncated");
+    /// ```
+    pub fn user(err: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
+        Self::User(UserError::rust(err.into()))
+    }
+}
+
+impl From<PyErr> for DLPackError {
+    fn from(err: PyErr) -> Self {
+        Self::User(UserError::python(err))
+    }
 }
 
 /// The Python exception a [`DLPackError`] becomes.
@@ -240,6 +272,7 @@ impl fmt::Display for DLPackError {
             Self::NotADLPackTensor { found } => {
                 write!(f, "the DLPackTensor exchange API got a {found}")
             }
+            Self::User(err) => err.fmt(f),
         }
     }
 }
@@ -250,6 +283,7 @@ impl std::error::Error for DLPackError {
             Self::Export(
                 ExportError::Description(source) | ExportError::Allocation { source, .. },
             ) => Some(&**source),
+            Self::User(err) => err.source(),
             _ => None,
         }
     }
@@ -301,6 +335,9 @@ impl From<InterfaceError> for DLPackError {
 
 impl From<DLPackError> for PyErr {
     fn from(err: DLPackError) -> Self {
+        if let DLPackError::User(err) = &err {
+            return err.to_pyerr();
+        }
         let message = err.to_string();
         match err.python_kind() {
             PythonKind::Buffer => PyBufferError::new_err(message),

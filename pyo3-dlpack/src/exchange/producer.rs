@@ -11,7 +11,6 @@ use std::ffi::{CStr, CString, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{self, NonNull};
 
-use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
@@ -54,7 +53,7 @@ pub(crate) fn capsule(py: Python<'_>) -> PyResult<Bound<'_, PyCapsule>> {
 
 /// Runs `body` attached (the exchange API is called with the interpreter
 /// attached), turning an error into a set Python exception and -1, and a
-/// panic into a `BufferError`.
+/// panic into PyO3's `PanicException` with the panic's message.
 fn guarded(body: impl FnOnce(Python<'_>) -> PyResult<()>) -> i32 {
     // SAFETY: the DLPack exchange API is only called by consumers attached to
     // the interpreter (dlpack.h: the `*_py_object_*` functions "must be
@@ -66,9 +65,8 @@ fn guarded(body: impl FnOnce(Python<'_>) -> PyResult<()>) -> i32 {
             err.restore(py);
             -1
         }
-        Err(_) => {
-            PyBufferError::new_err("pyo3-dlpack: a panic in the exchange API was caught")
-                .restore(py);
+        Err(payload) => {
+            crate::error::panic_error(payload).restore(py);
             -1
         }
     }
@@ -263,4 +261,21 @@ unsafe extern "C" fn current_work_stream(
         unsafe { out.write(ptr::null_mut()) };
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_in_the_exchange_api_is_a_panic_exception_with_its_message() {
+        Python::attach(|py| {
+            assert_eq!(guarded(|_| panic!("boom {}", 7)), -1);
+            let err = PyErr::take(py).expect("an exception is set");
+            assert!(err.is_instance_of::<pyo3::panic::PanicException>(py));
+            assert_eq!(err.value(py).to_string(), "boom 7");
+            assert_eq!(guarded(|_| Ok(())), 0);
+            assert!(PyErr::take(py).is_none());
+        });
+    }
 }

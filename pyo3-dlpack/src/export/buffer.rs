@@ -11,6 +11,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 
 use crate::export::info::TensorInfo;
+use crate::layout;
 use crate::{DataType, Writability};
 
 /// The struct format of a dtype, if the buffer protocol has one.
@@ -68,45 +69,36 @@ pub(crate) unsafe fn fill(
         )));
     };
     let writable = info.writability() == Writability::Writable;
-    if flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE && !writable {
-        return Err(refuse(
-            "expected a writable buffer request on a writable tensor, got one on a read-only \
-             tensor"
-                .to_owned(),
-        ));
-    }
+    check_request(flags, info, writable)?;
     let (shape, strides) = info.dims_slices();
-    let contiguous = info.is_contiguous();
-    if flags & ffi::PyBUF_STRIDES != ffi::PyBUF_STRIDES && !contiguous {
-        return Err(refuse(format!(
-            "the tensor is not C-contiguous (strides {strides:?}): expected a consumer that \
-             accepts strides"
-        )));
-    }
     let itemsize = dtype.itemsize();
-    // Shape, then strides in bytes: the view's own, freed on release.
-    let dims: Box<[ffi::Py_ssize_t]> = shape
-        .iter()
-        .map(|&n| n as ffi::Py_ssize_t)
+    let ndim = shape.len();
+    // The view's own allocation, freed on release: its length, then the
+    // shape, then the strides in bytes (the length, as `ndim` may be 1
+    // for a consumer that asked for no shape).
+    let block: Box<[ffi::Py_ssize_t]> = std::iter::once((1 + 2 * ndim) as ffi::Py_ssize_t)
+        .chain(shape.iter().map(|&n| n as ffi::Py_ssize_t))
         .chain(
             strides
                 .iter()
                 .map(|&s| (s * itemsize as i64) as ffi::Py_ssize_t),
         )
         .collect();
-    let ndim = shape.len();
-    let dims = Box::into_raw(dims).cast::<ffi::Py_ssize_t>();
-    let format = if flags & ffi::PyBUF_FORMAT == ffi::PyBUF_FORMAT {
+    let block = Box::into_raw(block).cast::<ffi::Py_ssize_t>();
+    let dims = block.wrapping_add(1);
+    let format = if requested(flags, ffi::PyBUF_FORMAT) {
         format.as_ptr().cast_mut()
     } else {
         std::ptr::null_mut()
     };
-    let shape = if flags & ffi::PyBUF_ND == ffi::PyBUF_ND {
-        dims
+    // Without `PyBUF_ND` the consumer sees `len` unsigned bytes: one
+    // dimension, no shape (as `memoryview` gives them).
+    let (shape, ndim_seen) = if requested(flags, ffi::PyBUF_ND) {
+        (dims, ndim)
     } else {
-        std::ptr::null_mut()
+        (std::ptr::null_mut(), 1)
     };
-    let strides = if flags & ffi::PyBUF_STRIDES == ffi::PyBUF_STRIDES {
+    let strides = if requested(flags, ffi::PyBUF_STRIDES) {
         dims.wrapping_add(ndim)
     } else {
         std::ptr::null_mut()
@@ -117,17 +109,68 @@ pub(crate) unsafe fn fill(
         len: (info.numel() * itemsize) as ffi::Py_ssize_t,
         itemsize: itemsize as ffi::Py_ssize_t,
         readonly: c_int::from(!writable),
-        ndim: ndim as c_int,
+        ndim: ndim_seen as c_int,
         format,
         shape,
         strides,
         suboffsets: std::ptr::null_mut(),
-        internal: dims.cast::<c_void>(),
+        internal: block.cast::<c_void>(),
     };
-    // SAFETY: the caller's `view`, written whole. `dims` holds `2 * ndim`
-    // entries until `release` frees it; `format` is static; the memory
+    // SAFETY: the caller's `view`, written whole. `block` holds its length
+    // and `2 * ndim` entries until `release` frees it; `format` is static; the memory
     // lives while `owner` does, whose reference the view now holds.
     unsafe { view.write(filled) };
+    Ok(())
+}
+
+/// Whether every bit of `request` (one of the `PyBUF_*` requests, some of
+/// which include others) is in `flags`.
+fn requested(flags: c_int, request: c_int) -> bool {
+    flags & request == request
+}
+
+/// Refuses a request the tensor cannot honour, as `memoryview` refuses it
+/// (CPython's `memory_getbuf`), so that a consumer reading `len` bytes from
+/// `buf`, or walking the shape without strides, stays inside the value:
+/// writes to a read-only tensor; C, Fortran or any contiguity the layout
+/// lacks; no strides for a layout that is not C-contiguous; a format
+/// without a shape.
+fn check_request(flags: c_int, info: &TensorInfo<'_>, writable: bool) -> PyResult<()> {
+    if requested(flags, ffi::PyBUF_WRITABLE) && !writable {
+        return Err(refuse(
+            "expected a writable buffer request on a writable tensor, got one on a read-only \
+             tensor"
+                .to_owned(),
+        ));
+    }
+    let (shape, strides) = info.dims_slices();
+    let c_order = layout::is_contiguous(shape, strides);
+    let f_order = layout::is_column_major(shape, strides);
+    let refused = |wanted: &str, request: &str| {
+        refuse(format!(
+            "expected a {wanted} tensor for a {request} buffer request, got shape {shape:?} \
+             with strides {strides:?} (in elements)"
+        ))
+    };
+    if requested(flags, ffi::PyBUF_C_CONTIGUOUS) && !c_order {
+        return Err(refused("C-contiguous", "PyBUF_C_CONTIGUOUS"));
+    }
+    if requested(flags, ffi::PyBUF_F_CONTIGUOUS) && !f_order {
+        return Err(refused("Fortran-contiguous", "PyBUF_F_CONTIGUOUS"));
+    }
+    if requested(flags, ffi::PyBUF_ANY_CONTIGUOUS) && !(c_order || f_order) {
+        return Err(refused("C- or Fortran-contiguous", "PyBUF_ANY_CONTIGUOUS"));
+    }
+    if !requested(flags, ffi::PyBUF_STRIDES) && !c_order {
+        return Err(refused("C-contiguous", "strides-free"));
+    }
+    if !requested(flags, ffi::PyBUF_ND) && requested(flags, ffi::PyBUF_FORMAT) {
+        return Err(refuse(
+            "expected PyBUF_ND with PyBUF_FORMAT: a buffer without a shape is read as unsigned \
+             bytes, which a format would contradict"
+                .to_owned(),
+        ));
+    }
     Ok(())
 }
 
@@ -140,12 +183,13 @@ pub(crate) unsafe fn fill(
 pub(crate) unsafe fn release(view: *mut ffi::Py_buffer) {
     // SAFETY: the caller's promise: a view `fill` filled, ours to release.
     let view = unsafe { &mut *view };
-    let dims = view.internal.cast::<ffi::Py_ssize_t>();
-    if dims.is_null() {
+    let block = view.internal.cast::<ffi::Py_ssize_t>();
+    if block.is_null() {
         return;
     }
-    let len = 2 * usize::try_from(view.ndim).unwrap_or(0);
     view.internal = std::ptr::null_mut();
-    // SAFETY: the boxed slice of `2 * ndim` dims `fill` leaked, freed once.
-    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(dims, len)) });
+    // SAFETY: `fill` wrote the block's length first.
+    let len = usize::try_from(unsafe { *block }).unwrap_or(0);
+    // SAFETY: the boxed slice of `len` entries `fill` leaked, freed once.
+    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(block, len)) });
 }

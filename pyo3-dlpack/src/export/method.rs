@@ -17,7 +17,7 @@
 use std::ffi::c_char;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -73,11 +73,9 @@ unsafe extern "C" fn dlpack(
         // NULL or a tuple of strings.
         unsafe { call(py, slf, args, nargsf, kwnames) }
     }));
-    let result = result.unwrap_or_else(|_| {
-        Err(PyBufferError::new_err(
-            "pyo3-dlpack: a panic in __dlpack__ was caught",
-        ))
-    });
+    // A panic of user code (`synchronize`, a `Drop`) is PyO3's
+    // `PanicException` with its message, as PyO3's own methods raise it.
+    let result = result.unwrap_or_else(|payload| Err(crate::error::panic_error(payload)));
     match result {
         Ok(capsule) => capsule.into_ptr(),
         Err(err) => {

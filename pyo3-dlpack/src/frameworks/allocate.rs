@@ -11,10 +11,11 @@ use pyo3::exceptions::{PyException, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
+use crate::error::ExportError;
 use crate::exchange::{self, ExchangeApi};
 use crate::ffi::DLTensor;
 use crate::frameworks::native::Framework;
-use crate::{DLPackError, DataType, Device, DeviceType, PyTensor};
+use crate::{DLPackError, DataType, Device, PyTensor};
 
 /// A tensor a framework allocated: its own object, for Python, and a
 /// writable import of it, for Rust to fill. Drop the `tensor` (or let it
@@ -34,7 +35,10 @@ pub struct Allocated<'py> {
 ///
 /// Errors: a `TypeError` for an argument of no supported framework and for
 /// JAX (whose arrays are immutable: return a [`Native::jax`](crate::Native::jax)
-/// of your own buffer instead); the framework's own error when it refuses.
+/// of your own buffer instead); a `BufferError` for a dtype no framework
+/// allocates (several lanes, elements narrower than a byte), before any
+/// framework sees it; else the framework's own error when it refuses (the
+/// exception its allocator names, with the first line of its message).
 ///
 /// ```
 /// use pyo3::prelude::*;
@@ -64,6 +68,7 @@ pub fn allocate_like<'py>(
     // Extents non-negative and their product in range: our error, before any
     // framework sees the shape.
     crate::layout::numel(shape)?;
+    check_allocatable(like, dtype)?;
     if let Some(api) = exchange::lookup(like)?.filter(|api| api.has_allocator()) {
         let device = device_of(like)?;
         let object = through_table(like.py(), api, shape, dtype, device)?;
@@ -75,12 +80,35 @@ pub fn allocate_like<'py>(
     Ok(Allocated { object, tensor })
 }
 
-/// `like.__dlpack_device__()`.
+/// `like.__dlpack_device__()`, validated as an import validates it.
 fn device_of(like: &Bound<'_, PyAny>) -> PyResult<Device> {
-    let (device_type, id): (i32, i32) = like
-        .call_method0(pyo3::intern!(like.py(), "__dlpack_device__"))?
-        .extract()?;
-    Ok(Device::new(DeviceType::from_code(device_type), id))
+    crate::import::producer_device(like)?.ok_or_else(|| {
+        DLPackError::NotDLPack {
+            type_name: crate::python::type_name(like),
+        }
+        .into()
+    })
+}
+
+/// Refuses, before any framework sees it, a dtype no framework allocates:
+/// one the DLPack header does not allow (several lanes, say), or of
+/// elements narrower than a byte (a `BufferError` naming it).
+fn check_allocatable(like: &Bound<'_, PyAny>, dtype: DataType) -> PyResult<()> {
+    let reason = match crate::protocol::check_dtype(dtype) {
+        // Multi-lane dtypes among them.
+        Err(err) => err.to_string(),
+        Ok(()) if dtype.bits % 8 != 0 => {
+            "no framework allocates elements narrower than a byte".to_owned()
+        }
+        Ok(()) => return Ok(()),
+    };
+    Err(DLPackError::from(ExportError::FrameworkRefused {
+        array: crate::python::qualified_type_name(like),
+        dtype,
+        device: None,
+        reason,
+    })
+    .into())
 }
 
 /// What the allocator's `SetError` reported.
@@ -155,9 +183,11 @@ fn reported_error(py: Python<'_>, reported: Reported) -> PyErr {
     if let Some(err) = PyErr::take(py) {
         return err;
     }
-    let message = reported
-        .message
-        .unwrap_or_else(|| "the framework's allocator failed without a message".into());
+    // The first line only: torch appends a C++ backtrace.
+    let message = reported.message.map_or_else(
+        || "the framework's allocator failed without a message".into(),
+        |message| message.lines().next().unwrap_or_default().trim().to_owned(),
+    );
     let kind = reported.kind.and_then(|kind| {
         let builtin = py.import("builtins").ok()?.getattr(kind.as_str()).ok()?;
         let kind = builtin.cast_into::<PyType>().ok()?;

@@ -8,8 +8,8 @@
 //!   Python call; torch builds without the table fall back to
 //!   `torch.from_dlpack`;
 //! - NumPy: the NumPy C API (`frameworks::numpy`), an array over
-//!   the memory whose base object owns the value; dtypes NumPy has no type
-//!   number for fall back to `numpy.from_dlpack`;
+//!   the memory whose base object owns the value; a dtype NumPy lacks
+//!   (bfloat16, float8, …) is a `BufferError` naming it;
 //! - JAX and CuPy: their `from_dlpack` on a [`DLPackTensor`].
 
 use pyo3::prelude::*;
@@ -159,7 +159,9 @@ impl<'py, T: IntoDLPack> IntoPyObject<'py> for Native<T> {
 
 /// `value` as a `framework` array, zero-copy (see [`Native`]). A description
 /// that fails is the value's error (`ValueError`); memory a framework cannot
-/// hold is a `BufferError`.
+/// hold (a dtype or device it lacks) is a `BufferError` naming the tensor
+/// and the framework's reason (its first line: torch appends a C++
+/// backtrace).
 pub fn to_framework<T: IntoDLPack>(
     py: Python<'_>,
     value: T,

@@ -1,6 +1,7 @@
 //! Import: tensors from any DLPack producer into Rust.
 
 pub(crate) mod consume;
+mod entry;
 mod from_dlpack;
 mod located;
 mod negotiate;
@@ -11,6 +12,8 @@ mod registry;
 mod state;
 pub(crate) mod tensor;
 mod view;
+
+pub(crate) use negotiate::producer_device;
 
 pub use from_dlpack::FromDLPack;
 pub use located::{DeviceTensor, Located};

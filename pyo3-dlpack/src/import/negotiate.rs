@@ -230,7 +230,7 @@ pub(crate) fn legacy_writability(obj: &Bound<'_, PyAny>) -> PyResult<Writability
 }
 
 /// `__dlpack_device__()` as a `Device`, or `None` if the producer has none.
-fn producer_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>> {
+pub(crate) fn producer_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>> {
     let Some(method) = optional_attr(obj, intern!(obj.py(), "__dlpack_device__"))? else {
         return Ok(None);
     };

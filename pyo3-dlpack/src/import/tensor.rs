@@ -9,16 +9,12 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::error::LayoutError;
-use crate::exchange;
 use crate::ffi::{
     DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion, DLTensor,
 };
 use crate::foreign;
 use crate::frameworks::numpy;
 use crate::import::consume::{Managed, take_from_capsule};
-use crate::import::negotiate::{legacy_writability, probe_dlpack, request_capsule};
-use crate::import::options::ImportOptions;
-use crate::import::protocols;
 use crate::import::registry::Registration;
 use crate::import::state::State;
 use crate::layout::DimsBuf;
@@ -57,7 +53,7 @@ use crate::{DLPackError, DataType, Device, Writability, protocol};
 ///
 /// The typed views read host memory of device `cpu`. Pinned (`cuda_host`) and
 /// managed (`cuda_managed`) memory may still be written by GPU work: import it
-/// with [`ImportOptions::dl_device`]`(Device::cpu())`, which makes the producer
+/// with [`ImportOptions::dl_device`](crate::ImportOptions::dl_device)`(Device::cpu())`, which makes the producer
 /// synchronise and export it as CPU memory.
 ///
 /// Like every DLPack consumer, `PyTensor` trusts that a capsule named
@@ -96,16 +92,6 @@ unsafe fn check_versioned(
     unsafe { foreign::check_into(&versioned.dl_tensor, padded, out) }
 }
 
-/// The DLPack version of `obj`'s versioned export through `__dlpack__`
-/// (`None`: it exports legacy capsules only), what NumPy's in-place read
-/// reports as its version.
-fn versioned_export(obj: &Bound<'_, PyAny>) -> PyResult<Option<DLPackVersion>> {
-    let Some(capsule) = request_capsule(obj, &ImportOptions::default())? else {
-        return Ok(None);
-    };
-    Ok(PyTensor::from_capsule(&capsule)?.version())
-}
-
 /// The description of a tensor owned as `managed`: the producer's struct,
 /// or `own_tensor` for a borrowed view or a NumPy array (see
 /// [`State::own_tensor`]). A function of the two fields only, so a caller
@@ -133,131 +119,6 @@ unsafe impl Send for PyTensor {}
 unsafe impl Sync for PyTensor {}
 
 impl PyTensor {
-    /// Imports from any object with `__dlpack__`, or a DLPack capsule of
-    /// either name, with the default [`ImportOptions`]; objects without
-    /// `__dlpack__` through `__cuda_array_interface__`,
-    /// `__array_interface__` or the buffer protocol (see the crate docs,
-    /// "Producers that speak no DLPack").
-    ///
-    /// Errors: `TypeError` for an object that speaks none of these, the
-    /// producer's own exception when its `__dlpack__` fails, and a
-    /// [`DLPackError`] (as `BufferError` or `ValueError`) for a capsule that
-    /// is consumed, malformed or of an unsupported version.
-    pub fn from_pyany(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Self::from_pyany_with(obj, &ImportOptions::default())
-    }
-
-    /// Imports with explicit `stream`, `max_version`, `dl_device` and `copy`.
-    ///
-    /// An exact `numpy.ndarray` of NumPy 2.1 or later, imported with the
-    /// default options, is read directly (data, shape, strides, dtype and
-    /// the writeable flag, as NumPy's own `__dlpack__` reads them) and held
-    /// by a reference to the array: no `__dlpack__` call, no capsule. What
-    /// `__dlpack__` would refuse (non-native byte order, strides that are not
-    /// whole elements, dtypes DLPack lacks) still goes through it, so the
-    /// error is NumPy's; subclasses keep their own `__dlpack__`.
-    ///
-    /// Producers whose type advertises the DLPack C exchange API (torch ≥
-    /// 2.10) are imported through it, without a `__dlpack__` call, when the
-    /// options ask for nothing special. The C path does no stream
-    /// synchronisation, so CUDA tensors are ordered here as
-    /// [`StreamMode`](crate::StreamMode) says (an event through the CUDA
-    /// driver, or the producer's current stream carried along); without a
-    /// CUDA driver, and on ROCm, they go through `__dlpack__` with a stream
-    /// instead, after one C export given back. Subclasses that override `__dlpack__` or `__torch_function__`,
-    /// and every subclass of `torch.Tensor`, take the `__dlpack__` path, so
-    /// their own code runs. What torch's `__dlpack__` refuses is refused on
-    /// the C path too, with torch's `BufferError`: tensors that require
-    /// gradient ("use tensor.detach()"), meta, sparse and quantized tensors,
-    /// and tensors with the lazy conjugate bit; so are tensors with the lazy
-    /// negative bit, as their memory does not hold their values.
-    pub fn from_pyany_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
-        if options.is_plain() {
-            if let Some(array) = numpy::read::recognise(obj, versioned_export) {
-                return Ok(Self::from_array(obj, array)?);
-            }
-            if let Some(api) = exchange::lookup(obj)? {
-                match api.owned(obj) {
-                    Ok(managed) => {
-                        api.check_torch_owned(obj, managed)?;
-                        let mut tensor = Self::from_versioned(managed)?;
-                        let device = tensor.device();
-                        if !device.device_type.uses_streams() {
-                            return Ok(tensor);
-                        }
-                        // The C path does no synchronisation: order it here,
-                        // or (no CUDA driver, ROCm) import through `__dlpack__`.
-                        if let Some(stream) =
-                            api.order(obj.py(), device, options.selected_stream_mode())?
-                        {
-                            tensor.state.stream = Some(stream);
-                            return Ok(tensor);
-                        }
-                    }
-                    // torch's C export fails with a C++ backtrace where its
-                    // `__dlpack__` raises a clear error (meta, sparse and
-                    // quantized tensors): raise that one.
-                    Err(_) => probe_dlpack(obj)?,
-                }
-            }
-        }
-        let Some(capsule) = request_capsule(obj, options)? else {
-            return protocols::import(obj, options);
-        };
-        let mut tensor = Self::from_capsule(&capsule)?;
-        tensor.state.stream = options.stream_for(Some(tensor.device()));
-        if tensor.writability() == Writability::Unknown {
-            tensor.state.legacy_writable = legacy_writability(obj)? == Writability::Writable;
-        }
-        Ok(tensor)
-    }
-
-    /// Runs `f` on a borrowed view of `obj`'s tensor, and returns its result.
-    ///
-    /// For producers with the DLPack C exchange API (torch ≥ 2.10) the view
-    /// is made without a `__dlpack__` call and with one small allocation (float and
-    /// complex torch tensors cost a `requires_grad` read and an `is_neg()`
-    /// call, see `from_pyany_with`, whose refusals apply here too): nothing is
-    /// owned, nothing deleted, which suits a call that only needs the
-    /// tensor's description while it runs (a kernel launch: shape, strides,
-    /// dtype, device, `data_ptr`). Such a view holds no reference to the
-    /// memory (Python code run by `f` could free it), so its typed views
-    /// (`as_slice`, `to_vec`, …) return an error: import the tensor to read
-    /// its elements. Others are imported as usual and dropped after `f`. The
-    /// view is not synchronised with any stream (for GPU tensors, work on the
-    /// producer's current stream) and cannot outlive `f`.
-    ///
-    /// ```
-    /// # use pyo3::prelude::*;
-    /// use pyo3_dlpack::PyTensor;
-    ///
-    /// /// Python: `nbytes(torch.ones(3))`
-    /// #[pyfunction]
-    /// fn nbytes(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
-    ///     PyTensor::with_borrowed(obj, |tensor| tensor.nbytes())
-    /// }
-    /// ```
-    pub fn with_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&PyTensor) -> R) -> PyResult<R> {
-        if let Some(api) = exchange::lookup(obj)? {
-            match api.borrowed(obj) {
-                Some(Ok(view)) => {
-                    api.check_torch(obj, view.dtype)?;
-                    let mut state = State::new(Managed::Borrowed {
-                        version: api.version(),
-                    });
-                    state.own_tensor = view;
-                    let tensor = Self::checked(state)?;
-                    return Ok(f(&tensor));
-                }
-                // As in `from_pyany_with`: the producer's own error.
-                Some(Err(_)) => probe_dlpack(obj)?,
-                None => {}
-            }
-        }
-        let tensor = Self::from_pyany(obj)?;
-        Ok(f(&tensor))
-    }
-
     /// Takes the tensor out of a `dltensor` or `dltensor_versioned` capsule,
     /// which is renamed `used_…` so no one else can take it.
     pub fn from_capsule(capsule: &Bound<'_, PyCapsule>) -> Result<Self, DLPackError> {
@@ -341,6 +202,14 @@ impl PyTensor {
         Ok(tensor)
     }
 
+    /// A borrowed view (see [`with_borrowed`](Self::with_borrowed)) of the
+    /// exchange API's `view`, checked.
+    pub(crate) fn borrowed(view: DLTensor, version: DLPackVersion) -> Result<Self, DLPackError> {
+        let mut state = State::new(Managed::Borrowed { version });
+        state.own_tensor = view;
+        Self::checked(state)
+    }
+
     /// Owns `state`'s tensor from here on, checked (as `from_managed`):
     /// a legacy struct, a borrowed view or a NumPy array (versioned structs,
     /// whose version is checked first, take `from_versioned`).
@@ -367,7 +236,7 @@ impl PyTensor {
     /// Owns a NumPy array read directly (a reference to it): checked as a
     /// producer's tensor is, its shape and strides kept here. Everything is
     /// written where it is kept (see [`PyTensor::state`]).
-    fn from_array(
+    pub(crate) fn from_array(
         obj: &Bound<'_, PyAny>,
         array: numpy::read::Array<'_>,
     ) -> Result<Self, DLPackError> {
@@ -532,12 +401,18 @@ impl PyTensor {
 
     /// The stream the data is ready on, for devices with streams: the one
     /// passed to the producer's `__dlpack__` (CUDA's legacy default stream,
-    /// 1, unless [`ImportOptions::stream`] named another), or the one a
+    /// 1, unless [`ImportOptions::stream`](crate::ImportOptions::stream) named another), or the one a
     /// `__cuda_array_interface__` producer's stream was made to wait for.
     /// `None` when the data is ready on every stream (host memory, an import
     /// that synchronised, the exchange API's stream-free devices).
     pub fn stream(&self) -> Option<i64> {
         self.state.stream
+    }
+
+    /// Sets what a legacy import's [`writability`](Self::writability) reports
+    /// (see [`is_read_only`](Self::is_read_only)).
+    pub(crate) fn set_legacy_writable(&mut self, writable: bool) {
+        self.state.legacy_writable = writable;
     }
 
     /// Sets what [`stream`](Self::stream) reports.

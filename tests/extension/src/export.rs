@@ -3,9 +3,19 @@
 #[allow(unused_imports)]
 use super::*;
 
+/// A dtype by name, with an `x{lanes}` suffix for several lanes (`float32x2`).
 pub(crate) fn parse_dtype(name: &str) -> PyResult<DataType> {
-    name.parse::<DataType>()
-        .map_err(|err| PyValueError::new_err(err.to_string()))
+    let parse = |name: &str| {
+        name.parse::<DataType>()
+            .map_err(|err| PyValueError::new_err(err.to_string()))
+    };
+    if let Some((scalar, lanes)) = name.rsplit_once('x')
+        && let Ok(lanes) = lanes.parse::<u16>()
+    {
+        let scalar = parse(scalar)?;
+        return Ok(DataType::new(scalar.code, scalar.bits, lanes));
+    }
+    parse(name)
 }
 
 /// `n` elements of `dtype` in a typed `storage` (`"vec"`, `"box"`, `"arc"`

@@ -40,6 +40,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(drop_counts, m)?)?;
     m.add_function(wrap_pyfunction!(native_arange, m)?)?;
     m.add_function(wrap_pyfunction!(native_like, m)?)?;
+    m.add_function(wrap_pyfunction!(framework_of, m)?)?;
     m.add_function(wrap_pyfunction!(native_broken, m)?)?;
     m.add_function(wrap_pyfunction!(allocate_filled, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)?;
@@ -55,6 +56,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hand_vector_head, m)?)?;
     m.add_class::<Spectrum>()?;
     m.add_function(wrap_pyfunction!(clobbering_capsule, m)?)?;
+    m.add_function(wrap_pyfunction!(fails_to_synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(arange, m)?)?;
     m.add_function(wrap_pyfunction!(from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(on_device, m)?)?;

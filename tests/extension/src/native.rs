@@ -82,6 +82,12 @@ pub(crate) fn native_like<'py>(
     }
 }
 
+/// `Framework::of(obj)`, as its variant's name.
+#[pyfunction]
+pub(crate) fn framework_of(obj: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    Ok(Framework::of(obj)?.map(|framework| format!("{framework:?}")))
+}
+
 /// A value whose description fails (a shape larger than its buffer).
 #[pyfunction]
 pub(crate) fn native_broken<'py>(

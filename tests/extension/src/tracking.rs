@@ -119,3 +119,48 @@ pub(crate) fn clobbering_capsule(py: Python<'_>, n: usize) -> PyResult<Bound<'_,
     };
     value.into_capsule(py, CapsuleFormat::Versioned)
 }
+
+/// A CUDA value (never read: its memory is a made-up address) whose
+/// `synchronize`, the user code `__dlpack__(stream=…)` runs, fails as
+/// `how` says: "python" (a `RuntimeError`), "rust" (an `std::io::Error`)
+/// or "panic".
+pub(crate) struct FailsToSynchronize {
+    memory: RawBuffer,
+    how: String,
+    _guard: DropGuard,
+}
+
+impl IntoDLPack for FailsToSynchronize {
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        TensorInfo::builder(&self.memory)
+            .shape([4usize])
+            .dtype(DataType::F32)
+            .build()
+    }
+
+    fn synchronize(&self, _consumer_stream: i64) -> Result<(), DLPackError> {
+        match self.how.as_str() {
+            "python" => Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "the camera has not delivered the frame",
+            )
+            .into()),
+            "rust" => Err(DLPackError::user(std::io::Error::other(
+                "the weights file is truncated",
+            ))),
+            _ => panic!("synchronize panicked: {}", self.how),
+        }
+    }
+}
+
+#[pyfunction]
+pub(crate) fn fails_to_synchronize(how: String) -> PyResult<DLPackTensor> {
+    // SAFETY: 16 bytes of "device memory" at an address nothing reads: the
+    // value is only described and its export refused.
+    let memory = unsafe { RawBuffer::new(0x1000 as *mut std::ffi::c_void, 16, Device::cuda(0)) };
+    let value = FailsToSynchronize {
+        memory,
+        how,
+        _guard: DropGuard::new(),
+    };
+    Ok(DLPackTensor::new(value)?)
+}

@@ -12,7 +12,7 @@ use super::api::api;
 use super::{WRITEABLE, type_number};
 use crate::error::ExportError;
 use crate::export::IntoDLPack;
-use crate::frameworks::native::{CatchDrop, Framework, through_from_dlpack};
+use crate::frameworks::native::CatchDrop;
 use crate::{DLPackError, DeviceType, TensorInfo};
 
 /// `value` as a `numpy.ndarray` over its own memory: shape and strides from
@@ -33,7 +33,16 @@ pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Boun
         .into());
     }
     let Some(number) = type_number(info.dtype()) else {
-        return through_from_dlpack(py, value, Framework::NumPy);
+        // NumPy's `from_dlpack` takes no dtype its type numbers lack either.
+        return Err(DLPackError::from(ExportError::FrameworkRefused {
+            array: "numpy.ndarray".into(),
+            dtype: info.dtype(),
+            device: Some(info.device()),
+            reason: "NumPy has no such dtype (bfloat16, float8 and narrower types, \
+                     multi-lane types); return it as a DLPackTensor or a torch.Tensor"
+                .into(),
+        })
+        .into());
     };
     let api = api(py)?;
     let itemsize = info.dtype().itemsize() as i64;

@@ -6,21 +6,44 @@ use std::cell::Cell;
 
 use pyo3::prelude::*;
 
-use crate::DLPackError;
+use pyo3::exceptions::PyRuntimeError;
+
 use crate::TensorInfo;
+use crate::error::ExportError;
 use crate::exchange::ExchangeApi;
 use crate::export::IntoDLPack;
 use crate::export::managed::{call_deleter, write_block};
 use crate::export::plan::{CapsuleFormat, ExportRequest};
 use crate::ffi::DLManagedTensorVersioned;
 use crate::frameworks::native::{Framework, through_from_dlpack};
+use crate::{DLPackError, DataType, Device};
 
-/// `value` as a `torch.Tensor` over its memory (imports torch).
+/// `value` as a `torch.Tensor` over its memory (imports torch). What
+/// torch's table refuses (a dtype or device torch lacks) is a `BufferError`
+/// naming the tensor, with torch's reason trimmed to its first line (torch
+/// appends a C++ backtrace).
 pub(crate) fn tensor_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {
     match torch_table(py)? {
         Some(api) => to_torch(py, api, value),
         None => through_from_dlpack(py, value, Framework::Torch),
     }
+}
+
+/// torch's refusal (a `RuntimeError`) of a `dtype` tensor on `device` as a
+/// `BufferError`; other exceptions (`MemoryError`) are kept as they are.
+pub(crate) fn refused(py: Python<'_>, err: PyErr, dtype: DataType, device: Device) -> PyErr {
+    if !err.is_instance_of::<PyRuntimeError>(py) {
+        return err;
+    }
+    let message = err.value(py).to_string();
+    let reason = message.lines().next().unwrap_or_default().trim().to_owned();
+    DLPackError::from(ExportError::FrameworkRefused {
+        array: "torch.Tensor".into(),
+        dtype,
+        device: Some(device),
+        reason,
+    })
+    .into()
 }
 
 /// `torch.Tensor`'s exchange table (`None`: torch < 2.10).
@@ -62,6 +85,11 @@ fn to_torch<T: IntoDLPack>(
     let token = NEXT.get();
     NEXT.set(token.wrapping_add(1));
     let managed = versioned_block(value, token)?;
+    let (dtype, device) = {
+        // SAFETY: the block just written, ours until handed to torch below.
+        let tensor = &unsafe { managed.as_ref() }.dl_tensor;
+        (tensor.dtype, tensor.device)
+    };
     // SAFETY: a live block this function owns and gives to torch.
     match unsafe { api.to_py_object(py, managed) } {
         Ok(tensor) => Ok(tensor),
@@ -71,7 +99,7 @@ fn to_torch<T: IntoDLPack>(
                 // did not run, see `Watched`): it is still ours, freed once here.
                 unsafe { call_deleter(managed) };
             }
-            Err(err)
+            Err(refused(py, err, dtype, device))
         }
     }
 }

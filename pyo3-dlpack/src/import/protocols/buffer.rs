@@ -4,95 +4,16 @@
 //! (a `bytearray` cannot be resized, nor an `mmap` closed, under it) and
 //! released exactly once when the tensor drops.
 
-use std::ffi::CStr;
-
 use pyo3::ffi;
 use pyo3::prelude::*;
 
 use super::format::from_struct_format;
 use super::owner::{self, Keeper, Layout, Memory};
+use super::view::BufferView;
 use crate::error::{Interface, InterfaceError};
 use crate::import::tensor::PyTensor;
 use crate::python::type_name;
 use crate::{DLPackError, Device};
-
-/// A filled `Py_buffer`, released once when dropped. Boxed, so it never
-/// moves: exporters may point its fields into the struct itself.
-pub(crate) struct BufferView(Box<ffi::Py_buffer>);
-
-// SAFETY: the view is plain data plus a strong reference to its exporter;
-// it is only read (under the GIL, while the tensor is built) and released
-// in `Drop`, which attaches to the interpreter first, as PyO3's own
-// `PyBuffer` does.
-unsafe impl Send for BufferView {}
-// SAFETY: `&BufferView` gives no access to anything.
-unsafe impl Sync for BufferView {}
-
-impl BufferView {
-    /// `PyObject_GetBuffer(obj, PyBUF_FULL_RO)`: shape, strides, format and
-    /// whether the exporter allows writes; a writable view is not asked for,
-    /// so read-only exporters (`bytes`) succeed too.
-    fn get(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let mut view = Box::new(ffi::Py_buffer::new());
-        // SAFETY: attached; `view` is a writable `Py_buffer` that stays at
-        // its address; on success it is released exactly once, in `Drop`.
-        let status =
-            unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), &mut *view, ffi::PyBUF_FULL_RO) };
-        if status != 0 {
-            return Err(PyErr::fetch(obj.py()));
-        }
-        Ok(Self(view))
-    }
-
-    fn raw(&self) -> &ffi::Py_buffer {
-        &self.0
-    }
-
-    /// Extents (`ndim` of them; none for a 0-d view, whose `shape` may be NULL).
-    fn shape(&self) -> Vec<i64> {
-        self.dims(self.raw().shape)
-    }
-
-    fn strides(&self) -> Vec<i64> {
-        self.dims(self.raw().strides)
-    }
-
-    fn dims(&self, dims: *mut ffi::Py_ssize_t) -> Vec<i64> {
-        let ndim = usize::try_from(self.raw().ndim).unwrap_or(0);
-        if ndim == 0 || dims.is_null() {
-            return Vec::new();
-        }
-        // SAFETY: with PyBUF_FULL_RO the exporter fills `shape` and
-        // `strides` with `ndim` entries, valid while the view is held.
-        unsafe { std::slice::from_raw_parts(dims, ndim) }
-            .iter()
-            .map(|&d| d as i64)
-            .collect()
-    }
-
-    fn format(&self) -> String {
-        let format = self.raw().format;
-        if format.is_null() {
-            return "B".to_owned(); // the buffer protocol's default: unsigned bytes
-        }
-        // SAFETY: a NUL-terminated string owned by the exporter, valid while
-        // the view is held.
-        unsafe { CStr::from_ptr(format) }
-            .to_string_lossy()
-            .into_owned()
-    }
-}
-
-impl Drop for BufferView {
-    fn drop(&mut self) {
-        // If the interpreter is gone, so is the exporter: nothing to release.
-        let _ = Python::try_attach(|_| {
-            // SAFETY: attached; the view was filled by `PyObject_GetBuffer`
-            // and is released here, once (this is its only release).
-            unsafe { ffi::PyBuffer_Release(&mut *self.0) }
-        });
-    }
-}
 
 /// Imports `obj` through the buffer protocol.
 pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
@@ -105,7 +26,7 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     let dtype = from_struct_format(&view.format(), itemsize).map_err(DLPackError::from)?;
     let layout = Layout {
         shape: view.shape(),
-        byte_strides: Some(view.strides()),
+        byte_strides: view.strides(),
         dtype,
         read_only: raw.readonly != 0,
     };

@@ -16,6 +16,8 @@ pub(crate) mod cuda_array_interface;
 mod format;
 mod interface_dict;
 mod owner;
+#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+mod view;
 
 use pyo3::intern;
 use pyo3::prelude::*;

@@ -16,7 +16,7 @@ use crate::{DLPackError, DataType, Device};
 pub(crate) enum Keeper {
     /// A buffer-protocol view, released exactly once when dropped.
     #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
-    View(super::buffer::BufferView),
+    View(super::view::BufferView),
     /// The producer object (its interface promises the memory lives as long);
     /// `None` once released.
     Object(Option<Py<PyAny>>),

@@ -1,0 +1,147 @@
+//! The import entry: what `PyTensor::from_pyany` does with an object, in
+//! order. Framework fast paths first (a NumPy array read in place, a
+//! producer's C exchange table), then DLPack negotiation (`__dlpack__`, or
+//! a capsule), then the other protocols.
+
+use pyo3::prelude::*;
+
+use crate::exchange;
+use crate::ffi::DLPackVersion;
+use crate::frameworks::numpy;
+use crate::import::negotiate::{legacy_writability, probe_dlpack, request_capsule};
+use crate::import::options::ImportOptions;
+use crate::import::protocols;
+use crate::{PyTensor, Writability};
+
+impl PyTensor {
+    /// Imports from any object with `__dlpack__`, or a DLPack capsule of
+    /// either name, with the default [`ImportOptions`]; objects without
+    /// `__dlpack__` through `__cuda_array_interface__`,
+    /// `__array_interface__` or the buffer protocol (see the crate docs,
+    /// "Producers that speak no DLPack").
+    ///
+    /// Errors: `TypeError` for an object that speaks none of these, the
+    /// producer's own exception when its `__dlpack__` fails, and a
+    /// [`DLPackError`](crate::DLPackError) (as `BufferError` or `ValueError`) for a capsule that
+    /// is consumed, malformed or of an unsupported version.
+    pub fn from_pyany(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Self::from_pyany_with(obj, &ImportOptions::default())
+    }
+
+    /// Imports with explicit `stream`, `max_version`, `dl_device` and `copy`.
+    ///
+    /// An exact `numpy.ndarray` of NumPy 2.1 or later, imported with the
+    /// default options, is read directly (data, shape, strides, dtype and
+    /// the writeable flag, as NumPy's own `__dlpack__` reads them) and held
+    /// by a reference to the array: no `__dlpack__` call, no capsule. What
+    /// `__dlpack__` would refuse (non-native byte order, strides that are not
+    /// whole elements, dtypes DLPack lacks) still goes through it, so the
+    /// error is NumPy's; subclasses keep their own `__dlpack__`.
+    ///
+    /// Producers whose type advertises the DLPack C exchange API (torch ≥
+    /// 2.10) are imported through it, without a `__dlpack__` call, when the
+    /// options ask for nothing special. The C path does no stream
+    /// synchronisation, so CUDA tensors are ordered here as
+    /// [`StreamMode`](crate::StreamMode) says (an event through the CUDA
+    /// driver, or the producer's current stream carried along); without a
+    /// CUDA driver, and on ROCm, they go through `__dlpack__` with a stream
+    /// instead, after one C export given back. Subclasses that override `__dlpack__` or `__torch_function__`,
+    /// and every subclass of `torch.Tensor`, take the `__dlpack__` path, so
+    /// their own code runs. What torch's `__dlpack__` refuses is refused on
+    /// the C path too, with torch's `BufferError`: tensors that require
+    /// gradient ("use tensor.detach()"), meta, sparse and quantized tensors,
+    /// and tensors with the lazy conjugate bit; so are tensors with the lazy
+    /// negative bit, as their memory does not hold their values.
+    pub fn from_pyany_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
+        if options.is_plain() {
+            if let Some(array) = numpy::read::recognise(obj, versioned_export) {
+                return Ok(Self::from_array(obj, array)?);
+            }
+            if let Some(api) = exchange::lookup(obj)? {
+                match api.owned(obj) {
+                    Ok(managed) => {
+                        api.check_torch_owned(obj, managed)?;
+                        let mut tensor = Self::from_versioned(managed)?;
+                        let device = tensor.device();
+                        if !device.device_type.uses_streams() {
+                            return Ok(tensor);
+                        }
+                        // The C path does no synchronisation: order it here,
+                        // or (no CUDA driver, ROCm) import through `__dlpack__`.
+                        if let Some(stream) =
+                            api.order(obj.py(), device, options.selected_stream_mode())?
+                        {
+                            tensor.set_stream(Some(stream));
+                            return Ok(tensor);
+                        }
+                    }
+                    // torch's C export fails with a C++ backtrace where its
+                    // `__dlpack__` raises a clear error (meta, sparse and
+                    // quantized tensors): raise that one.
+                    Err(_) => probe_dlpack(obj)?,
+                }
+            }
+        }
+        let Some(capsule) = request_capsule(obj, options)? else {
+            return protocols::import(obj, options);
+        };
+        let mut tensor = Self::from_capsule(&capsule)?;
+        tensor.set_stream(options.stream_for(Some(tensor.device())));
+        if tensor.writability() == Writability::Unknown {
+            tensor.set_legacy_writable(legacy_writability(obj)? == Writability::Writable);
+        }
+        Ok(tensor)
+    }
+
+    /// Runs `f` on a borrowed view of `obj`'s tensor, and returns its result.
+    ///
+    /// For producers with the DLPack C exchange API (torch ≥ 2.10) the view
+    /// is made without a `__dlpack__` call and with one small allocation (float and
+    /// complex torch tensors cost a `requires_grad` read and an `is_neg()`
+    /// call, see `from_pyany_with`, whose refusals apply here too): nothing is
+    /// owned, nothing deleted, which suits a call that only needs the
+    /// tensor's description while it runs (a kernel launch: shape, strides,
+    /// dtype, device, `data_ptr`). Such a view holds no reference to the
+    /// memory (Python code run by `f` could free it), so its typed views
+    /// (`as_slice`, `to_vec`, …) return an error: import the tensor to read
+    /// its elements. Others are imported as usual and dropped after `f`. The
+    /// view is not synchronised with any stream (for GPU tensors, work on the
+    /// producer's current stream) and cannot outlive `f`.
+    ///
+    /// ```
+    /// # use pyo3::prelude::*;
+    /// use pyo3_dlpack::PyTensor;
+    ///
+    /// /// Python: `nbytes(torch.ones(3))`
+    /// #[pyfunction]
+    /// fn nbytes(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+    ///     PyTensor::with_borrowed(obj, |tensor| tensor.nbytes())
+    /// }
+    /// ```
+    pub fn with_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&PyTensor) -> R) -> PyResult<R> {
+        if let Some(api) = exchange::lookup(obj)? {
+            match api.borrowed(obj) {
+                Some(Ok(view)) => {
+                    api.check_torch(obj, view.dtype)?;
+                    let tensor = Self::borrowed(view, api.version())?;
+                    return Ok(f(&tensor));
+                }
+                // As in `from_pyany_with`: the producer's own error.
+                Some(Err(_)) => probe_dlpack(obj)?,
+                None => {}
+            }
+        }
+        let tensor = Self::from_pyany(obj)?;
+        Ok(f(&tensor))
+    }
+}
+
+/// The DLPack version of `obj`'s versioned export through `__dlpack__`
+/// (`None`: it exports legacy capsules only), what NumPy's in-place read
+/// reports as its version.
+fn versioned_export(obj: &Bound<'_, PyAny>) -> PyResult<Option<DLPackVersion>> {
+    let Some(capsule) = request_capsule(obj, &ImportOptions::default())? else {
+        return Ok(None);
+    };
+    Ok(PyTensor::from_capsule(&capsule)?.version())
+}

@@ -1,0 +1,276 @@
+"""The trust boundary: nothing a pure-Python program does may crash the process or get a
+wrong answer from a fast path. Objects that claim a framework's name, buffer requests of
+every flag, buffers without strides."""
+
+import ctypes
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import dlpack_testext as ext
+
+
+def run_fresh(code):
+    """`code` in a new interpreter (the fast paths' caches are per process), with its
+    output; a crash is a negative return code."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    assert done.stderr == ""
+    return done.stdout
+
+
+# A bytes subclass that calls itself NumPy's array, with a `__dlpack__` of its own: read as
+# a NumPy array, its bytes would be taken for NumPy's struct (a descriptor pointer made of
+# caller-controlled bytes).
+FAKE_NDARRAY = """
+    import numpy as np
+    import dlpack_testext as ext
+
+    real = np.arange(6, dtype=np.float32)
+    calls = []
+
+    class Fake(bytes):
+        def __dlpack__(self, **kwargs):
+            calls.append(sorted(kwargs))
+            return real.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    Fake.__name__ = Fake.__qualname__ = {name!r}
+    Fake.__module__ = {module!r}
+    fake = Fake(b"\\xff" * 256)
+"""
+
+
+@pytest.mark.parametrize(
+    "name, module", [("numpy.ndarray", "builtins"), ("ndarray", "numpy")], ids=["c-name", "module"]
+)
+def test_a_class_named_numpy_ndarray_is_asked_through_its_own_dlpack(name, module):
+    out = run_fresh(
+        FAKE_NDARRAY.format(name=name, module=module)
+        + """
+    # Before any real array was seen, and after.
+    first = ext.describe(fake)
+    assert len(calls) == 1, calls
+    assert ext.describe(real)["data_ptr"] == real.ctypes.data
+    second = ext.describe(fake)
+    assert len(calls) == 2, calls
+    for d in (first, second):
+        assert d["shape"] == (6,) and d["dtype"] == "float32", d
+        assert d["data_ptr"] == real.ctypes.data
+    assert ext.to_list(fake, "float32") == list(range(6))
+    print("ok")
+    """
+    )
+    assert out == "ok\n"
+
+
+def test_a_class_named_numpy_ndarray_is_no_framework_array():
+    out = run_fresh(
+        FAKE_NDARRAY.format(name="ndarray", module="numpy")
+        + """
+    assert ext.framework_of(real) == "NumPy"
+    assert ext.framework_of(fake) is None
+    assert ext.framework_of(np.ma.masked_array([1.0])) == "NumPy", "subclasses are arrays"
+    print("ok")
+    """
+    )
+    assert out == "ok\n"
+
+
+# A DLPackTensor subclass that calls itself torch.Tensor and has torch's per-tensor state:
+# after a real torch tensor was imported, torch's C getters would be called on it.
+FAKE_TORCH = """
+    import torch
+    import dlpack_testext as ext
+
+    assert ext.describe(torch.ones(3))["shape"] == (3,)  # torch's checks found
+    t = ext.arange("float32", 4)
+
+    class Tensor(type(t)):
+        __slots__ = ()  # the layout of its base, so that `__class__` can be assigned
+        requires_grad = False
+
+        def is_conj(self):
+            return False
+
+        def is_neg(self):
+            return False
+
+    Tensor.__module__ = "torch"
+    Tensor.__qualname__ = "Tensor"
+"""
+
+
+def test_a_class_named_torch_tensor_gets_no_call_of_torchs_c_functions():
+    out = run_fresh(
+        FAKE_TORCH
+        + """
+    t.__class__ = Tensor
+    d = ext.describe(t)
+    assert d["shape"] == (4,) and d["dtype"] == "float32", d
+    assert ext.to_list(t, "float32") == [0.0, 1.0, 2.0, 3.0]
+    assert ext.framework_of(t) is None
+    assert ext.framework_of(torch.ones(1)) == "Torch"
+    print("ok")
+    """
+    )
+    assert out == "ok\n"
+
+
+class Py_buffer(ctypes.Structure):
+    _fields_ = [
+        ("buf", ctypes.c_void_p), ("obj", ctypes.c_void_p), ("len", ctypes.c_ssize_t),
+        ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
+        ("format", ctypes.c_char_p), ("shape", ctypes.POINTER(ctypes.c_ssize_t)),
+        ("strides", ctypes.POINTER(ctypes.c_ssize_t)), ("suboffsets", ctypes.c_void_p),
+        ("internal", ctypes.c_void_p),
+    ]  # fmt: skip
+
+
+GetBuffer = ctypes.pythonapi.PyObject_GetBuffer
+GetBuffer.argtypes = [ctypes.py_object, ctypes.POINTER(Py_buffer), ctypes.c_int]
+Release = ctypes.pythonapi.PyBuffer_Release
+Release.argtypes = [ctypes.POINTER(Py_buffer)]
+
+
+def answer(obj, flags):
+    """What a C consumer gets for `PyObject_GetBuffer(obj, flags)`: the exception type, or
+    (buf, len, itemsize, readonly, ndim, format, shape, strides), released at once."""
+    view = Py_buffer()
+    try:
+        GetBuffer(obj, ctypes.byref(view), flags)
+    except Exception as err:  # noqa: BLE001 - the type is the answer
+        return type(err)
+    try:
+        ndim = view.ndim
+        # A 0-d view's shape and strides hold nothing, NULL or not.
+        shape = None if not view.shape or ndim == 0 else tuple(view.shape[i] for i in range(ndim))
+        strides = None if not view.strides or ndim == 0 else tuple(view.strides[i] for i in range(ndim))
+        return (view.buf, view.len, view.itemsize, view.readonly, ndim, view.format, shape, strides)
+    finally:
+        Release(ctypes.byref(view))
+
+
+def layouts():
+    """Arrays over one base allocation, in the layouts a buffer consumer can be handed."""
+    base = np.arange(2 * 3 * 4, dtype=np.float32)
+    cube = base.reshape(2, 3, 4)
+    yield "row-major", base, cube
+    yield "column-major", base, np.asfortranarray(cube)
+    yield "transposed", base, cube.T
+    yield "reversed", base, base[::-1]
+    yield "every other", base, base[::2]
+    yield "reversed rows", base, cube[:, ::-1, :]
+    yield "one column", base, cube[:, :, 1]
+    yield "broadcast", base, np.broadcast_to(base[:1], (5,))
+    yield "row vector", base, cube[:1, :1, :]
+    yield "0-d", base, base[3:4].reshape(())
+    yield "read-only", base, np.frombuffer(base.tobytes(), dtype=np.float32).reshape(4, 6)
+
+
+# Every combination of the request bits of PEP 3118 (PyBUF_WRITABLE 0x1 to PyBUF_INDIRECT 0x100).
+FLAG_BITS = [0x1, 0x4, 0x8, 0x10, 0x20, 0x40, 0x80, 0x100]
+ALL_FLAGS = sorted({sum(b for i, b in enumerate(FLAG_BITS) if mask >> i & 1) for mask in range(256)})
+
+
+def unit_strides_cleared(answer):
+    shape, strides = answer[6], answer[7]
+    if shape is None or strides is None:
+        return answer
+    return answer[:7] + (tuple(0 if n == 1 else s for n, s in zip(shape, strides)),)
+
+
+def reach(buf, length, itemsize, shape, strides):
+    """The byte range [lo, hi) a consumer reads, walking `shape` with `strides` (or `len`
+    bytes from `buf` without them)."""
+    if strides is None:
+        return buf, buf + length
+    if any(n == 0 for n in shape or ()):
+        return buf, buf
+    lo = buf + sum(s * (n - 1) for n, s in zip(shape, strides) if s < 0)
+    hi = buf + sum(s * (n - 1) for n, s in zip(shape, strides) if s > 0) + itemsize
+    return lo, hi
+
+
+@pytest.mark.parametrize("name, base, array", list(layouts()), ids=[l[0] for l in layouts()])
+def test_every_buffer_request_is_answered_as_memoryview_answers_it(name, base, array):
+    """The oracle is CPython's own exporter: a memoryview of the same layout. Where a view
+    is granted, what a consumer reads stays inside the memory the value owns."""
+    mine = ext.asdlpack(array)
+    owner = base if np.shares_memory(array, base) else array
+    start, end = owner.ctypes.data, owner.ctypes.data + owner.nbytes
+    for flags in ALL_FLAGS:
+        expected = answer(memoryview(array), flags)
+        got = answer(mine, flags)
+        if isinstance(expected, tuple):
+            assert isinstance(got, tuple), (flags, got)
+            # Strides of extents of 1 are never walked: the export may rewrite them.
+            assert unit_strides_cleared(got) == unit_strides_cleared(expected), (hex(flags), got, expected)
+            assert got[0] == expected[0]
+            lo, hi = reach(got[0], got[1], got[2], got[6], got[7])
+            assert start <= lo <= hi <= end, (hex(flags), got)
+        else:
+            assert got is BufferError, (hex(flags), got, expected)
+
+
+def test_the_out_of_bounds_requests_of_the_report_are_refused():
+    """Reported: negative strides with `len` 32 handed to a C-contiguous request (24 bytes
+    read past the allocation); zero strides; row-major 2x3 for a Fortran request."""
+    PyBUF_C, PyBUF_F, PyBUF_ANY = 0x38, 0x58, 0x98
+    reversed_ = ext.asdlpack(np.arange(8, dtype=np.float32)[::-1])
+    zero = ext.asdlpack(np.broadcast_to(np.float32(1), (4,)))
+    rows = ext.asdlpack(np.zeros((2, 3), np.float32))
+    for t in (reversed_, zero):
+        for flags in (PyBUF_C, PyBUF_F, PyBUF_ANY, 0):
+            with pytest.raises(BufferError, match="expected a (C-|Fortran-|C- or Fortran-)contiguous"):
+                answer_or_raise(t, flags)
+    with pytest.raises(BufferError, match="got shape \\[2, 3\\] with strides \\[3, 1\\]"):
+        answer_or_raise(rows, PyBUF_F)
+    assert answer(rows, PyBUF_C)[1] == 24
+    assert answer(rows, PyBUF_ANY)[1] == 24
+
+
+def answer_or_raise(obj, flags):
+    view = Py_buffer()
+    GetBuffer(obj, ctypes.byref(view), flags)
+    Release(ctypes.byref(view))
+
+
+def test_ctypes_arrays_are_c_contiguous_without_strides():
+    ints = (ctypes.c_int32 * 3)(7, 8, 9)
+    d = ext.describe(ints)
+    assert (d["shape"], d["strides"], d["dtype"]) == ((3,), (1,), "int32")
+    assert d["data_ptr"] == ctypes.addressof(ints)
+    assert ext.to_list(ints, "int32") == [7, 8, 9]
+    grid = ((ctypes.c_double * 3) * 2)((1, 2, 3), (4, 5, 6))
+    d = ext.describe(grid)
+    assert (d["shape"], d["strides"], d["dtype"]) == ((2, 3), (3, 1), "float64")
+    assert ext.to_list(grid, "float64") == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+
+
+def test_a_python_error_of_user_code_reaches_python_as_itself():
+    t = ext.fails_to_synchronize("python")
+    with pytest.raises(RuntimeError, match="^the camera has not delivered the frame$"):
+        t.__dlpack__(stream=1, max_version=(1, 3))
+
+
+def test_a_rust_error_of_user_code_is_a_value_error_with_its_message():
+    t = ext.fails_to_synchronize("rust")
+    with pytest.raises(ValueError, match="^the weights file is truncated$"):
+        t.__dlpack__(stream=1, max_version=(1, 3))
+
+
+def test_a_panic_of_user_code_is_pyo3s_panic_exception_with_its_message():
+    t = ext.fails_to_synchronize("boom")
+    for _ in range(2):  # the object survives its panic: a later export fails the same way
+        with pytest.raises(BaseException, match="^synchronize panicked: boom$") as caught:
+            t.__dlpack__(stream=1, max_version=(1, 3))
+        assert type(caught.value).__name__ == "PanicException"
+        assert not isinstance(caught.value, Exception), "PyO3's: a BaseException"
