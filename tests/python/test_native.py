@@ -2,6 +2,8 @@
 numpy.ndarray, torch.Tensor or jax.Array over the Rust value's memory,
 zero-copy, the value dropped exactly once when the array is freed."""
 
+import gc
+
 import numpy as np
 import pytest
 import torch
@@ -135,6 +137,29 @@ def test_jax_results_are_jax_arrays(dtype, drops):
     np.testing.assert_array_equal(np.asarray(x), want)
     del x, want
     assert drops.dropped == drops.created == 2
+
+
+def test_jax_takes_read_only_values_its_immutable_arrays_cannot_write(drops):
+    # A legacy consumer of a read-only DLPackTensor is refused (NumPy's rule)...
+    with pytest.raises(BufferError, match="legacy"):
+        jnp.from_dlpack(ext.arange("float32", 3, "arc"))
+    # ...but Native::jax knows its consumer: JAX arrays are immutable.
+    x = ext.native_arange("jax", "float32", 3, read_only=True)
+    assert isinstance(x, jax.Array)
+    np.testing.assert_array_equal(np.asarray(x), [0.0, 1.0, 2.0])
+    del x
+    gc.collect()
+    assert drops.dropped == drops.created == 2
+
+
+def test_torch_never_gets_a_writable_alias_of_read_only_memory(drops):
+    with pytest.raises(BufferError) as info:
+        ext.native_arange("torch", "float32", 3, read_only=True)
+    assert str(info.value) == (
+        "a torch.Tensor cannot hold this float32 tensor on cpu:0: torch has no read-only "
+        "tensors, and this value may not be written; export it writable, or return a copy"
+    )
+    assert (drops.created, drops.dropped_now) == (1, 1)
 
 
 @pytest.mark.parametrize("make, kind", [

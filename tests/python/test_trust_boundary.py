@@ -274,3 +274,38 @@ def test_a_panic_of_user_code_is_pyo3s_panic_exception_with_its_message():
             t.__dlpack__(stream=1, max_version=(1, 3))
         assert type(caught.value).__name__ == "PanicException"
         assert not isinstance(caught.value, Exception), "PyO3's: a BaseException"
+
+
+@pytest.mark.parametrize("max_version", [b"\x01\x03", range(1, 4, 2), [1, 3]], ids=["bytes", "range", "list"])
+def test_max_version_is_a_tuple_as_numpy_requires(max_version):
+    t = ext.arange("float32", 2)
+    with pytest.raises(ValueError, match="^max_version must be a \\(major, minor\\)"):
+        t.__dlpack__(max_version=max_version)
+    with pytest.raises(TypeError):  # NumPy's own refusal, for comparison
+        np.arange(2.0).__dlpack__(max_version=max_version)
+
+
+class ArrayInterface:
+    def __init__(self, array, data=None, shape=None):
+        self.array = array
+        self.__array_interface__ = dict(array.__array_interface__)
+        if data is not None:
+            self.__array_interface__["data"] = data
+        if shape is not None:
+            self.__array_interface__["shape"] = shape
+
+
+def test_the_array_interfaces_read_only_flag_is_read_by_truth_value():
+    a = np.arange(3.0)
+    address = a.__array_interface__["data"][0]
+    assert ext.describe(ArrayInterface(a, data=(address, 1)))["writability"] == "ReadOnly"
+    assert ext.describe(ArrayInterface(a, data=(address, 0)))["writability"] == "Writable"
+    assert ext.describe(ArrayInterface(a, data=(address, [])))["writability"] == "Writable"
+
+
+def test_an_extent_beyond_int64_is_out_of_range_not_a_wrong_type():
+    a = np.arange(3.0)
+    with pytest.raises(OverflowError, match="^an entry of the shape of __array_interface__ must be an integer in range"):
+        ext.describe(ArrayInterface(a, shape=(2**63,)))
+    with pytest.raises(ValueError, match="shape.*a tuple of ints"):
+        ext.describe(ArrayInterface(a, shape=(3.0,)))

@@ -5,7 +5,7 @@
 //! does), never `TypeError` (see `plan.rs`).
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyInt, PySequence, PyTuple};
+use pyo3::types::{PyBool, PyInt, PyTuple};
 
 use crate::error::ArgumentError;
 use crate::export::plan::ExportRequest;
@@ -100,12 +100,13 @@ fn int_pair<'py>(
         form,
         found: describe(value),
     };
-    let sequence = value.cast::<PySequence>().map_err(|_| wrong())?;
-    if sequence.len().map_err(|_| wrong())? != 2 {
+    // A tuple (subclasses too), as NumPy requires: not bytes, a range or a list.
+    let tuple = value.cast::<PyTuple>().map_err(|_| wrong())?;
+    if tuple.len() != 2 {
         return Err(wrong().into());
     }
     let item = |i| {
-        let item = sequence.get_item(i).map_err(|_| wrong())?;
+        let item = tuple.get_item(i).map_err(|_| wrong())?;
         int(&item, name).map_err(|_| wrong())?;
         Ok::<_, DLPackError>(item)
     };

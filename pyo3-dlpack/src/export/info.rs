@@ -200,6 +200,15 @@ impl<'a> TensorInfo<'a> {
         self.writability = Writability::ReadOnly;
     }
 
+    /// A read-only description handed to a consumer that never writes (JAX,
+    /// whose arrays are immutable): its writability becomes unknown, which a
+    /// legacy capsule may carry (see [`Writability::Unknown`]).
+    pub(crate) fn for_immutable_consumer(&mut self) {
+        if self.writability == Writability::ReadOnly {
+            self.writability = Writability::Unknown;
+        }
+    }
+
     /// The same description, no longer tied to the borrow of its buffer:
     /// for a description stored next to the value that owns the buffer
     /// (`DLPackTensor`), which keeps the buffer alive as long as it.

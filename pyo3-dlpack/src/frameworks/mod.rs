@@ -8,11 +8,14 @@
 //!   place, arrays made over exported memory, the type numbers;
 //! - [`torch`]: `torch.Tensor`, the checks of its C exchange path, tensors
 //!   made through its exchange table;
-//! - [`native`]: [`Framework`] and [`Native`] (JAX and CuPy are reached
-//!   through their `from_dlpack` there), and [`allocate`]: outputs
-//!   allocated by the caller's framework.
+//! - [`jax`]: `Native::jax` results (read-only values included: JAX arrays
+//!   are immutable);
+//! - [`native`]: [`Framework`] and [`Native`] (CuPy is reached through its
+//!   `from_dlpack` there), and [`allocate`]: outputs allocated by the
+//!   caller's framework.
 
 pub(crate) mod allocate;
+mod jax;
 pub(crate) mod native;
 pub(crate) mod numpy;
 pub(crate) mod torch;

@@ -170,7 +170,8 @@ pub fn to_framework<T: IntoDLPack>(
     match framework {
         Framework::Torch => super::torch::tensor_of(py, value),
         Framework::NumPy => super::numpy::array_of(py, value),
-        Framework::Jax | Framework::CuPy => through_from_dlpack(py, value, framework),
+        Framework::Jax => super::jax::array_of(py, value),
+        Framework::CuPy => through_from_dlpack(py, value, framework),
     }
 }
 

@@ -115,6 +115,19 @@ fn versioned_block<T: IntoDLPack>(
         Ok(ref info) => info,
         Err(err) => return Err(err),
     };
+    if info.writability() != crate::Writability::Writable {
+        // torch has no read-only tensors: its tensor over this memory could
+        // be written while Rust still reads it.
+        return Err(ExportError::FrameworkRefused {
+            array: "torch.Tensor".into(),
+            dtype: info.dtype(),
+            device: Some(info.device()),
+            reason: "torch has no read-only tensors, and this value may not be written; \
+                     export it writable, or return a copy"
+                .into(),
+        }
+        .into());
+    }
     let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(info)?;
     if let Some(stream) = plan.sync_stream {
         crate::export::synchronize(&value, info, stream)?;

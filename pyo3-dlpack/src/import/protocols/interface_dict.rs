@@ -3,12 +3,13 @@
 //! error when it is not).
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyInt, PyTuple};
 
 use super::format::from_typestr;
 use super::owner::Layout;
 use crate::DLPackError;
 use crate::error::{Interface, InterfaceError};
+use crate::python::int_in_range;
 
 /// The fields of an interface dict that describe the layout.
 pub(crate) struct InterfaceDict<'py> {
@@ -70,11 +71,11 @@ impl<'py> InterfaceDict<'py> {
             .map_err(|_| malformed(self.interface, "typestr", "a str", &typestr))?;
         let dtype = from_typestr(&typestr_str, self.interface)?;
         let shape = self.required("shape")?;
-        let shape = int_tuple(&shape)
+        let shape = int_tuple(&shape, self.interface, "shape")?
             .ok_or_else(|| malformed(self.interface, "shape", "a tuple of ints", &shape))?;
         let byte_strides = match self.get("strides").ok().flatten() {
             Some(strides) if !strides.is_none() => Some(
-                int_tuple(&strides)
+                int_tuple(&strides, self.interface, "strides")?
                     .filter(|s| s.len() == shape.len())
                     .ok_or_else(|| {
                         malformed(
@@ -95,10 +96,15 @@ impl<'py> InterfaceDict<'py> {
         })
     }
 
-    /// `data` as `(address, read_only)`.
+    /// `data` as `(address, read_only)`; the flag is read by its truth
+    /// value, as NumPy reads it (`(ptr, 1)`, `(ptr, 0)`).
     pub(crate) fn pointer(&self, data: &Bound<'py, PyAny>) -> Result<(usize, bool), DLPackError> {
-        data.extract::<(usize, bool)>()
-            .map_err(|_| malformed(self.interface, "data", "an (int, bool) tuple", data))
+        let wrong = || malformed(self.interface, "data", "an (int, bool) tuple", data);
+        let (address, read_only) = data
+            .extract::<(usize, Bound<'py, PyAny>)>()
+            .map_err(|_| wrong())?;
+        let read_only = read_only.is_truthy().map_err(|_| wrong())?;
+        Ok((address, read_only))
     }
 
     /// A required field.
@@ -121,13 +127,26 @@ impl<'py> InterfaceDict<'py> {
     }
 }
 
-/// A tuple of Python ints as `i64`s (`None` if it is not one).
-fn int_tuple(value: &Bound<'_, PyAny>) -> Option<Vec<i64>> {
-    let tuple = value.cast::<PyTuple>().ok()?;
-    tuple
-        .iter()
-        .map(|item| item.extract::<i64>().ok())
-        .collect()
+/// A tuple of Python ints as `i64`s (`Ok(None)` if it is not one); an int
+/// outside `i64` is out of range (`OverflowError`), not "not an int".
+fn int_tuple(
+    value: &Bound<'_, PyAny>,
+    interface: Interface,
+    field: &'static str,
+) -> Result<Option<Vec<i64>>, DLPackError> {
+    let Ok(tuple) = value.cast::<PyTuple>() else {
+        return Ok(None);
+    };
+    let mut ints = Vec::with_capacity(tuple.len());
+    for item in tuple.iter() {
+        if !item.is_instance_of::<PyInt>() {
+            return Ok(None);
+        }
+        ints.push(int_in_range(&item, i64::MIN..=i64::MAX, || {
+            format!("an entry of the {field} of {interface}")
+        })?);
+    }
+    Ok(Some(ints))
 }
 
 pub(crate) fn malformed(
