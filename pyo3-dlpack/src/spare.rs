@@ -2,9 +2,9 @@
 //! and freed once per call (an import's state, an export's managed block)
 //! is kept, when freed, for the same thread's next call instead.
 //!
-//! `malloc` and `free` were about 130 instructions of an import's own ~700
-//! (callgrind, a torch int32 tensor) and a third of `__dlpack__`'s block
-//! writing. A slot is thread-local, so it needs no lock or atomic; a block
+//! `malloc` and `free` were a large share of an import's own instructions
+//! and of `__dlpack__`'s block writing (callgrind; the figures are in git
+//! history, the current ones in BENCHMARKS.md). A slot is thread-local, so it needs no lock or atomic; a block
 //! freed on another thread (a `PyTensor` is `Send`, and DLPack deleters run
 //! on any thread, with or without the GIL) fills that thread's slot instead.
 //! A slot holds one block of one layout; a block of another layout is

@@ -5,8 +5,8 @@
 //! The raw `PyCapsule_New`, not PyO3's equivalent
 //! `PyCapsule::new_with_pointer_and_destructor`: that one hands its capsule
 //! back through a 72-byte `PyResult` written in its own frame, whose copy
-//! into ours cost 7 ns of the 66 ns a `__dlpack__` export takes (criterion
-//! `export/shared_versioned`, 58.6 ns with the raw call; BENCHMARKS.md).
+//! into ours was a measurable share of a `__dlpack__` export (criterion
+//! `export/shared_versioned`; BENCHMARKS.md).
 //!
 //! PyO3's safe `PyCapsule::new_with_destructor` is not used: its destructor
 //! frees the contents even after a consumer renamed the capsule to `used_…`
