@@ -15,7 +15,6 @@ from conftest import IS_COPIED, READ_ONLY
         ({"max_version": (1, 0)}, "dltensor_versioned", (1, 3)),
         ({"max_version": (1, 3)}, "dltensor_versioned", (1, 3)),
         ({"max_version": (2, 0)}, "dltensor_versioned", (1, 3)),
-        ({"max_version": [1, 2]}, "dltensor_versioned", (1, 3)),
     ],
 )
 def test_max_version_picks_the_capsule(capsule_view, kwargs, name, version):

@@ -134,10 +134,12 @@ class Py_buffer(ctypes.Structure):
     ]  # fmt: skip
 
 
-GetBuffer = ctypes.pythonapi.PyObject_GetBuffer
-GetBuffer.argtypes = [ctypes.py_object, ctypes.POINTER(Py_buffer), ctypes.c_int]
-Release = ctypes.pythonapi.PyBuffer_Release
-Release.argtypes = [ctypes.POINTER(Py_buffer)]
+# Function objects of this module's own (`ctypes.pythonapi`'s are shared with other test
+# modules, which set their own argument types).
+GetBuffer = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(Py_buffer), ctypes.c_int)(
+    ("PyObject_GetBuffer", ctypes.pythonapi)
+)
+Release = ctypes.PYFUNCTYPE(None, ctypes.POINTER(Py_buffer))(("PyBuffer_Release", ctypes.pythonapi))
 
 
 def answer(obj, flags):
@@ -309,3 +311,71 @@ def test_an_extent_beyond_int64_is_out_of_range_not_a_wrong_type():
         ext.describe(ArrayInterface(a, shape=(2**63,)))
     with pytest.raises(ValueError, match="shape.*a tuple of ints"):
         ext.describe(ArrayInterface(a, shape=(3.0,)))
+
+
+def test_a_python_error_of_a_copy_exports_description_reaches_python_as_itself():
+    t = ext.described_once(4)
+    with pytest.raises(RuntimeError, match="^the frame was recycled$"):
+        t.__dlpack__(max_version=(1, 3), copy=True)
+
+
+def test_a_fake_torch_module_does_not_decide_what_torch_tensor_is():
+    out = run_fresh(
+        """
+    import sys, types
+    fake = types.ModuleType("torch")
+
+    class Tensor:
+        requires_grad = False
+
+    fake.Tensor = Tensor
+    sys.modules["torch"] = fake
+    import dlpack_testext as ext
+
+    assert ext.framework_of(Tensor()) is None
+    del sys.modules["torch"]
+    import torch
+
+    assert ext.framework_of(torch.ones(1)) == "Torch"
+    assert ext.describe(torch.ones(3))["shape"] == (3,)
+    print("ok")
+    """
+    )
+    assert out == "ok\n"
+
+
+def test_a_fake_numpy_api_table_is_refused_before_any_slot_is_called():
+    out = run_fresh(
+        """
+    import sys, types
+    import numpy as np
+    import numpy._core._multiarray_umath as umath
+    import dlpack_testext as ext
+
+    real = sys.modules["numpy._core.multiarray"]
+    fake = types.ModuleType("numpy._core.multiarray")
+    fake._ARRAY_API = umath._UFUNC_API  # another capsule without a name
+    fake.ndarray = np.ndarray
+    sys.modules["numpy._core.multiarray"] = fake
+    try:
+        ext.native_arange("numpy", "float32", 3)
+    except ImportError as err:
+        assert "does not name numpy's ndarray" in str(err), err
+    else:
+        raise AssertionError("the fake table was used")
+    a = np.arange(3.0)
+    assert ext.describe(a)["data_ptr"] == a.ctypes.data  # through NumPy's __dlpack__
+    sys.modules["numpy._core.multiarray"] = real
+    assert isinstance(ext.native_arange("numpy", "float32", 3), np.ndarray)
+    print("ok")
+    """
+    )
+    assert out == "ok\n"
+
+
+def test_framework_of_reads_the_type_not_a_class_attribute():
+    import torch
+    from unittest import mock
+
+    assert ext.framework_of(mock.Mock(spec=torch.Tensor)) is None
+    assert ext.framework_of(torch.nn.Parameter(torch.ones(1))) == "Torch"

@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 /// A Python exception (`?` on a `PyResult`, through `From<PyErr>`) reaches
 /// Python as itself, type, message and traceback; any other error
 /// ([`DLPackError::user`](crate::DLPackError::user)) as a `ValueError` with
-/// its message, and stays its `source`.
+/// its message, its own sources kept as the `DLPackError`'s.
 ///
 /// ```
 /// use pyo3::prelude::*;
@@ -74,11 +74,12 @@ impl UserError {
         }
     }
 
-    /// The Rust error, if this is one.
+    /// The source of the Rust error, if this is one (its message is this
+    /// error's own, so it is not repeated as a source).
     pub(crate) fn source(&self) -> Option<&(dyn Error + 'static)> {
         match &*self.0 {
             Inner::Python(_) => None,
-            Inner::Rust(err) => Some(&**err),
+            Inner::Rust(err) => err.source(),
         }
     }
 }

@@ -254,9 +254,9 @@ impl ExchangeApi {
     /// `__dlpack__`, whose error is torch's own.
     ///
     /// An import asks before anything else is done with the tensor: asked
-    /// after the import's own work, the same questions took longer (about
-    /// 8 ns on a torch float32 import, measured; torch's `is_neg` releases
-    /// and retakes the GIL).
+    /// after the import's own work, the same questions took longer
+    /// (measured on a torch float32 import; torch's `is_neg` releases and
+    /// retakes the GIL).
     pub(crate) fn check_torch(self, obj: &Bound<'_, PyAny>, dtype: DataType) -> PyResult<()> {
         match self.torch {
             Some(checks) => checks.check(obj, dtype),
@@ -268,8 +268,13 @@ impl ExchangeApi {
     /// just now, which is handed back to its producer (its deleter runs) if
     /// refused. Only a struct of this crate's major version is read; one of
     /// another is refused by the import's own version check, next.
+    ///
+    /// # Safety
+    ///
+    /// `managed` is a live struct the caller owns (from [`owned`](Self::owned)),
+    /// deleted here if refused: the caller then no longer owns it.
     #[inline]
-    pub(crate) fn check_torch_owned(
+    pub(crate) unsafe fn check_torch_owned(
         self,
         obj: &Bound<'_, PyAny>,
         managed: NonNull<DLManagedTensorVersioned>,
@@ -277,7 +282,7 @@ impl ExchangeApi {
         let Some(checks) = self.torch else {
             return Ok(());
         };
-        // SAFETY: a live struct the caller owns; its version comes first,
+        // SAFETY: a live struct the caller owns (the contract); its version comes first,
         // and `dl_tensor` is read only in the layout of the major version
         // checked here.
         let tensor = unsafe { managed.as_ref() };
@@ -290,13 +295,18 @@ impl ExchangeApi {
     }
 
     /// An owned versioned tensor of `obj` (no stream synchronisation).
-    pub(crate) fn owned(
+    ///
+    /// # Safety
+    ///
+    /// `obj` is an instance of the type this table was looked up for
+    /// ([`lookup`]`(obj)`): the producer's function casts it unchecked.
+    pub(crate) unsafe fn owned(
         self,
         obj: &Bound<'_, PyAny>,
     ) -> PyResult<NonNull<DLManagedTensorVersioned>> {
         let mut out: *mut DLManagedTensorVersioned = ptr::null_mut();
         // SAFETY: `obj` is an instance of the type whose table this is (the
-        // lookup is by `type(obj)`), we are attached, and `out` is writable.
+        // caller's contract), we are attached, and `out` is writable.
         let status = unsafe { (self.owned_export)(obj.as_ptr().cast(), &mut out) };
         match NonNull::new(out) {
             Some(managed) if status == 0 => Ok(managed),
@@ -306,7 +316,11 @@ impl ExchangeApi {
 
     /// A non-owning view of `obj`'s tensor, valid while `obj` is alive and
     /// unmodified; `None` when the producer offers no such function.
-    pub(crate) fn borrowed(self, obj: &Bound<'_, PyAny>) -> Option<PyResult<DLTensor>> {
+    ///
+    /// # Safety
+    ///
+    /// As for [`owned`](Self::owned).
+    pub(crate) unsafe fn borrowed(self, obj: &Bound<'_, PyAny>) -> Option<PyResult<DLTensor>> {
         let from_py = self.table.dltensor_from_py_object_no_sync?;
         let mut out = DLTensor {
             data: ptr::null_mut(),

@@ -51,14 +51,9 @@ pub(crate) fn capsule(py: Python<'_>) -> PyResult<Bound<'_, PyCapsule>> {
     unsafe { PyCapsule::new_with_pointer(py, table, DLPACK_EXCHANGE_API) }
 }
 
-/// Runs `body` attached (the exchange API is called with the interpreter
-/// attached), turning an error into a set Python exception and -1, and a
+/// Runs `body`, turning an error into a set Python exception and -1, and a
 /// panic into PyO3's `PanicException` with the panic's message.
-fn guarded(body: impl FnOnce(Python<'_>) -> PyResult<()>) -> i32 {
-    // SAFETY: the DLPack exchange API is only called by consumers attached to
-    // the interpreter (dlpack.h: the `*_py_object_*` functions "must be
-    // called with the GIL held"; they create Python objects and errors).
-    let py = unsafe { Python::assume_attached() };
+fn guarded(py: Python<'_>, body: impl FnOnce(Python<'_>) -> PyResult<()>) -> i32 {
     match catch_unwind(AssertUnwindSafe(|| body(py))) {
         Ok(Ok(())) => 0,
         Ok(Err(err)) => {
@@ -105,11 +100,22 @@ fn out_param<T>(out: *mut T, name: &'static str) -> PyResult<NonNull<T>> {
     NonNull::new(out).ok_or_else(|| DLPackError::from(ExportError::NullOut { name }).into())
 }
 
+/// `managed_tensor_from_py_object_no_sync`: an owned versioned tensor of a
+/// `DLPackTensor`.
+///
+/// # Safety
+///
+/// As the DLPack header requires of callers: attached to the interpreter;
+/// `py_object` NULL or a live object; `out` NULL or writable.
 unsafe extern "C" fn managed_from_py_object(
     py_object: *mut c_void,
     out: *mut *mut DLManagedTensorVersioned,
 ) -> i32 {
-    guarded(|py| {
+    // SAFETY: the DLPack exchange API is only called by consumers attached to
+    // the interpreter (dlpack.h: the `*_py_object_*` functions "must be
+    // called with the GIL held"; they create Python objects and errors).
+    let py = unsafe { Python::assume_attached() };
+    guarded(py, |py| {
         let out = out_param(out, "out")?;
         // SAFETY: consumers pass an instance of the type this table was found on.
         let tensor = unsafe { tensor_of(py, py_object) }?;
@@ -121,8 +127,17 @@ unsafe extern "C" fn managed_from_py_object(
     })
 }
 
+/// `dltensor_from_py_object_no_sync`: a borrowed view of a `DLPackTensor`.
+///
+/// # Safety
+///
+/// As for `managed_from_py_object`; `out` NULL or a writable `DLTensor`.
 unsafe extern "C" fn dltensor_from_py_object(py_object: *mut c_void, out: *mut DLTensor) -> i32 {
-    guarded(|py| {
+    // SAFETY: the DLPack exchange API is only called by consumers attached to
+    // the interpreter (dlpack.h: the `*_py_object_*` functions "must be
+    // called with the GIL held"; they create Python objects and errors).
+    let py = unsafe { Python::assume_attached() };
+    guarded(py, |py| {
         let out = out_param(out, "out")?;
         // SAFETY: as above.
         let tensor = unsafe { tensor_of(py, py_object) }?;
@@ -150,11 +165,22 @@ unsafe extern "C" fn dltensor_from_py_object(py_object: *mut c_void, out: *mut D
     })
 }
 
+/// `managed_tensor_to_py_object_no_sync`: a `DLPackTensor` owning a
+/// consumer's versioned tensor.
+///
+/// # Safety
+///
+/// Attached; `tensor` NULL or a live versioned tensor the caller gives up
+/// on success; `out` NULL or writable.
 unsafe extern "C" fn managed_to_py_object(
     tensor: *mut DLManagedTensorVersioned,
     out: *mut *mut c_void,
 ) -> i32 {
-    guarded(|py| {
+    // SAFETY: the DLPack exchange API is only called by consumers attached to
+    // the interpreter (dlpack.h: the `*_py_object_*` functions "must be
+    // called with the GIL held"; they create Python objects and errors).
+    let py = unsafe { Python::assume_attached() };
+    guarded(py, |py| {
         let out = out_param(out, "out")?;
         let managed = NonNull::new(tensor).ok_or(DLPackError::Export(ExportError::NullTensor))?;
         // SAFETY: the consumer hands over a live versioned tensor; it is
@@ -177,6 +203,13 @@ unsafe extern "C" fn managed_to_py_object(
     })
 }
 
+/// `managed_tensor_allocator`: a zero-filled CPU tensor like `prototype`.
+///
+/// # Safety
+///
+/// `prototype` NULL or a `DLTensor` whose non-NULL shape holds `ndim`
+/// extents; `out` NULL or writable; `set_error`, if given, callable with
+/// `error_ctx`.
 unsafe extern "C" fn allocator(
     prototype: *mut DLTensor,
     out: *mut *mut DLManagedTensorVersioned,
@@ -249,12 +282,21 @@ fn report_message(set_error: DLPackSetError, error_ctx: *mut c_void, kind: &CStr
     unsafe { set_error(error_ctx, kind.as_ptr(), message.as_ptr()) };
 }
 
+/// `current_work_stream`: NULL, the default stream (Rust buffers have none).
+///
+/// # Safety
+///
+/// Attached; `out` NULL or writable.
 unsafe extern "C" fn current_work_stream(
     _device_type: i32,
     _device_id: i32,
     out: *mut *mut c_void,
 ) -> i32 {
-    guarded(|_| {
+    // SAFETY: the DLPack exchange API is only called by consumers attached to
+    // the interpreter (dlpack.h: the `*_py_object_*` functions "must be
+    // called with the GIL held"; they create Python objects and errors).
+    let py = unsafe { Python::assume_attached() };
+    guarded(py, |_| {
         let out = out_param(out, "out")?;
         // Rust buffers have no framework stream: NULL, the default (CPU: "may return NULL").
         // SAFETY: `out` is the consumer's non-NULL, writable out-parameter.
@@ -270,7 +312,7 @@ mod tests {
     #[test]
     fn a_panic_in_the_exchange_api_is_a_panic_exception_with_its_message() {
         Python::attach(|py| {
-            assert_eq!(guarded(|_| panic!("boom {}", 7)), -1);
+            assert_eq!(guarded(py, |_| panic!("boom {}", 7)), -1);
             // PyO3 resumes a fetched `PanicException` as a panic with its message.
             let resumed = catch_unwind(AssertUnwindSafe(|| PyErr::take(py)))
                 .expect_err("a PanicException is set");
@@ -278,7 +320,7 @@ mod tests {
                 resumed.downcast_ref::<String>().map(String::as_str),
                 Some("boom 7")
             );
-            assert_eq!(guarded(|_| Ok(())), 0);
+            assert_eq!(guarded(py, |_| Ok(())), 0);
             assert!(PyErr::take(py).is_none());
         });
     }

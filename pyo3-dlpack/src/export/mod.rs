@@ -83,9 +83,11 @@ pub(crate) fn export_shared<'py>(
     request: &ExportRequest,
 ) -> PyResult<Bound<'py, PyCapsule>> {
     if request.copy == Some(true) {
-        let fresh = value
-            .tensor_info()
-            .map_err(|err| DLPackError::from(ExportError::Description(Box::new(err))))?;
+        let fresh = value.tensor_info().map_err(|err| match err {
+            // A user's own error reaches Python as itself.
+            DLPackError::User(_) => err,
+            err => DLPackError::from(ExportError::Description(Box::new(err))),
+        })?;
         let plan = request.plan(&fresh)?;
         return seal_copy(py, &fresh, &plan);
     }

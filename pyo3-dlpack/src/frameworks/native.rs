@@ -57,10 +57,13 @@ impl Framework {
         if super::numpy::is_ndarray(obj) {
             return Ok(Some(Self::NumPy));
         }
-        if let Some(tensor) = super::torch::tensor_type(obj.py())
-            && obj.is_instance(&tensor)?
-        {
-            return Ok(Some(Self::Torch));
+        if let Some(tensor) = super::torch::tensor_type(obj.py()) {
+            // The object's own type, not `isinstance` (which a `__class__`
+            // property can answer).
+            // SAFETY: attached; `obj` and the type are live.
+            if unsafe { pyo3::ffi::PyObject_TypeCheck(obj.as_ptr(), tensor.as_type_ptr()) } != 0 {
+                return Ok(Some(Self::Torch));
+            }
         }
         let Ok(module) = obj.get_type().module() else {
             return Ok(None);

@@ -58,9 +58,11 @@ impl PyTensor {
                 return Ok(Self::from_array(obj, array)?);
             }
             if let Some(api) = exchange::lookup(obj)? {
-                match api.owned(obj) {
+                // SAFETY: `api` is the table of `obj`'s own type, just looked up.
+                match unsafe { api.owned(obj) } {
                     Ok(managed) => {
-                        api.check_torch_owned(obj, managed)?;
+                        // SAFETY: the struct just exported to us, ours.
+                        unsafe { api.check_torch_owned(obj, managed) }?;
                         let mut tensor = Self::from_versioned(managed)?;
                         let device = tensor.device();
                         if !device.device_type.uses_streams() {
@@ -120,7 +122,8 @@ impl PyTensor {
     /// ```
     pub fn with_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&PyTensor) -> R) -> PyResult<R> {
         if let Some(api) = exchange::lookup(obj)? {
-            match api.borrowed(obj) {
+            // SAFETY: `api` is the table of `obj`'s own type, just looked up.
+            match unsafe { api.borrowed(obj) } {
                 Some(Ok(view)) => {
                     api.check_torch(obj, view.dtype)?;
                     let tensor = Self::borrowed(view, api.version())?;

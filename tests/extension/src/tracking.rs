@@ -164,3 +164,31 @@ pub(crate) fn fails_to_synchronize(how: String) -> PyResult<DLPackTensor> {
     };
     Ok(DLPackTensor::new(value)?)
 }
+
+/// A float32 value whose description succeeds once (when it becomes a
+/// `DLPackTensor`) and then fails with a Python `RuntimeError`, as a
+/// `copy=True` export describes it again.
+pub(crate) struct DescribedOnce {
+    data: AlignedBuffer<f32>,
+    described: AtomicUsize,
+    _guard: DropGuard,
+}
+
+impl IntoDLPack for DescribedOnce {
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        if self.described.fetch_add(1, Ordering::Relaxed) > 0 {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err("the frame was recycled").into());
+        }
+        TensorInfo::builder(&self.data).build()
+    }
+}
+
+#[pyfunction]
+pub(crate) fn described_once(n: usize) -> PyResult<DLPackTensor> {
+    let value = DescribedOnce {
+        data: AlignedBuffer::zeroed(n),
+        described: AtomicUsize::new(0),
+        _guard: DropGuard::new(),
+    };
+    Ok(DLPackTensor::new(value)?)
+}

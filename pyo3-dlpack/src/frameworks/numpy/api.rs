@@ -85,6 +85,7 @@ fn read(py: Python<'_>) -> PyResult<Api> {
         .import("numpy._core.multiarray")
         .or_else(|_| py.import("numpy.core.multiarray"))?;
     let capsule = module.getattr("_ARRAY_API")?.cast_into::<PyCapsule>()?;
+    let ndarray = module.getattr("ndarray")?;
     let table = capsule
         .pointer_checked(None)
         .map_err(|_| PyImportError::new_err("numpy's _ARRAY_API capsule holds no table"))?
@@ -92,7 +93,10 @@ fn read(py: Python<'_>) -> PyResult<Api> {
         .cast::<*const c_void>()
         .cast_const();
     let read = |index| {
-        // SAFETY: `table` is NumPy's `PyArray_API` (the capsule `import_array` reads).
+        // SAFETY: `table` is the pointer of the `_ARRAY_API` capsule of
+        // `numpy._core.multiarray`, NumPy's `PyArray_API` (what
+        // `import_array` reads), of more than 282 entries; slot 2 is read
+        // first and checked to name NumPy's `ndarray` before any other.
         let entry = unsafe { slot(table, index) };
         if entry.is_null() {
             return Err(PyImportError::new_err(
@@ -101,7 +105,17 @@ fn read(py: Python<'_>) -> PyResult<Api> {
         }
         Ok(entry)
     };
-    let (array_type, descr, new, base) = (read(2)?, read(45)?, read(94)?, read(282)?);
+    // The table is NumPy's only if its `PyArray_Type` is the module's
+    // `ndarray`, a static type (no Python code can make one): a module put
+    // in `sys.modules` by Python code, with another capsule, fails here,
+    // before any slot past the second is read.
+    let array_type = read(2)?;
+    if array_type != ndarray.as_ptr().cast_const().cast() || !is_static_type(&ndarray) {
+        return Err(PyImportError::new_err(
+            "numpy's _ARRAY_API capsule does not name numpy's ndarray",
+        ));
+    }
+    let (descr, new, base) = (read(45)?, read(94)?, read(282)?);
     Ok(Api {
         array_type: array_type.cast_mut().cast(),
         // SAFETY: slot 45 is `PyArray_DescrFromType`, of this signature
@@ -118,4 +132,15 @@ fn read(py: Python<'_>) -> PyResult<Api> {
 #[inline]
 pub(crate) fn known(py: Python<'_>) -> Option<&'static Api> {
     API.get(py)
+}
+
+/// Whether `obj` is a type made by C code (not a heap type: no Python class
+/// statement makes one).
+fn is_static_type(obj: &Bound<'_, PyAny>) -> bool {
+    let Ok(ty) = obj.cast::<pyo3::types::PyType>() else {
+        return false;
+    };
+    // SAFETY: attached; a live type object.
+    let flags = unsafe { ffi::PyType_GetFlags(ty.as_type_ptr()) };
+    flags & ffi::Py_TPFLAGS_HEAPTYPE == 0
 }

@@ -155,8 +155,9 @@ mod direct {
 
     // SAFETY: function pointers into torch's library (never unloaded), the
     // getter's closure, an opaque constant torch passes back to itself, and
-    // the owning classes (static C types of torch, which the descriptors keep
-    // alive as long as torch's types are); only used attached.
+    // the owning classes, which stay alive: each is in the MRO of the type
+    // the checks were found on, which the exchange-table cache keeps alive
+    // forever; all only used attached.
     unsafe impl Send for Functions {}
     // SAFETY: as above; nothing here is ever written after `of`.
     unsafe impl Sync for Functions {}

@@ -23,14 +23,52 @@ static TENSOR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// `torch.Tensor`, if torch is imported (this never imports it); `None`
 /// otherwise (not remembered: torch may be imported later).
+///
+/// The `Tensor` of the module `sys.modules["torch"]`, taken only if it is
+/// built on torch's C tensor type: its `requires_grad` is a C getter of a
+/// static type it derives from (a module put in `sys.modules` by Python
+/// code cannot make one), so a fake module cannot decide, for the rest of
+/// the process, what `torch.Tensor` is.
 pub(crate) fn tensor_type(py: Python<'_>) -> Option<Bound<'_, PyType>> {
     if let Some(ty) = TENSOR.get(py) {
         return Some(ty.bind(py).clone());
     }
     let modules = py.import("sys").ok()?.getattr("modules").ok()?;
-    let torch = modules.get_item("torch").ok()?;
+    let modules = modules.cast_into::<pyo3::types::PyDict>().ok()?;
+    let torch = modules.get_item("torch").ok()??;
     let ty = torch.getattr("Tensor").ok()?.cast_into::<PyType>().ok()?;
+    if !is_built_on_torchs_c_type(&ty) {
+        return None;
+    }
     Some(TENSOR.get_or_init(py, || ty.unbind()).bind(py).clone())
+}
+
+/// Whether `ty`'s `requires_grad` is a C getter defined by a static type
+/// `ty` derives from (torch's `TensorBase`).
+#[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy)))]
+fn is_built_on_torchs_c_type(ty: &Bound<'_, PyType>) -> bool {
+    use pyo3::ffi;
+    let Ok(descriptor) = ty.getattr(pyo3::intern!(ty.py(), "requires_grad")) else {
+        return false;
+    };
+    if descriptor.get_type_ptr() != &raw mut ffi::PyGetSetDescr_Type {
+        return false;
+    }
+    // SAFETY: an object of type `PyGetSetDescr_Type` is a
+    // `PyGetSetDescrObject`, which begins with a `PyDescrObject`; its
+    // `d_type` is a live type the descriptor holds.
+    let owner = unsafe { (*descriptor.as_ptr().cast::<ffi::PyDescrObject>()).d_type };
+    // SAFETY: attached; `owner` and `ty` are live types.
+    let static_owner = unsafe { ffi::PyType_GetFlags(owner) } & ffi::Py_TPFLAGS_HEAPTYPE == 0;
+    // SAFETY: as above.
+    static_owner && unsafe { ffi::PyType_IsSubtype(ty.as_type_ptr(), owner) } != 0
+}
+
+/// In the limited API no descriptor can be inspected, and none of torch's C
+/// functions is called directly: every question goes through Python.
+#[cfg(any(Py_LIMITED_API, PyPy, GraalPy))]
+fn is_built_on_torchs_c_type(_: &Bound<'_, PyType>) -> bool {
+    true
 }
 
 /// `torch.Tensor`, importing torch.
