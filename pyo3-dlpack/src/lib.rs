@@ -188,7 +188,11 @@
 //!   while another import's view may overlap it, on any thread; a view of an
 //!   import overlapping a writer is refused), left before the producer's
 //!   deleter runs, so freed and reused memory is never refused as shared.
-//!   Imports that never hand out a view never take its lock.
+//!   Imports that never hand out a view never take its lock. It is one per
+//!   process: every extension module built on this crate uses the table the
+//!   first of them published in `sys` (a versioned capsule, set with
+//!   `dict.setdefault`), so views taken by two extensions exclude each
+//!   other as views taken by one do.
 //! - **NumPy arrays read directly** (an exact `numpy.ndarray` of NumPy 2.1
 //!   or later, default options): the array's fields are read as NumPy's own
 //!   `__dlpack__` reads them, without a lock, as NumPy does; a free-threaded

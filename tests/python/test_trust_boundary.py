@@ -379,3 +379,25 @@ def test_framework_of_reads_the_type_not_a_class_attribute():
 
     assert ext.framework_of(mock.Mock(spec=torch.Tensor)) is None
     assert ext.framework_of(torch.nn.Parameter(torch.ones(1))) == "Torch"
+
+
+def test_one_aliasing_registry_serves_every_extension_module_in_the_process():
+    """A view held by this test extension excludes a mutable view of the same memory taken
+    by another extension module built on pyo3-dlpack (the matrix-ops example), and the
+    other way round; both publish and use the one registry in `sys`."""
+    matrix_ops = pytest.importorskip("matrix_ops")
+    a = np.ones((2, 2), dtype=np.float32)
+    held = ext.hold_view(a)  # a shared view, alive
+    with pytest.raises(ValueError, match="^another imported tensor shares this memory"):
+        matrix_ops.scale_(a, 3.0)
+    del held
+    matrix_ops.scale_(a, 3.0)  # alone now
+    assert a.tolist() == [[3.0, 3.0], [3.0, 3.0]]
+    writer = ext.hold_view(a, mutable=True)
+    with pytest.raises(ValueError, match="^another imported tensor shares this memory"):
+        matrix_ops.trace(a)
+    del writer
+    assert matrix_ops.trace(a) == 6.0
+    import sys
+
+    assert type(getattr(sys, "_pyo3_dlpack_aliasing_registry_v1")).__name__ == "PyCapsule"

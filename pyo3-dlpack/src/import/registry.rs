@@ -19,9 +19,103 @@
 //! observed; its borrow ends no later than the `PyTensor`), and shared views
 //! of any other import overlapping a writer are refused. Both decisions are
 //! taken under the one lock, so they are ordered.
+//!
+//! **One registry per process.** Every extension module built on this crate
+//! (any version that speaks [`SharedRegistry`]'s version 1) uses the same
+//! registry: the first to need it publishes a capsule named
+//! [`CAPSULE_NAME`] as the attribute [`ATTRIBUTE`] of the `sys` module
+//! (`dict.setdefault`, atomic), and every module, that one included, calls
+//! the functions of the table that capsule holds. So a view taken by one
+//! extension excludes a mutable view of the same memory taken by another,
+//! as rust-numpy shares its borrow flags. Where the interpreter cannot be
+//! reached (it is finalizing), this copy's own registry is used.
 
+use std::ffi::{CStr, c_int, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyCapsuleMethods};
+
+/// The capsule's name, which says the table's layout (version 1).
+pub(crate) const CAPSULE_NAME: &CStr = c"pyo3_dlpack.aliasing_registry.v1";
+
+/// The attribute of the `sys` module holding the capsule.
+pub(crate) const ATTRIBUTE: &str = "_pyo3_dlpack_aliasing_registry_v1";
+
+/// The registry's functions, as a C table shared by every copy of this
+/// crate in the process. Never changed once published; its functions never
+/// unwind and may be called on any thread, attached or not.
+#[repr(C)]
+pub(crate) struct SharedRegistry {
+    /// 1.
+    version: u64,
+    /// Registers `[start, end)` (non-empty); returns its id (never 0).
+    register: unsafe extern "C" fn(start: usize, end: usize) -> u64,
+    /// Claims the id's range for a mutable view: 1 when no other live
+    /// range overlaps it (the id is a writer from then on), else 0.
+    claim_exclusive: unsafe extern "C" fn(id: u64) -> c_int,
+    /// 1 when no other live range overlapping the id's is a writer.
+    may_read: unsafe extern "C" fn(id: u64) -> c_int,
+    /// Removes the id's range.
+    unregister: unsafe extern "C" fn(id: u64),
+}
+
+/// This copy's table (published when it is the first).
+static OWN: SharedRegistry = SharedRegistry {
+    version: 1,
+    register: own_register,
+    claim_exclusive: own_claim_exclusive,
+    may_read: own_may_read,
+    unregister: own_unregister,
+};
+
+/// The table this copy uses, found once.
+static SHARED: OnceLock<&'static SharedRegistry> = OnceLock::new();
+
+/// The process's table: the one published in `sys`, publishing this copy's
+/// if none is (or, without an interpreter to ask, this copy's own).
+fn shared() -> &'static SharedRegistry {
+    if let Some(table) = SHARED.get() {
+        return table;
+    }
+    // Found outside the lock's initialiser: a thread blocked in it while
+    // attached would keep this one from attaching. Threads racing here find
+    // the same published table (`setdefault`).
+    let found = Python::try_attach(|py| published(py).ok())
+        .flatten()
+        .unwrap_or(&OWN);
+    SHARED.get_or_init(|| found)
+}
+
+/// `sys._pyo3_dlpack_aliasing_registry_v1`'s table, set to this copy's if
+/// absent.
+fn published(py: Python<'_>) -> PyResult<&'static SharedRegistry> {
+    let table = NonNull::from(&OWN).cast::<c_void>();
+    // SAFETY: `OWN` is an immutable static of this library, which is never
+    // unloaded (CPython does not unload extension modules); no destructor.
+    let mine = unsafe { PyCapsule::new_with_pointer(py, table, CAPSULE_NAME) }?;
+    let sys = py.import("sys")?;
+    let found = sys
+        .dict()
+        .call_method1("setdefault", (ATTRIBUTE, mine))?
+        .cast_into::<PyCapsule>()?;
+    // Only this crate makes capsules of this name, and only around a
+    // version-1 table of a library never unloaded; Python code cannot make
+    // a capsule, nor rename one.
+    let pointer = found.pointer_checked(Some(CAPSULE_NAME))?;
+    // SAFETY: as just said: a live, immutable `SharedRegistry` of version 1
+    // (the name says the version).
+    let table = unsafe { pointer.cast::<SharedRegistry>().as_ref() };
+    if table.version != 1 {
+        return Err(pyo3::exceptions::PyImportError::new_err(
+            "the process's pyo3-dlpack aliasing registry is of another version",
+        ));
+    }
+    Ok(table)
+}
 
 struct Entry {
     id: u64,
@@ -37,8 +131,9 @@ impl Entry {
     }
 }
 
+/// This copy's registry (every copy's, when this copy published it).
 static LIVE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
-static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 fn live() -> MutexGuard<'static, Vec<Entry>> {
     // A panic while holding the lock cannot leave the list inconsistent
@@ -46,18 +141,16 @@ fn live() -> MutexGuard<'static, Vec<Entry>> {
     LIVE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// One live import's byte range; unregistered on drop (on any thread).
-#[derive(Debug)]
-pub(crate) struct Registration {
-    id: u64,
+/// Runs `body`, returning `fallback` instead of unwinding into C.
+fn no_unwind<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
 }
 
-impl Registration {
-    /// Registers `[start, end)`; `None` for an empty range (no elements to alias).
-    pub(crate) fn new((start, end): (usize, usize)) -> Option<Self> {
-        if start == end {
-            return None;
-        }
+/// # Safety
+///
+/// None beyond the table's: any values, any thread (`unsafe` for the C ABI).
+unsafe extern "C" fn own_register(start: usize, end: usize) -> u64 {
+    no_unwind(0, || {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         live().push(Entry {
             id,
@@ -65,40 +158,100 @@ impl Registration {
             end,
             writer: false,
         });
-        Some(Self { id })
+        id
+    })
+}
+
+/// # Safety
+///
+/// As for `own_register`.
+unsafe extern "C" fn own_claim_exclusive(id: u64) -> c_int {
+    no_unwind(0, || {
+        let mut live = live();
+        let Some(index) = live.iter().position(|e| e.id == id) else {
+            return 0;
+        };
+        let me = &live[index];
+        if live.iter().any(|e| e.overlaps(me)) {
+            return 0;
+        }
+        live[index].writer = true;
+        1
+    })
+}
+
+/// # Safety
+///
+/// As for `own_register`.
+unsafe extern "C" fn own_may_read(id: u64) -> c_int {
+    no_unwind(0, || {
+        let live = live();
+        let Some(me) = live.iter().find(|e| e.id == id) else {
+            return 0;
+        };
+        c_int::from(!live.iter().any(|e| e.writer && e.overlaps(me)))
+    })
+}
+
+/// # Safety
+///
+/// As for `own_register`.
+unsafe extern "C" fn own_unregister(id: u64) {
+    no_unwind((), || {
+        let mut live = live();
+        if let Some(index) = live.iter().position(|e| e.id == id) {
+            live.swap_remove(index);
+        }
+    })
+}
+
+/// One live import's byte range; unregistered on drop (on any thread).
+#[derive(Debug)]
+pub(crate) struct Registration {
+    id: u64,
+    table: &'static SharedRegistry,
+}
+
+impl std::fmt::Debug for SharedRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedRegistry")
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registration {
+    /// Registers `[start, end)`; `None` for an empty range (no elements to
+    /// alias). If the registry could not take the range (id 0: it failed
+    /// to grow), every view of this import is refused.
+    pub(crate) fn new((start, end): (usize, usize)) -> Option<Self> {
+        if start == end {
+            return None;
+        }
+        let table = shared();
+        // SAFETY: the table's functions take any values on any thread.
+        let id = unsafe { (table.register)(start, end) };
+        Some(Self { id, table })
     }
 
     /// Claims the range for a mutable view: `true`, and this import is a
     /// writer from now on, when no other live import overlaps it.
     pub(crate) fn claim_exclusive(&self) -> bool {
-        let mut live = live();
-        let Some(index) = live.iter().position(|e| e.id == self.id) else {
-            return false;
-        };
-        let me = &live[index];
-        if live.iter().any(|e| e.overlaps(me)) {
-            return false;
-        }
-        live[index].writer = true;
-        true
+        // SAFETY: as in `new`.
+        unsafe { (self.table.claim_exclusive)(self.id) != 0 }
     }
 
     /// Whether shared views may be made: no other live import that
     /// overlaps this one has handed out a mutable view.
     pub(crate) fn may_read(&self) -> bool {
-        let live = live();
-        let Some(me) = live.iter().find(|e| e.id == self.id) else {
-            return false;
-        };
-        !live.iter().any(|e| e.writer && e.overlaps(me))
+        // SAFETY: as in `new`.
+        unsafe { (self.table.may_read)(self.id) != 0 }
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        let mut live = live();
-        if let Some(index) = live.iter().position(|e| e.id == self.id) {
-            live.swap_remove(index);
-        }
+        // SAFETY: as in `new`.
+        unsafe { (self.table.unregister)(self.id) }
     }
 }

@@ -287,3 +287,22 @@ pub(crate) fn locate(tensor: PyTensor) -> PyResult<(String, Option<f32>, Option<
         pyo3_dlpack::Located::Device(device) => (device.device.to_string(), None, device.stream),
     })
 }
+
+/// An import kept alive after it handed out a float32 view (shared, or
+/// mutable), so that later calls, of this module or of another extension
+/// built on pyo3-dlpack, meet its registration in the aliasing registry.
+#[pyclass(frozen)]
+pub(crate) struct HeldView {
+    _tensor: PyTensor,
+}
+
+#[pyfunction]
+#[pyo3(signature = (tensor, mutable=false))]
+pub(crate) fn hold_view(mut tensor: PyTensor, mutable: bool) -> PyResult<HeldView> {
+    if mutable {
+        tensor.as_slice_mut::<f32>()?;
+    } else {
+        tensor.as_slice::<f32>()?;
+    }
+    Ok(HeldView { _tensor: tensor })
+}

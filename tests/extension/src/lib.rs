@@ -58,6 +58,8 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(clobbering_capsule, m)?)?;
     m.add_function(wrap_pyfunction!(fails_to_synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(described_once, m)?)?;
+    m.add_function(wrap_pyfunction!(hold_view, m)?)?;
+    m.add_class::<HeldView>()?;
     m.add_function(wrap_pyfunction!(arange, m)?)?;
     m.add_function(wrap_pyfunction!(from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(on_device, m)?)?;
