@@ -277,6 +277,33 @@ pub use layout::MAX_NDIM;
 pub use protocol::Writability;
 pub use wrap::asdlpack;
 
+/// The names most extensions use, in one import (as `pyo3::prelude`):
+///
+/// ```
+/// use pyo3::prelude::*;
+/// use pyo3_dlpack::prelude::*;
+///
+/// #[derive(IntoDLPack)]
+/// struct Ramp {
+///     #[dlpack(data)]
+///     values: AlignedBuffer<f32>,
+/// }
+///
+/// /// Python: `np.from_dlpack(ramp_like(np.zeros(4)))`, of any framework's tensor.
+/// #[pyfunction]
+/// fn ramp_like(like: PyTensor) -> PyResult<DLPackTensor> {
+///     let ramp: Vec<f32> = (0..like.numel()).map(|i| i as f32).collect();
+///     Ok(DLPackTensor::new(Ramp { values: AlignedBuffer::from_slice(&ramp) })?)
+/// }
+/// ```
+pub mod prelude {
+    // The traits, and with feature `derive` their derive macros.
+    pub use crate::{
+        AlignedBuffer, DLPackError, DLPackTensor, DataType, Device, Framework, FromDLPack,
+        ImportOptions, IntoDLPack, Native, PyTensor, TensorData, TensorInfo,
+    };
+}
+
 /// Re-exported so that users need no separate `cudarc` dependency of a
 /// matching version (feature `cudarc`).
 #[cfg(feature = "cudarc")]

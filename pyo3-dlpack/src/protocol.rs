@@ -49,8 +49,7 @@ pub(crate) fn check_version(version: DLPackVersion) -> Result<(), DLPackError> {
 ///
 /// assert!(Writability::Writable.allows_writes());
 /// assert!(!Writability::Unknown.allows_writes());
-/// assert!(Writability::Unknown.allows_legacy_export());
-/// assert!(!Writability::ReadOnly.allows_legacy_export());
+/// assert!(!Writability::ReadOnly.allows_writes());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Writability {
@@ -82,7 +81,7 @@ impl Writability {
     /// Whether a legacy capsule, or any other export that carries no flags
     /// (a borrowed `DLTensor` of the C exchange API), may export it:
     /// everything but a known [`ReadOnly`](Self::ReadOnly), which it cannot state.
-    pub const fn allows_legacy_export(self) -> bool {
+    pub(crate) const fn allows_legacy_export(self) -> bool {
         !matches!(self, Self::ReadOnly)
     }
 }

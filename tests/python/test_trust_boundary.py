@@ -401,3 +401,32 @@ def test_one_aliasing_registry_serves_every_extension_module_in_the_process():
     import sys
 
     assert type(getattr(sys, "_pyo3_dlpack_aliasing_registry_v1")).__name__ == "PyCapsule"
+
+
+def test_an_unknown_keyword_is_named_without_its_own_str_and_nothing_reaches_stderr():
+    out = run_fresh(
+        """
+    import dlpack_testext as ext
+
+    class Evil(str):
+        def __str__(self):
+            raise RuntimeError("no str for you")
+
+    t = ext.arange("float32", 2)
+    try:
+        t.__dlpack__(**{Evil("bogus"): 1})
+    except TypeError as err:
+        assert str(err) == "DLPackTensor.__dlpack__() got an unexpected keyword argument 'bogus'", err
+    print("ok")
+    """
+    )
+    assert out == "ok\n"
+
+
+def test_a_failed_exchange_export_is_followed_by_one_dlpack_call_not_two():
+    producer = ext.FailingExchange(3)
+    d = ext.describe(producer)
+    assert (d["shape"], d["dtype"]) == ((3,), "float32")
+    assert producer.calls == 1
+    assert ext.to_list(producer, "float32") == [0.0, 0.0, 0.0]
+    assert producer.calls == 2

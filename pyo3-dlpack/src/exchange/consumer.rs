@@ -22,6 +22,7 @@ use pyo3::types::{PyCapsule, PyType};
 
 use crate::ffi::{DLManagedTensorVersioned, DLPACK_EXCHANGE_API, DLPackExchangeAPI, DLTensor};
 use crate::frameworks::torch::{self, checks::TorchChecks};
+use crate::import::consume::{Managed, Owned};
 
 /// Most types remembered; beyond that, lookups are simply not cached.
 const CACHE_LIMIT: usize = 64;
@@ -268,30 +269,28 @@ impl ExchangeApi {
     /// just now, which is handed back to its producer (its deleter runs) if
     /// refused. Only a struct of this crate's major version is read; one of
     /// another is refused by the import's own version check, next.
-    ///
-    /// # Safety
-    ///
-    /// `managed` is a live struct the caller owns (from [`owned`](Self::owned)),
-    /// deleted here if refused: the caller then no longer owns it.
     #[inline]
-    pub(crate) unsafe fn check_torch_owned(
+    pub(crate) fn check_torch_owned(
         self,
         obj: &Bound<'_, PyAny>,
-        managed: NonNull<DLManagedTensorVersioned>,
-    ) -> PyResult<()> {
+        managed: Owned<DLManagedTensorVersioned>,
+    ) -> PyResult<Owned<DLManagedTensorVersioned>> {
         let Some(checks) = self.torch else {
-            return Ok(());
+            return Ok(managed);
         };
-        // SAFETY: a live struct the caller owns (the contract); its version comes first,
-        // and `dl_tensor` is read only in the layout of the major version
-        // checked here.
-        let tensor = unsafe { managed.as_ref() };
+        // Its version comes first; `dl_tensor` is read only in the layout
+        // of the major version checked here.
+        let tensor = managed.get();
         if tensor.version.major != protocol::VERSION.major {
-            return Ok(());
+            return Ok(managed);
         }
-        checks.check(obj, tensor.dl_tensor.dtype).inspect_err(|_| {
-            crate::import::consume::Managed::Versioned(managed).delete();
-        })
+        match checks.check(obj, tensor.dl_tensor.dtype) {
+            Ok(()) => Ok(managed),
+            Err(err) => {
+                Managed::Versioned(managed).delete();
+                Err(err)
+            }
+        }
     }
 
     /// An owned versioned tensor of `obj` (no stream synchronisation).
@@ -303,13 +302,15 @@ impl ExchangeApi {
     pub(crate) unsafe fn owned(
         self,
         obj: &Bound<'_, PyAny>,
-    ) -> PyResult<NonNull<DLManagedTensorVersioned>> {
+    ) -> PyResult<Owned<DLManagedTensorVersioned>> {
         let mut out: *mut DLManagedTensorVersioned = ptr::null_mut();
         // SAFETY: `obj` is an instance of the type whose table this is (the
         // caller's contract), we are attached, and `out` is writable.
         let status = unsafe { (self.owned_export)(obj.as_ptr().cast(), &mut out) };
         match NonNull::new(out) {
-            Some(managed) if status == 0 => Ok(managed),
+            // SAFETY: the table's owning export hands over a live versioned
+            // struct, the caller's to delete (DLPack header).
+            Some(managed) if status == 0 => Ok(unsafe { Owned::adopt(managed) }),
             _ => Err(producer_error(obj.py())),
         }
     }

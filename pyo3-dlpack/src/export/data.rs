@@ -43,6 +43,7 @@ pub unsafe trait TensorData {
     /// The element type every value of this type holds, when the type says
     /// (`Vec<f32>` → `float32`); `None` for raw memory. Lets the derive check
     /// `#[dlpack(dtype = …)]` at compile time.
+    #[doc(hidden)]
     const STATIC_DTYPE: Option<DataType> = None;
 
     /// Address of the first byte of the buffer (dangling but non-null when empty).

@@ -8,7 +8,7 @@ use std::fmt;
 /// Built with `From` from `&[usize]`, `&[i64]`, `&[isize]` (ndarray strides),
 /// arrays (by reference or by value) and `Vec`s, so a `TensorInfo` can borrow
 /// a struct's own `shape: [usize; 3]` field, or take a shape computed in
-/// `tensor_info`. Arrays of up to [`Dims::INLINE`] entries taken by value are
+/// `tensor_info`. Arrays of up to 8 entries taken by value are
 /// stored inline, without allocating.
 #[derive(Clone)]
 pub struct Dims<'a>(Repr<'a>);
@@ -31,7 +31,7 @@ enum Entries<'s> {
 
 impl Dims<'_> {
     /// Most entries stored inline when an array is taken by value.
-    pub const INLINE: usize = 8;
+    pub(crate) const INLINE: usize = 8;
 
     fn entries(&self) -> Entries<'_> {
         match &self.0 {
@@ -112,7 +112,7 @@ macro_rules! dims_from {
             fn from(dims: Box<[$elem]>) -> Self { Self(Repr::$owned(dims)) }
         }
         impl<const N: usize> From<[$elem; N]> for Dims<'_> {
-            /// Stored inline (no allocation) up to [`Dims::INLINE`] entries.
+            /// Stored inline (no allocation) up to 8 entries.
             fn from(dims: [$elem; N]) -> Self {
                 if N <= Dims::INLINE {
                     let mut inline = [0; Dims::INLINE];
@@ -128,7 +128,7 @@ macro_rules! dims_from {
 dims_from!(usize => Usize, InlineUsize, OwnedUsize; i64 => I64, InlineI64, OwnedI64);
 
 impl<'a> From<&'a [isize]> for Dims<'a> {
-    /// Strides as `ndarray` keeps them (converted, inline up to [`Dims::INLINE`]).
+    /// Strides as `ndarray` keeps them (converted, inline up to 8 entries).
     fn from(dims: &'a [isize]) -> Self {
         if dims.len() <= Self::INLINE {
             let mut inline = [0i64; Self::INLINE];

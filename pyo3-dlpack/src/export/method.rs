@@ -178,7 +178,13 @@ fn parameter(interned: &[Py<PyString>; 4], name: &Bound<'_, PyAny>) -> Option<us
     NAMES.iter().position(|known| *known == text)
 }
 
+/// The error for an unknown keyword, naming it by its characters (a `str`
+/// subclass's own `__str__` is not called: it could raise, and the error
+/// would go to stderr as unraisable).
 fn unexpected(name: &Bound<'_, PyAny>) -> PyErr {
+    let name = name
+        .cast::<PyString>()
+        .map_or_else(|_| "?".into(), |name| name.to_string_lossy().into_owned());
     PyTypeError::new_err(format!(
         "DLPackTensor.__dlpack__() got an unexpected keyword argument '{name}'"
     ))

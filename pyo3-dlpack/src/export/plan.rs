@@ -12,12 +12,19 @@ use crate::{DLPackError, Device, Writability};
 
 /// Which managed struct a capsule carries.
 ///
+/// `__dlpack__` picks it from the consumer's `max_version` (a major of at
+/// least 1: versioned); a bare capsule is made in the one asked for:
+///
 /// ```
-/// use pyo3_dlpack::CapsuleFormat;
-/// assert_eq!(CapsuleFormat::for_max_version(None), CapsuleFormat::Legacy);
-/// assert_eq!(CapsuleFormat::for_max_version(Some((0, 8))), CapsuleFormat::Legacy);
-/// assert_eq!(CapsuleFormat::for_max_version(Some((1, 0))), CapsuleFormat::Versioned);
-/// assert_eq!(CapsuleFormat::for_max_version(Some((2, 0))), CapsuleFormat::Versioned);
+/// use pyo3::prelude::*;
+/// use pyo3_dlpack::{CapsuleFormat, IntoDLPack};
+///
+/// /// Python: `torch.utils.dlpack.from_dlpack(ones(3))`, which takes capsules.
+/// #[pyfunction]
+/// fn ones(py: Python<'_>, n: usize) -> PyResult<Bound<'_, pyo3::types::PyCapsule>> {
+///     vec![1.0f32; n].into_capsule(py, CapsuleFormat::Versioned)
+/// }
+/// # Python::attach(|py| assert!(ones(py, 3).is_ok()));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CapsuleFormat {
@@ -34,7 +41,7 @@ impl CapsuleFormat {
     /// The format for a consumer's `max_version`: versioned when its major is
     /// at least 1 (we then export 1.3, the newest 1.x, which every 1.x reader
     /// accepts), legacy otherwise.
-    pub fn for_max_version(max_version: Option<(u32, u32)>) -> Self {
+    pub(crate) fn for_max_version(max_version: Option<(u32, u32)>) -> Self {
         match max_version {
             Some((major, _)) if major >= 1 => Self::Versioned,
             _ => Self::Legacy,

@@ -16,11 +16,47 @@ use crate::ffi::{
     USED_DLTENSOR_VERSIONED,
 };
 
+/// A producer's managed struct this process owns, whose deleter must run
+/// exactly once (through [`Managed::delete`]). Made only by
+/// [`adopt`](Self::adopt), an `unsafe fn`: the promise about the pointer is
+/// made there, once, and every later use (reading it, deleting it) is safe.
+#[derive(Debug)]
+pub(crate) struct Owned<T>(NonNull<T>);
+
+impl<T> Owned<T> {
+    /// Owns `ptr` from now on.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` points to a live `T` (a producer's `DLManagedTensor` or
+    /// `DLManagedTensorVersioned`) that nobody else owns or deletes, alive
+    /// until its deleter runs (through [`Managed::delete`], or by the caller
+    /// after giving it back with `PyTensor::release`); where its major
+    /// version is this crate's, its `dl_tensor`'s non-NULL shape and strides
+    /// point to `ndim` readable entries each, alive as long (the DLPack
+    /// header's promise).
+    pub(crate) unsafe fn adopt(ptr: NonNull<T>) -> Self {
+        Self(ptr)
+    }
+
+    /// The struct (of a versioned struct, only `version` and `deleter` may
+    /// be relied on before its major version is checked).
+    pub(crate) fn get(&self) -> &T {
+        // SAFETY: live while owned (`adopt`'s contract); deleting it
+        // consumes the `Managed` that holds this, so no borrow outlives it.
+        unsafe { self.0.as_ref() }
+    }
+
+    fn as_ptr(&self) -> *mut T {
+        self.0.as_ptr()
+    }
+}
+
 /// A managed tensor this process now owns: its deleter must run exactly once.
 #[derive(Debug)]
 pub(crate) enum Managed {
-    Legacy(NonNull<DLManagedTensor>),
-    Versioned(NonNull<DLManagedTensorVersioned>),
+    Legacy(Owned<DLManagedTensor>),
+    Versioned(Owned<DLManagedTensorVersioned>),
     /// A non-owning view from a producer's exchange API: valid while its
     /// object is borrowed, nothing to delete. (The `PyTensor` keeps its
     /// description, so that this stays small: it is moved by value.)
@@ -42,17 +78,16 @@ impl Managed {
     pub(crate) fn delete(self) {
         match self {
             Self::Legacy(managed) => {
-                // SAFETY: we own the struct (taken from a capsule we renamed) and
-                // it is alive until its deleter runs, which is now.
-                if let Some(deleter) = unsafe { managed.as_ref() }.deleter {
-                    // SAFETY: the producer's own deleter, called once with its struct.
+                if let Some(deleter) = managed.get().deleter {
+                    // SAFETY: the producer's own deleter, called once (this
+                    // consumes the only owner) with its live struct.
                     unsafe { deleter(managed.as_ptr()) };
                 }
             }
             Self::Versioned(managed) => {
-                // SAFETY: as above. Only `deleter`, which precedes `flags`, is read:
-                // the header allows reading it whatever the major version.
-                if let Some(deleter) = unsafe { managed.as_ref() }.deleter {
+                // Only `deleter`, which precedes `flags`, is read: the header
+                // allows reading it whatever the major version.
+                if let Some(deleter) = managed.get().deleter {
                     // SAFETY: as above.
                     unsafe { deleter(managed.as_ptr()) };
                 }
@@ -92,11 +127,17 @@ pub(crate) fn take_from_capsule(capsule: &Bound<'_, PyCapsule>) -> Result<Manage
         let name = name.map(|name| unsafe { name.as_cstr() });
         match name {
             Some(name) if name == DLTENSOR => {
-                take(capsule, DLTENSOR, USED_DLTENSOR).map(|p| Managed::Legacy(p.cast()))
+                let taken = take(capsule, DLTENSOR, USED_DLTENSOR)?;
+                // SAFETY: a capsule of this name holds the producer's
+                // `DLManagedTensor`, alive until its deleter runs (the DLPack
+                // Python specification; a forged capsule cannot be detected,
+                // as by every consumer); renaming it made it ours alone.
+                Ok(Managed::Legacy(unsafe { Owned::adopt(taken.cast()) }))
             }
             Some(name) if name == DLTENSOR_VERSIONED => {
-                take(capsule, DLTENSOR_VERSIONED, USED_DLTENSOR_VERSIONED)
-                    .map(|p| Managed::Versioned(p.cast()))
+                let taken = take(capsule, DLTENSOR_VERSIONED, USED_DLTENSOR_VERSIONED)?;
+                // SAFETY: as above, of a `DLManagedTensorVersioned`.
+                Ok(Managed::Versioned(unsafe { Owned::adopt(taken.cast()) }))
             }
             Some(name) if name == USED_DLTENSOR || name == USED_DLTENSOR_VERSIONED => {
                 Err(DLPackError::AlreadyConsumed)

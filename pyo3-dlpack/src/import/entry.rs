@@ -4,6 +4,7 @@
 //! a capsule), then the other protocols.
 
 use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
 
 use crate::exchange;
 use crate::ffi::DLPackVersion;
@@ -61,8 +62,7 @@ impl PyTensor {
                 // SAFETY: `api` is the table of `obj`'s own type, just looked up.
                 match unsafe { api.owned(obj) } {
                     Ok(managed) => {
-                        // SAFETY: the struct just exported to us, ours.
-                        unsafe { api.check_torch_owned(obj, managed) }?;
+                        let managed = api.check_torch_owned(obj, managed)?;
                         let mut tensor = Self::from_versioned(managed)?;
                         let device = tensor.device();
                         if !device.device_type.uses_streams() {
@@ -79,15 +79,33 @@ impl PyTensor {
                     }
                     // torch's C export fails with a C++ backtrace where its
                     // `__dlpack__` raises a clear error (meta, sparse and
-                    // quantized tensors): raise that one.
-                    Err(_) => probe_dlpack(obj)?,
+                    // quantized tensors): raise that one. A producer whose
+                    // `__dlpack__` exports after all is imported from that
+                    // capsule, unless its device has streams (it was asked
+                    // for none: ask again, below).
+                    Err(_) => {
+                        let tensor = Self::from_requested(obj, &probe_dlpack(obj)?, options)?;
+                        if !tensor.device().device_type.uses_streams() {
+                            return Ok(tensor);
+                        }
+                    }
                 }
             }
         }
         let Some(capsule) = request_capsule(obj, options)? else {
             return protocols::import(obj, options);
         };
-        let mut tensor = Self::from_capsule(&capsule)?;
+        Self::from_requested(obj, &capsule, options)
+    }
+
+    /// The tensor of `capsule`, which `obj.__dlpack__` returned to a
+    /// request with `options`.
+    fn from_requested(
+        obj: &Bound<'_, PyAny>,
+        capsule: &Bound<'_, PyCapsule>,
+        options: &ImportOptions,
+    ) -> PyResult<Self> {
+        let mut tensor = Self::from_capsule(capsule)?;
         tensor.set_stream(options.stream_for(Some(tensor.device())));
         if tensor.writability() == Writability::Unknown {
             tensor.set_legacy_writable(legacy_writability(obj)? == Writability::Writable);
@@ -129,8 +147,15 @@ impl PyTensor {
                     let tensor = Self::borrowed(view, api.version())?;
                     return Ok(f(&tensor));
                 }
-                // As in `from_pyany_with`: the producer's own error.
-                Some(Err(_)) => probe_dlpack(obj)?,
+                // As in `from_pyany_with`: the producer's own error, or
+                // its capsule.
+                Some(Err(_)) => {
+                    let tensor =
+                        Self::from_requested(obj, &probe_dlpack(obj)?, &ImportOptions::default())?;
+                    if !tensor.device().device_type.uses_streams() {
+                        return Ok(f(&tensor));
+                    }
+                }
                 None => {}
             }
         }

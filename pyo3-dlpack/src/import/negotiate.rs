@@ -86,23 +86,29 @@ fn not_dlpack(obj: &Bound<'_, PyAny>) -> PyErr {
     .into()
 }
 
-/// Calls `obj.__dlpack__(max_version=(1, 3))` and drops what it returns,
-/// for its error: a producer whose C exchange export failed (torch: meta,
-/// sparse and quantized tensors) raises its own error there, without the
-/// `__dlpack_device__` call first (torch's fails with a `ValueError` for
-/// meta tensors, where its `__dlpack__` raises `BufferError`, as NumPy's
-/// import does). `Ok` when it exports after all: then import it as usual.
-pub(crate) fn probe_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<()> {
+/// Calls `obj.__dlpack__(max_version=(1, 3))` for its error: a producer
+/// whose C exchange export failed (torch: meta, sparse and quantized
+/// tensors) raises its own error there, without the `__dlpack_device__`
+/// call first (torch's fails with a `ValueError` for meta tensors, where
+/// its `__dlpack__` raises `BufferError`, as NumPy's import does). When it
+/// exports after all, its capsule (asked for no stream).
+pub(crate) fn probe_dlpack<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyCapsule>> {
     let py = obj.py();
     let mut keywords = Keywords::new(py);
     keywords.push(
         intern!(py, "max_version"),
         max_version_object(py, protocol::MAX_VERSION)?,
     );
-    match keywords.call_dlpack(obj)? {
-        Some(_) => Ok(()),
-        None => Err(not_dlpack(obj)),
-    }
+    let Some(result) = keywords.call_dlpack(obj)? else {
+        return Err(not_dlpack(obj));
+    };
+    result.cast_into::<PyCapsule>().map_err(|err| {
+        DLPackError::NotACapsule {
+            producer: type_name(obj),
+            found: type_name(err.into_inner().as_any()),
+        }
+        .into()
+    })
 }
 
 /// `(1, 3)` as a Python tuple, made once; other versions on the fly.

@@ -14,8 +14,9 @@ use crate::{Device, protocol};
 /// ```
 /// use pyo3_dlpack::{Device, ImportOptions};
 ///
+/// // Ask the producer for a copy in host memory (a CUDA tensor, say).
 /// let options = ImportOptions::new().copy(true).dl_device(Device::cpu());
-/// assert_eq!(options.max_version(), (1, 3));
+/// assert_ne!(options, ImportOptions::new());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ImportOptions {
@@ -107,7 +108,7 @@ impl ImportOptions {
     }
 
     /// The protocols besides DLPack that are accepted.
-    pub fn accepted_protocols(&self) -> Protocols {
+    pub(crate) fn accepted_protocols(&self) -> Protocols {
         self.protocols
     }
 
@@ -118,18 +119,13 @@ impl ImportOptions {
     }
 
     /// The stream mode imports use.
-    pub fn selected_stream_mode(&self) -> StreamMode {
+    pub(crate) fn selected_stream_mode(&self) -> StreamMode {
         self.stream_mode
     }
 
     /// The consumer stream given with [`stream`](Self::stream), if any.
     pub(crate) fn consumer_stream(&self) -> Option<i64> {
         self.stream
-    }
-
-    /// The `max_version` that will be sent.
-    pub fn max_version(&self) -> (u32, u32) {
-        self.max_version
     }
 
     /// Whether these are the defaults in all that matters to a producer

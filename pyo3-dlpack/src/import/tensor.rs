@@ -14,7 +14,7 @@ use crate::ffi::{
 };
 use crate::foreign;
 use crate::frameworks::numpy;
-use crate::import::consume::{Managed, take_from_capsule};
+use crate::import::consume::{Managed, Owned, take_from_capsule};
 use crate::import::registry::Registration;
 use crate::import::state::State;
 use crate::layout::DimsBuf;
@@ -99,11 +99,9 @@ unsafe fn check_versioned(
 #[inline]
 fn dl_tensor_of<'a>(managed: &'a Managed, own_tensor: &'a DLTensor) -> &'a DLTensor {
     match managed {
-        // SAFETY: a `PyTensor` owns the live struct until drop, and
-        // `managed` borrows its state.
-        Managed::Legacy(managed) => &unsafe { managed.as_ref() }.dl_tensor,
-        // SAFETY: as above; the major version was checked to be 1.
-        Managed::Versioned(managed) => &unsafe { managed.as_ref() }.dl_tensor,
+        Managed::Legacy(managed) => &managed.get().dl_tensor,
+        // The major version was checked to be 1 before the `PyTensor` was made.
+        Managed::Versioned(managed) => &managed.get().dl_tensor,
         Managed::Borrowed { .. } | Managed::Array { .. } => own_tensor,
     }
 }
@@ -149,11 +147,12 @@ impl PyTensor {
     pub(crate) unsafe fn adopt_versioned(
         managed: std::ptr::NonNull<crate::ffi::DLManagedTensorVersioned>,
     ) -> Result<Self, DLPackError> {
+        // SAFETY: the caller's contract (on failure below the `Owned` is
+        // dropped without deleting: the caller owns the struct again).
+        let managed = unsafe { Owned::adopt(managed) };
         let mut checked = foreign::Checked::EMPTY;
-        // SAFETY: the caller's contract: a live versioned struct.
-        let versioned = unsafe { managed.as_ref() };
-        // SAFETY: as just said.
-        unsafe { check_versioned(versioned, &mut checked) }?;
+        // SAFETY: adopted: a live struct whose dims are valid if of major 1.
+        unsafe { check_versioned(managed.get(), &mut checked) }?;
         let mut state = State::new(Managed::Versioned(managed));
         state.checked = checked;
         Ok(Self {
@@ -190,13 +189,15 @@ impl PyTensor {
     /// common case (torch's exchange API; this crate's own export, for
     /// producers of the other protocols), without asking which kind it is.
     pub(crate) fn from_versioned(
-        managed: std::ptr::NonNull<crate::ffi::DLManagedTensorVersioned>,
+        managed: Owned<crate::ffi::DLManagedTensorVersioned>,
     ) -> Result<Self, DLPackError> {
+        let versioned = std::ptr::from_ref(managed.get());
         let mut tensor = Self {
             state: ManuallyDrop::new(State::new(Managed::Versioned(managed))),
         };
-        // SAFETY: a live struct we own (dropped with `tensor`).
-        let versioned = unsafe { managed.as_ref() };
+        // SAFETY: the struct `tensor` owns (adopted: live until `tensor`
+        // drops, its dims valid if of major 1).
+        let versioned = unsafe { &*versioned };
         // SAFETY: as just said.
         unsafe { check_versioned(versioned, &mut tensor.state.checked) }?;
         Ok(tensor)
@@ -271,8 +272,7 @@ impl PyTensor {
     fn flags(&self) -> Option<u64> {
         match self.state.managed.as_ref().expect("present until drop") {
             Managed::Legacy(_) => None,
-            // SAFETY: we own the live struct until drop.
-            Managed::Versioned(managed) => Some(unsafe { managed.as_ref() }.flags),
+            Managed::Versioned(managed) => Some(managed.get().flags),
             Managed::Borrowed { .. } => Some(0),
             Managed::Array { writable: true, .. } => Some(0),
             Managed::Array {
@@ -431,8 +431,7 @@ impl PyTensor {
     pub fn version(&self) -> Option<DLPackVersion> {
         match self.state.managed.as_ref().expect("present until drop") {
             Managed::Legacy(_) => None,
-            // SAFETY: we own the live struct until drop.
-            Managed::Versioned(managed) => Some(unsafe { managed.as_ref() }.version),
+            Managed::Versioned(managed) => Some(managed.get().version),
             Managed::Borrowed { version, .. } | Managed::Array { version, .. } => Some(*version),
         }
     }

@@ -306,3 +306,84 @@ pub(crate) fn hold_view(mut tensor: PyTensor, mutable: bool) -> PyResult<HeldVie
     }
     Ok(HeldView { _tensor: tensor })
 }
+
+/// A producer whose C exchange table's owning export always fails (with a
+/// `RuntimeError` set) while its `__dlpack__` works, delegating to a
+/// `DLPackTensor` of `n` float32 zeros and counting its calls.
+#[pyclass(frozen)]
+pub(crate) struct FailingExchange {
+    inner: Py<DLPackTensor>,
+    calls: AtomicUsize,
+}
+
+struct FailingTable(pyo3_dlpack::ffi::DLPackExchangeAPI);
+
+// SAFETY: immutable, its only pointer (`prev_api`) NULL.
+unsafe impl Sync for FailingTable {}
+
+static FAILING_TABLE: FailingTable = FailingTable(pyo3_dlpack::ffi::DLPackExchangeAPI {
+    header: pyo3_dlpack::ffi::DLPackExchangeAPIHeader {
+        version: pyo3_dlpack::ffi::DLPackVersion::CURRENT,
+        prev_api: std::ptr::null_mut(),
+    },
+    managed_tensor_allocator: None,
+    managed_tensor_from_py_object_no_sync: Some(failing_export),
+    managed_tensor_to_py_object_no_sync: None,
+    dltensor_from_py_object_no_sync: None,
+    current_work_stream: None,
+});
+
+/// # Safety
+///
+/// Called attached, as the exchange API is.
+unsafe extern "C" fn failing_export(
+    _obj: *mut std::ffi::c_void,
+    _out: *mut *mut pyo3_dlpack::ffi::DLManagedTensorVersioned,
+) -> i32 {
+    // SAFETY: exchange-API consumers call it attached.
+    let py = unsafe { Python::assume_attached() };
+    pyo3::exceptions::PyRuntimeError::new_err("the exchange export failed").restore(py);
+    -1
+}
+
+#[pymethods]
+impl FailingExchange {
+    #[new]
+    fn new(n: usize) -> PyResult<Self> {
+        let inner = Python::attach(|py| Py::new(py, DLPackTensor::new(vec![0f32; n])?))?;
+        Ok(Self {
+            inner,
+            calls: AtomicUsize::new(0),
+        })
+    }
+
+    #[classattr]
+    fn __dlpack_c_exchange_api__(py: Python<'_>) -> PyResult<Py<PyCapsule>> {
+        let table = std::ptr::NonNull::from(&FAILING_TABLE.0).cast::<std::ffi::c_void>();
+        // SAFETY: an immutable static table, alive as long as the module.
+        let capsule = unsafe {
+            PyCapsule::new_with_pointer(py, table, pyo3_dlpack::ffi::DLPACK_EXCHANGE_API)
+        }?;
+        Ok(capsule.unbind())
+    }
+
+    #[pyo3(signature = (**kwargs))]
+    fn __dlpack__<'py>(
+        &self,
+        py: Python<'py>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.bind(py).call_method("__dlpack__", (), kwargs)
+    }
+
+    fn __dlpack_device__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.inner.bind(py).call_method0("__dlpack_device__")
+    }
+
+    /// How many times `__dlpack__` was called.
+    #[getter]
+    fn calls(&self) -> usize {
+        self.calls.load(Ordering::Relaxed)
+    }
+}

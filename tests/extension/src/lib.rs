@@ -60,6 +60,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(described_once, m)?)?;
     m.add_function(wrap_pyfunction!(hold_view, m)?)?;
     m.add_class::<HeldView>()?;
+    m.add_class::<FailingExchange>()?;
     m.add_function(wrap_pyfunction!(arange, m)?)?;
     m.add_function(wrap_pyfunction!(from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(on_device, m)?)?;

@@ -130,6 +130,9 @@ pub(crate) unsafe fn import(
         _keeper: keeper,
     };
     let managed = crate::export::managed_value(foreign)?;
+    // SAFETY: a block `write_block` just made, ours alone, alive until its
+    // deleter runs; its dims are the description's, valid.
+    let managed = unsafe { crate::import::consume::Owned::adopt(managed) };
     Ok(PyTensor::from_versioned(managed)?)
 }
 
