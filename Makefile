@@ -97,7 +97,8 @@ abi3-bench: $(VENV_STAMP)
 	$(VENV_PY) benchmarks/abi3_cost.py target/abi3-bench/full target/abi3-bench/abi3
 
 # AddressSanitizer (nightly, its own target directory) over the runtime crate's unit and
-# property tests and the Rust integration tests (embedded Python with NumPy and torch).
+# property tests and the Rust integration tests (embedded Python with NumPy and torch),
+# the trust-boundary cases among them (tests/tests/trust_boundary.rs).
 # Leak detection is off: the interpreter keeps its own allocations alive at exit.
 ASAN = RUSTFLAGS="-Zsanitizer=address" RUSTDOCFLAGS="-Zsanitizer=address" \
 	ASAN_OPTIONS=detect_leaks=0 CARGO_TARGET_DIR=target/asan
@@ -106,16 +107,20 @@ sanitize: $(VENV_STAMP)
 	$(ASAN) PYTHONPATH=$(VENV_SITE) cargo +nightly test -p pyo3-dlpack-tests --tests --target x86_64-unknown-linux-gnu
 
 # libFuzzer (nightly, the flags cargo-fuzz would pass, AddressSanitizer on) over the
-# import validation of a managed tensor's fields; FUZZ_SECONDS bounds the run.
+# import validation of a managed tensor's fields (capsule_fields) and the import of
+# the layouts other protocols describe (interface_layout); FUZZ_SECONDS bounds each run.
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 	-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 	-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Zsanitizer=address
+FUZZ_TARGETS = capsule_fields interface_layout
 fuzz:
-	cd fuzz && RUSTFLAGS="$(FUZZ_FLAGS)" cargo +nightly build --release --target x86_64-unknown-linux-gnu --bin capsule_fields
-	mkdir -p fuzz/corpus/capsule_fields
-	fuzz/target/x86_64-unknown-linux-gnu/release/capsule_fields fuzz/corpus/capsule_fields \
-		-max_total_time=$(FUZZ_SECONDS) -max_len=512
+	cd fuzz && RUSTFLAGS="$(FUZZ_FLAGS)" cargo +nightly build --release --target x86_64-unknown-linux-gnu $(FUZZ_TARGETS:%=--bin %)
+	for target in $(FUZZ_TARGETS); do \
+		mkdir -p fuzz/corpus/$$target && \
+		fuzz/target/x86_64-unknown-linux-gnu/release/$$target fuzz/corpus/$$target \
+			-max_total_time=$(FUZZ_SECONDS) -max_len=512 || exit 1; \
+	done
 
 # What a GPU machine (CUDA, torch, CuPy; no Rust, no network) needs to run the CUDA-marked
 # tests: abi3-py39 wheels (any CPython >= 3.9 there) of the test extension, with its cudarc

@@ -1,7 +1,13 @@
-//! The fuzzing entry (feature `__fuzzing`, for `fuzz/` only; not part of the
-//! API): the checks a producer's managed tensor goes through before anything
-//! reads it (`PyTensor::from_managed`: version, flags, `foreign::check`), run
-//! on fields decoded from arbitrary bytes. The data pointer is never read.
+//! The fuzzing entries (feature `__fuzzing`, for `fuzz/` only; not part of
+//! the API), run on fields decoded from arbitrary bytes; no data pointer is
+//! ever read:
+//! - [`validate`]: the checks a producer's managed tensor goes through before
+//!   anything reads it (`PyTensor::from_managed`: version, flags,
+//!   `foreign::check`);
+//! - [`interface_layout`]: the import of a layout that `__array_interface__`,
+//!   `__cuda_array_interface__` or the buffer protocol described (shape,
+//!   byte strides, dtype, the memory's region), which must stay inside the
+//!   region it was given.
 
 use std::ffi::c_void;
 
@@ -96,4 +102,86 @@ pub fn validate(bytes: &[u8]) -> bool {
     // is `ndim` whenever `ndim` is in range (the validator reads nothing
     // otherwise); both live through the call. The data pointer is not read.
     unsafe { foreign::check(&tensor, padded) }.is_ok()
+}
+
+/// Decodes a protocol's description from `bytes` (shape, byte strides or
+/// none, dtype, read-only flag, and either a region `[start, start + len)`
+/// with the first element `offset` bytes in, or only the first element's
+/// address) and imports it as the protocols do. Must never panic; an
+/// accepted region import reaches only bytes inside its region, which is
+/// asserted. Returns whether it was accepted.
+pub fn interface_layout(bytes: &[u8]) -> bool {
+    use crate::error::Interface;
+    use crate::import::protocols::owner::{self, Keeper, Layout, Memory};
+
+    let mut f = Fields(bytes);
+    let ndim = usize::from(f.u8() % 6);
+    let small = f.u8() & 1 == 1;
+    let value = |f: &mut Fields<'_>| {
+        if small {
+            i64::from(f.u8() as i8)
+        } else {
+            f.i64()
+        }
+    };
+    let shape: Vec<i64> = (0..ndim).map(|_| value(&mut f)).collect();
+    let strides: Vec<i64> = (0..ndim).map(|_| value(&mut f)).collect();
+    let byte_strides = (f.u8() & 1 == 1).then_some(strides);
+    let dtype = DataType {
+        code: DataTypeCode::from_code(f.u8() % 20),
+        bits: f.u8(),
+        lanes: 1,
+    };
+    let read_only = f.u8() & 1 == 1;
+    let region = f.u8() & 1 == 1;
+    let start = f.u64() as usize;
+    let memory = if region {
+        let len = if small {
+            usize::from(f.u8())
+        } else {
+            f.u64() as usize
+        };
+        let offset = if small {
+            usize::from(f.u8())
+        } else {
+            f.u64() as usize
+        };
+        Memory::Region { start, len, offset }
+    } else {
+        Memory::FirstElement(start)
+    };
+    let bounds = match memory {
+        Memory::Region { start, len, .. } => Some((start, start.checked_add(len))),
+        Memory::FirstElement(_) => None,
+    };
+    let layout = Layout {
+        shape,
+        byte_strides,
+        dtype,
+        read_only,
+    };
+    // SAFETY: the contract asks that the memory stay allocated: nothing here
+    // ever reads it (no view is made; the tensor is described and dropped),
+    // and nothing is kept alive (no keeper object).
+    let imported = unsafe {
+        owner::import(
+            memory,
+            layout,
+            Device::cpu(),
+            Interface::ArrayInterface,
+            Keeper::Object(None),
+        )
+    };
+    let Ok(tensor) = imported else {
+        return false;
+    };
+    if let Some((start, end)) = bounds {
+        let (low, high) = tensor.span();
+        let end = end.expect("an accepted region does not wrap around the address space");
+        assert!(
+            low == high || (start <= low && low <= high && high <= end),
+            "an accepted import reaches [{low:#x}, {high:#x}) outside [{start:#x}, {end:#x})"
+        );
+    }
+    true
 }

@@ -141,8 +141,14 @@ def test_jax_results_are_jax_arrays(dtype, drops):
 
 def test_jax_takes_read_only_values_its_immutable_arrays_cannot_write(drops):
     # A legacy consumer of a read-only DLPackTensor is refused (NumPy's rule)...
-    with pytest.raises(BufferError, match="legacy"):
+    with pytest.raises(BufferError, match="legacy") as info:
         jnp.from_dlpack(ext.arange("float32", 3, "arc"))
+    # ...with a hint a JAX user can act on, which works:
+    assert str(info.value).endswith("can take a copy through NumPy: jnp.asarray(np.from_dlpack(x)))")
+    del info  # its traceback holds the refused tensor
+    frozen = np.arange(3, dtype=np.float32)
+    frozen.flags.writeable = False
+    np.testing.assert_array_equal(jnp.asarray(np.from_dlpack(ext.asdlpack(frozen))), [0, 1, 2])
     # ...but Native::jax knows its consumer: JAX arrays are immutable.
     x = ext.native_arange("jax", "float32", 3, read_only=True)
     assert isinstance(x, jax.Array)

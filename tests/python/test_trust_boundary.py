@@ -430,3 +430,21 @@ def test_a_failed_exchange_export_is_followed_by_one_dlpack_call_not_two():
     assert producer.calls == 1
     assert ext.to_list(producer, "float32") == [0.0, 0.0, 0.0]
     assert producer.calls == 2
+
+
+def test_framework_of_is_total_and_allocate_like_takes_ndarray_subclasses():
+    class NoModule:
+        pass
+
+    NoModule.__module__ = None
+    assert ext.framework_of(NoModule()) is None
+    NoModule.__module__ = 42
+    assert ext.framework_of(NoModule()) is None
+
+    class Sub(np.ndarray):
+        pass
+
+    like = np.zeros(3, dtype=np.float32).view(Sub)
+    assert ext.framework_of(like) == "NumPy"
+    out = ext.allocate_filled(like, [2], "float32")
+    assert type(out) is np.ndarray and out.tolist() == [0.0, 1.0]

@@ -561,7 +561,9 @@ impl fmt::Display for ExportError {
         match self {
             Self::ReadOnlyLegacy => f.write_str(
                 "the tensor is read-only and the legacy (unversioned) DLPack capsule cannot say so; \
-                 call __dlpack__ with max_version=(1, 0) or later, or copy=True",
+                 call __dlpack__ with max_version=(1, 0) or later, or copy=True (a consumer that \
+                 asks for legacy capsules only, as JAX up to 0.12 and TensorFlow do, can take a \
+                 copy through NumPy: jnp.asarray(np.from_dlpack(x)))",
             ),
             Self::CrossDevice { source, target } => write!(
                 f,

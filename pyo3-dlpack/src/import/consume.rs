@@ -101,9 +101,15 @@ impl Managed {
 /// Releases a reference to a Python object now, attaching to the interpreter
 /// if needed: a drop reached from a deleter called by C (NumPy's, torch's)
 /// runs outside any PyO3 scope, where dropping a `Py` would only queue the
-/// decref until PyO3 next runs. If the interpreter is gone, so is the object.
+/// decref until PyO3 next runs. If the interpreter cannot be attached to (it
+/// is finalizing), the reference is leaked, never dropped detached: PyO3
+/// built with `pyo3_disable_reference_pool` aborts on such a drop.
 pub(crate) fn release_now(object: pyo3::Py<pyo3::PyAny>) {
-    let _ = pyo3::Python::try_attach(|_| drop(object));
+    let mut object = Some(object);
+    let released = pyo3::Python::try_attach(|_| drop(object.take()));
+    if released.is_none() {
+        std::mem::forget(object);
+    }
 }
 
 /// Takes the tensor out of a capsule named `dltensor` or `dltensor_versioned`

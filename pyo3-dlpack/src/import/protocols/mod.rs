@@ -15,7 +15,7 @@ pub(crate) mod buffer;
 pub(crate) mod cuda_array_interface;
 mod format;
 mod interface_dict;
-mod owner;
+pub(crate) mod owner;
 #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
 mod view;
 

@@ -93,10 +93,21 @@ pub(crate) unsafe fn import(
     interface: Interface,
     keeper: Keeper,
 ) -> PyResult<PyTensor> {
+    // Before any arithmetic with its size (a dtype of 0 bits has none).
+    crate::protocol::check_dtype(layout.dtype)?;
     let itemsize = layout.dtype.itemsize();
     let strides = element_strides(&layout, interface).map_err(DLPackError::from)?;
     let numel = layout::numel(&layout.shape)?;
     let (start, len, byte_offset) = match memory {
+        // A region past the end of the address space is a lie.
+        Memory::Region { start, len, offset } if start.checked_add(len).is_none() => {
+            return Err(DLPackError::SizeOverflow(SizeOverflow::AddressSpace {
+                shape: layout.shape.clone(),
+                strides: strides.clone(),
+                byte_offset: offset as u64,
+            })
+            .into());
+        }
         Memory::Region { start, len, offset } => (start, len, offset),
         Memory::FirstElement(first) if numel == 0 => (first, 0, 0),
         Memory::FirstElement(first) => {
@@ -160,5 +171,67 @@ fn element_strides(layout: &Layout, interface: Interface) -> Result<Vec<i64>, In
                 }
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DataTypeCode;
+
+    /// Found by the `interface_layout` fuzz target: a region that wraps
+    /// around the address space was accepted.
+    #[test]
+    fn a_region_past_the_end_of_the_address_space_is_refused() {
+        Python::attach(|_| {
+            let layout = Layout {
+                shape: vec![1],
+                byte_strides: None,
+                dtype: DataType::U8,
+                read_only: true,
+            };
+            let memory = Memory::Region {
+                start: usize::MAX - 7,
+                len: 16,
+                offset: 0,
+            };
+            // SAFETY: nothing reads the memory: the import is refused.
+            let result = unsafe {
+                import(
+                    memory,
+                    layout,
+                    Device::cpu(),
+                    Interface::Buffer,
+                    Keeper::Object(None),
+                )
+            };
+            assert!(result.is_err());
+        });
+    }
+
+    /// Found by the `interface_layout` fuzz target: byte strides were divided
+    /// by the item size before the dtype was checked (a panic for 0 bits).
+    #[test]
+    fn a_dtype_of_no_bits_is_refused_before_any_division_by_its_size() {
+        Python::attach(|py| {
+            let layout = Layout {
+                shape: vec![2],
+                byte_strides: Some(vec![4]),
+                dtype: DataType::new(DataTypeCode::FLOAT, 0, 1),
+                read_only: false,
+            };
+            // SAFETY: nothing reads the memory: the import is refused.
+            let result = unsafe {
+                import(
+                    Memory::FirstElement(0x1000),
+                    layout,
+                    Device::cpu(),
+                    Interface::ArrayInterface,
+                    Keeper::Object(None),
+                )
+            };
+            let err = result.expect_err("refused");
+            assert!(err.is_instance_of::<pyo3::exceptions::PyValueError>(py));
+        });
     }
 }
