@@ -41,6 +41,19 @@ impl Fields<'_> {
     fn u64(&mut self) -> u64 {
         u64::from_le_bytes(self.take())
     }
+    /// `len` extents or strides: small ones (one signed byte each, where
+    /// the interesting edge cases are) or any `i64`.
+    fn dims(&mut self, len: usize, small: bool) -> Vec<i64> {
+        (0..len)
+            .map(|_| {
+                if small {
+                    i64::from(self.u8() as i8)
+                } else {
+                    self.i64()
+                }
+            })
+            .collect()
+    }
 }
 
 /// Decodes a managed tensor's fields from `bytes` and validates them as an
@@ -66,15 +79,8 @@ pub fn validate(bytes: &[u8]) -> bool {
         lanes: u16::from(f.u8()),
     };
     let small = f.u8() & 1 == 1;
-    let value = |f: &mut Fields<'_>| {
-        if small {
-            i64::from(f.u8() as i8)
-        } else {
-            f.i64()
-        }
-    };
-    let mut shape: Vec<i64> = (0..len).map(|_| value(&mut f)).collect();
-    let mut strides: Vec<i64> = (0..len).map(|_| value(&mut f)).collect();
+    let mut shape = f.dims(len, small);
+    let mut strides = f.dims(len, small);
     let null_shape = f.u8() % 8 == 0;
     let null_strides = f.u8() % 4 == 0;
     let tensor = DLTensor {
@@ -117,15 +123,8 @@ pub fn interface_layout(bytes: &[u8]) -> bool {
     let mut f = Fields(bytes);
     let ndim = usize::from(f.u8() % 6);
     let small = f.u8() & 1 == 1;
-    let value = |f: &mut Fields<'_>| {
-        if small {
-            i64::from(f.u8() as i8)
-        } else {
-            f.i64()
-        }
-    };
-    let shape: Vec<i64> = (0..ndim).map(|_| value(&mut f)).collect();
-    let strides: Vec<i64> = (0..ndim).map(|_| value(&mut f)).collect();
+    let shape = f.dims(ndim, small);
+    let strides = f.dims(ndim, small);
     let byte_strides = (f.u8() & 1 == 1).then_some(strides);
     let dtype = DataType {
         code: DataTypeCode::from_code(f.u8() % 20),
