@@ -127,3 +127,26 @@ def test_writing_a_legacy_import_names_the_legacy_capsule():
     ):
         ext.fill(torch.utils.dlpack.to_dlpack(t), 1.0)
     assert t.sum() == 0
+
+
+def test_a_torch_tensor_from_a_legacy_capsule_is_writable_as_torch_has_no_read_only_tensors():
+    # torch before 2.9 takes no max_version, so all its capsules are legacy: asked for one here.
+    t = torch.zeros(3)
+    d = ext.import_with(t, max_version=(0, 8))
+    assert (d["version"], d["writability"]) == (None, "Writable")
+
+    class Wrapper(torch.Tensor):
+        pass
+
+    # A subclass may have rules of its own (torch's ReadOnlyTensorWrapper): it cannot say.
+    assert ext.import_with(t.as_subclass(Wrapper), max_version=(0, 8))["writability"] == "Unknown"
+
+
+@pytest.mark.parametrize("options", [{"max_version": (0, 8)}, {"dl_device": (1, 0)}], ids=["legacy", "dl_device"])
+def test_torchs_lazy_negative_bit_is_refused_through_dlpack_too(options):
+    # torch's own __dlpack__ exports the negative bit's memory as is (its values negated).
+    x = torch.tensor([1 + 2j, 3 + 4j]).conj().imag
+    assert x.is_neg()
+    with pytest.raises(BufferError, match="^the torch tensor has its lazy negative bit set"):
+        ext.import_with(x, **options)
+    assert ext.import_with(x.resolve_neg(), **options)["shape"] == (2,)

@@ -106,6 +106,7 @@ impl PyTensor {
         options: &ImportOptions,
     ) -> PyResult<Self> {
         let mut tensor = Self::from_capsule(capsule)?;
+        crate::frameworks::torch::check_dlpack_import(obj, tensor.dtype())?;
         tensor.set_stream(options.stream_for(Some(tensor.device())));
         if tensor.writability() == Writability::Unknown {
             tensor.set_legacy_writable(legacy_writability(obj)? == Writability::Writable);

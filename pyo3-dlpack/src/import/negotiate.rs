@@ -220,19 +220,16 @@ impl<'py> Keywords<'py> {
 }
 
 /// What the producer of a legacy capsule says about writes through its own
-/// API. NumPy before 2.1 exports only legacy capsules, and only of writable
-/// arrays (read-only ones raise `BufferError`), so an exact `numpy.ndarray`
-/// (by identity) whose `flags.writeable` is true is writable; any other
-/// producer cannot say.
+/// API, asked of the framework homes (NumPy's array flags; torch, which has
+/// no read-only tensors); any other producer cannot say.
 pub(crate) fn legacy_writability(obj: &Bound<'_, PyAny>) -> PyResult<Writability> {
-    let py = obj.py();
-    if crate::frameworks::numpy::is_exact_ndarray(obj) {
-        let flags = obj.getattr(intern!(py, "flags"))?;
-        if flags.getattr(intern!(py, "writeable"))?.is_truthy()? {
-            return Ok(Writability::Writable);
-        }
-    }
-    Ok(Writability::Unknown)
+    let writable = crate::frameworks::numpy::legacy_writable(obj)?
+        || crate::frameworks::torch::legacy_writable(obj);
+    Ok(if writable {
+        Writability::Writable
+    } else {
+        Writability::Unknown
+    })
 }
 
 /// `__dlpack_device__()` as a `Device`, or `None` if the producer has none.

@@ -358,10 +358,13 @@ impl PyTensor {
     /// flag, or sent a legacy capsule. A legacy capsule cannot say whether
     /// writes are allowed (JAX before 0.12 exports its immutable arrays that
     /// way), so, as NumPy ≥ 2.3 does, legacy imports are read-only here
-    /// ([`writability`](Self::writability) tells the two apart), with one
-    /// exception: a `numpy.ndarray` of NumPy before 2.1 (the newest on
-    /// CPython 3.9 is 2.0.2), which exports only legacy capsules, and only of
-    /// writable arrays, is writable when its own `flags.writeable` says so.
+    /// ([`writability`](Self::writability) tells the two apart), with two
+    /// exceptions, where the producer's own API says more: a `numpy.ndarray`
+    /// of NumPy before 2.1 (the newest on CPython 3.9 is 2.0.2), which
+    /// exports only legacy capsules, and only of writable arrays, is
+    /// writable when its own `flags.writeable` says so; and a `torch.Tensor`
+    /// (exactly; torch before 2.9 exports only legacy capsules) is writable,
+    /// as torch has no read-only tensors.
     pub fn is_read_only(&self) -> bool {
         !self.writability().allows_writes()
     }
@@ -369,7 +372,7 @@ impl PyTensor {
     /// What the producer said about writes: [`Writability::Writable`] or
     /// [`Writability::ReadOnly`] from a versioned capsule's flags,
     /// [`Writability::Unknown`] for a legacy capsule, which cannot say
-    /// (except NumPy's before 2.1, see [`is_read_only`](Self::is_read_only)).
+    /// (except NumPy's before 2.1 and torch's, see [`is_read_only`](Self::is_read_only)).
     ///
     /// Rust views treat unknown as read-only. Exported again (a `PyTensor`
     /// is an [`IntoDLPack`](crate::IntoDLPack) value), an unknown tensor is

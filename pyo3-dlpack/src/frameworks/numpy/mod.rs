@@ -105,6 +105,19 @@ pub(crate) fn is_ndarray(obj: &Bound<'_, PyAny>) -> bool {
     unsafe { pyo3::ffi::PyObject_TypeCheck(obj.as_ptr(), array_type) != 0 }
 }
 
+/// Whether `obj`, which exported a legacy capsule, may be written: NumPy
+/// before 2.1 exports only legacy capsules, and only of writable arrays
+/// (read-only ones raise `BufferError`), so an exact `numpy.ndarray` whose
+/// `flags.writeable` is true is writable.
+pub(crate) fn legacy_writable(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if !is_exact_ndarray(obj) {
+        return Ok(false);
+    }
+    let py = obj.py();
+    let flags = obj.getattr(pyo3::intern!(py, "flags"))?;
+    flags.getattr(pyo3::intern!(py, "writeable"))?.is_truthy()
+}
+
 /// The address of the last type found not to be named `numpy.ndarray`
 /// while NumPy's table is unread (see `may_be_ndarray`).
 #[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy)))]

@@ -78,6 +78,35 @@ pub(crate) fn import_tensor_type(py: Python<'_>) -> PyResult<Bound<'_, PyType>> 
         .ok_or_else(|| pyo3::exceptions::PyImportError::new_err("torch has no Tensor type"))
 }
 
+/// Whether `obj` is exactly a `torch.Tensor` (by identity; a subclass may
+/// be a wrapper with rules of its own).
+pub(crate) fn is_exact_tensor(obj: &Bound<'_, PyAny>) -> bool {
+    tensor_type(obj.py()).is_some_and(|tensor| obj.get_type().is(&tensor))
+}
+
+/// Whether `obj`, which exported a legacy capsule, may be written: torch has
+/// no read-only tensors (before 2.9 its `__dlpack__` takes no `max_version`,
+/// so every capsule is legacy), so an exact `torch.Tensor`'s memory is
+/// writable through its own API as through ours.
+pub(crate) fn legacy_writable(obj: &Bound<'_, PyAny>) -> bool {
+    is_exact_tensor(obj)
+}
+
+/// For a tensor imported through torch's `__dlpack__` (torch before 2.10,
+/// or options its C table cannot honour): the checks of its C path
+/// ([`checks::TorchChecks::check`]), which torch's `__dlpack__` makes only in
+/// part (it refuses tensors that require gradient and the conjugate bit, not
+/// the negative bit). Others (not exactly a `torch.Tensor`) pass.
+pub(crate) fn check_dlpack_import(obj: &Bound<'_, PyAny>, dtype: crate::DataType) -> PyResult<()> {
+    let Some(tensor) = tensor_type(obj.py()) else {
+        return Ok(());
+    };
+    if !obj.get_type().is(&tensor) {
+        return Ok(());
+    }
+    checks::TorchChecks::of_torch_tensor(&tensor)?.check(obj, dtype)
+}
+
 /// Whether `ty` is `torch.Tensor` itself (identity; not a subclass).
 pub(crate) fn is_tensor_type(ty: &Bound<'_, PyType>) -> bool {
     tensor_type(ty.py()).is_some_and(|tensor| ty.is(&tensor))
