@@ -46,9 +46,10 @@ rust-test: $(VENV_STAMP)
 	PYTHONPATH=$(VENV_SITE) cargo test -p pyo3-dlpack
 
 # The test extension as one abi3-py39 wheel (its own target directory), run with the
-# NumPy-only suites on the oldest and newest CPython of the image, each in a venv of its
+# NumPy-only suites on the oldest and newest CPython of the image and on 3.10 (the newest NumPy
+# there, 2.2, is where from_dlpack imports became writable), each in a venv of its
 # own with NumPy and pytest only (tests/abi3/). torch and JAX stay on the main venv.
-ABI3_PYTHONS ?= 3.9.18 3.13.0
+ABI3_PYTHONS ?= 3.9.18 3.10.13 3.13.0
 PYENV_VERSIONS ?= $(HOME)/.pyenv/versions
 abi3-test: $(VENV_STAMP)
 	rm -rf target/abi3-wheel

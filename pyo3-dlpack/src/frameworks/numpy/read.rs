@@ -98,13 +98,15 @@ pub(crate) fn recognise<'a>(
         version,
     };
     // NumPy's `__dlpack__` raises its own BufferError for strides that are
-    // not whole elements.
+    // not whole elements; and it describes the strides of an empty array
+    // differently across versions (2.2 rewrites them, 2.4 does not), so an
+    // empty array, where they matter to nobody, takes `__dlpack__` too.
     let partial = array.itemsize_mask();
-    array
+    let whole = array
         .byte_strides()
         .iter()
-        .all(|stride| stride & partial == 0)
-        .then_some(array)
+        .all(|stride| stride & partial == 0);
+    (whole && !array.extents().contains(&0)).then_some(array)
 }
 
 impl Array<'_> {
