@@ -74,7 +74,9 @@ package: $(VENV_STAMP)
 py-test: $(VENV_STAMP)
 	maturin develop --quiet -m tests/extension/Cargo.toml --features cudarc
 	for example in examples/*/; do maturin develop --quiet -m $$example/Cargo.toml || exit 1; done
-	$(VENV_PY) -m pytest -q tests/python examples
+	# The stand-in CUDA driver (tests/cuda-standin) for test_cuda_standin.py.
+	cargo build --quiet -p cuda-standin
+	CUDA_STANDIN=$(abspath target/debug/libcuda.so) $(VENV_PY) -m pytest -q tests/python examples
 	# The frameworks' own DLPack test files, unchanged, with every from_dlpack relayed through Rust.
 	$(VENV_PY) tests/frameworks/run.py
 

@@ -120,8 +120,9 @@
 //!
 //! 1. `__cuda_array_interface__` (versions 2 and 3): device memory,
 //!    described, never read. The device is asked of the CUDA driver
-//!    (`libcuda.so.1`, loaded at run time: no build-time CUDA dependency;
-//!    without it, a `BufferError` names it). Version 3's `stream` is honoured
+//!    (`libcuda.so.1`, or the library the variable `PYO3_DLPACK_CUDA_DRIVER`
+//!    names, loaded at run time: no build-time CUDA dependency; without it,
+//!    a `BufferError` names it). Version 3's `stream` is honoured
 //!    as its specification says: the import blocks until that stream's work
 //!    is done, or, with [`ImportOptions::stream`], makes your stream wait
 //!    for it (an event) without blocking.

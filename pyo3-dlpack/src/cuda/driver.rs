@@ -1,12 +1,19 @@
 //! The CUDA driver API, loaded at run time from `libcuda.so.1` (never
 //! linked: the crate has no build-time CUDA dependency, and a machine
-//! without a GPU gets a clear error only where CUDA is needed).
+//! without a GPU gets a clear error only where CUDA is needed). The variable
+//! [`DRIVER_VARIABLE`] names another library to load instead (a driver in
+//! an unusual place; the tests' stand-in driver).
 //!
-//! Used by `__cuda_array_interface__` imports: the device of a pointer, and
-//! ordering the consumer after the producer's stream.
+//! Used by `__cuda_array_interface__` imports (the device of a pointer,
+//! ordering the consumer after the producer's stream), exports of device
+//! memory that names its stream, and exchange-API imports. Every call that
+//! needs a context runs with the device's primary context current (retained
+//! once per device, pushed before, popped after), on whatever thread: a
+//! Rust thread or a fresh Python thread has none, and on a machine of
+//! several GPUs the current one may be another device's.
 
 use std::ffi::{c_int, c_uint, c_void};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crate::error::InterfaceError;
 
@@ -16,12 +23,18 @@ pub(crate) trait Cuda: Sync {
     /// The device ordinal of a device pointer, and whether it is managed
     /// (unified) memory.
     fn pointer_device(&self, ptr: usize) -> Result<(i32, bool), InterfaceError>;
-    /// Blocks until the work queued on `stream` is done.
-    fn synchronize(&self, stream: usize) -> Result<(), InterfaceError>;
-    /// Makes `consumer` wait for the work queued on `producer` so far,
-    /// without blocking the host (an event recorded on one, waited on by the other).
-    fn wait(&self, producer: usize, consumer: usize) -> Result<(), InterfaceError>;
+    /// Blocks until the work queued on `stream`, a stream of device
+    /// `device`, is done.
+    fn synchronize(&self, device: i32, stream: usize) -> Result<(), InterfaceError>;
+    /// Makes `consumer` wait for the work queued on `producer` so far (both
+    /// streams of device `device`), without blocking the host (an event
+    /// recorded on one, waited on by the other).
+    fn wait(&self, device: i32, producer: usize, consumer: usize) -> Result<(), InterfaceError>;
 }
+
+/// The environment variable naming the driver library to load instead of
+/// `libcuda.so.1` (a path, or a name the loader searches for).
+pub(crate) const DRIVER_VARIABLE: &str = "PYO3_DLPACK_CUDA_DRIVER";
 
 type CuResult = c_int;
 const CUDA_SUCCESS: CuResult = 0;
@@ -29,8 +42,15 @@ const CU_POINTER_ATTRIBUTE_IS_MANAGED: c_int = 8;
 const CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: c_int = 9;
 const CU_EVENT_DISABLE_TIMING: c_uint = 2;
 
-/// The driver functions used, resolved once.
+/// The driver functions used, resolved once, and the primary contexts
+/// retained so far.
 struct Driver {
+    device_get: unsafe extern "C" fn(*mut c_int, c_int) -> CuResult,
+    primary_ctx_retain: unsafe extern "C" fn(*mut *mut c_void, c_int) -> CuResult,
+    ctx_push: unsafe extern "C" fn(*mut c_void) -> CuResult,
+    ctx_pop: unsafe extern "C" fn(*mut *mut c_void) -> CuResult,
+    /// (device ordinal, its retained primary context), kept for the process.
+    contexts: Mutex<Vec<(i32, usize)>>,
     pointer_get_attribute: unsafe extern "C" fn(*mut c_void, c_int, u64) -> CuResult,
     stream_synchronize: unsafe extern "C" fn(*mut c_void) -> CuResult,
     event_create: unsafe extern "C" fn(*mut *mut c_void, c_uint) -> CuResult,
@@ -57,6 +77,48 @@ fn check(call: &'static str, code: CuResult) -> Result<(), InterfaceError> {
         Ok(())
     } else {
         Err(InterfaceError::Cuda { call, code })
+    }
+}
+
+impl Driver {
+    /// Device `ordinal`'s primary context, retained once and kept.
+    fn primary_context(&self, ordinal: i32) -> Result<*mut c_void, InterfaceError> {
+        let mut contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(&(_, context)) = contexts.iter().find(|(device, _)| *device == ordinal) {
+            return Ok(context as *mut c_void);
+        }
+        let mut device: c_int = 0;
+        // SAFETY: a resolved `cuDeviceGet` writing a live local.
+        check("cuDeviceGet", unsafe {
+            (self.device_get)(&raw mut device, ordinal)
+        })?;
+        let mut context: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a resolved `cuDevicePrimaryCtxRetain` writing a live local;
+        // the context stays retained for the process (never released).
+        let code = unsafe { (self.primary_ctx_retain)(&raw mut context, device) };
+        check("cuDevicePrimaryCtxRetain", code)?;
+        contexts.push((ordinal, context as usize));
+        Ok(context)
+    }
+
+    /// Runs `calls` with device `ordinal`'s primary context current on this
+    /// thread, then makes current again whatever was (also when they fail).
+    fn in_context(
+        &self,
+        ordinal: i32,
+        calls: impl FnOnce() -> Result<(), InterfaceError>,
+    ) -> Result<(), InterfaceError> {
+        let context = self.primary_context(ordinal)?;
+        // SAFETY: a resolved `cuCtxPushCurrent_v2` with a retained context.
+        check("cuCtxPushCurrent_v2", unsafe { (self.ctx_push)(context) })?;
+        let result = calls();
+        let mut popped: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a resolved `cuCtxPopCurrent_v2` writing a live local; it
+        // pops the context pushed just above.
+        let pop = check("cuCtxPopCurrent_v2", unsafe {
+            (self.ctx_pop)(&raw mut popped)
+        });
+        result.and(pop)
     }
 }
 
@@ -87,15 +149,26 @@ impl Cuda for Driver {
         Ok((ordinal, managed != 0))
     }
 
-    fn synchronize(&self, stream: usize) -> Result<(), InterfaceError> {
-        // SAFETY: a resolved `cuStreamSynchronize`; the handle is the
-        // producer's stream as its interface gave it (1 and 2 are CUDA's
-        // legacy and per-thread default streams), which the driver checks.
-        let code = unsafe { (self.stream_synchronize)(stream as *mut c_void) };
-        check("cuStreamSynchronize", code)
+    fn synchronize(&self, device: i32, stream: usize) -> Result<(), InterfaceError> {
+        self.in_context(device, || {
+            // SAFETY: a resolved `cuStreamSynchronize`; the handle is the
+            // producer's stream as its interface gave it (1 and 2 are CUDA's
+            // legacy and per-thread default streams of the current context,
+            // the device's), which the driver checks.
+            let code = unsafe { (self.stream_synchronize)(stream as *mut c_void) };
+            check("cuStreamSynchronize", code)
+        })
     }
 
-    fn wait(&self, producer: usize, consumer: usize) -> Result<(), InterfaceError> {
+    fn wait(&self, device: i32, producer: usize, consumer: usize) -> Result<(), InterfaceError> {
+        self.in_context(device, || self.wait_in_context(producer, consumer))
+    }
+}
+
+impl Driver {
+    /// [`Cuda::wait`] with the device's context current (events are made in
+    /// the current context, and recorded on streams of its device).
+    fn wait_in_context(&self, producer: usize, consumer: usize) -> Result<(), InterfaceError> {
         let mut event: *mut c_void = std::ptr::null_mut();
         // SAFETY: a resolved `cuEventCreate` writing a handle into a live local.
         let code = unsafe { (self.event_create)(&raw mut event, CU_EVENT_DISABLE_TIMING) };
@@ -142,9 +215,17 @@ fn load() -> Result<Driver, String> {
         }
     }
 
+    let library = match std::env::var_os(DRIVER_VARIABLE) {
+        Some(path) => {
+            use std::os::unix::ffi::OsStrExt;
+            std::ffi::CString::new(path.as_bytes())
+                .map_err(|_| format!("{DRIVER_VARIABLE} holds a NUL byte"))?
+        }
+        None => c"libcuda.so.1".to_owned(),
+    };
     // SAFETY: a NUL-terminated library name; the handle is kept for the
     // life of the process (never closed), so the symbols stay valid.
-    let handle = unsafe { dlopen(c"libcuda.so.1".as_ptr(), RTLD_NOW | RTLD_LOCAL) };
+    let handle = unsafe { dlopen(library.as_ptr(), RTLD_NOW | RTLD_LOCAL) };
     if handle.is_null() {
         return Err(last_error());
     }
@@ -179,6 +260,15 @@ fn load() -> Result<Driver, String> {
         // SAFETY: see above.
         unsafe { function(symbol(c"cuInit")?) };
     let driver = Driver {
+        // SAFETY: see above.
+        device_get: unsafe { function(symbol(c"cuDeviceGet")?) },
+        // SAFETY: see above.
+        primary_ctx_retain: unsafe { function(symbol(c"cuDevicePrimaryCtxRetain")?) },
+        // SAFETY: see above.
+        ctx_push: unsafe { function(symbol(c"cuCtxPushCurrent_v2")?) },
+        // SAFETY: see above.
+        ctx_pop: unsafe { function(symbol(c"cuCtxPopCurrent_v2")?) },
+        contexts: Mutex::new(Vec::new()),
         // SAFETY: see above.
         pointer_get_attribute: unsafe { function(symbol(c"cuPointerGetAttribute")?) },
         // SAFETY: see above.

@@ -421,7 +421,7 @@ impl ExchangeApi {
             } => {
                 let driver = driver.expect("a wait is planned only with a driver");
                 driver
-                    .wait(producer, consumer)
+                    .wait(device.device_id, producer, consumer)
                     .map_err(crate::DLPackError::from)?;
                 Some(ready_on)
             }

@@ -110,8 +110,11 @@ pub(crate) fn synchronize<O: IntoDLPack + ?Sized>(
     if let Some((producer, consumer)) =
         crate::cuda::streams::export_wait(info.device(), info.stream(), stream)
     {
-        crate::cuda::driver::driver("ordering the export's stream before the consumer's")?
-            .wait(producer, consumer)?;
+        crate::cuda::driver::driver("ordering the export's stream before the consumer's")?.wait(
+            info.device().device_id,
+            producer,
+            consumer,
+        )?;
     }
     value.synchronize(stream)
 }

@@ -97,11 +97,12 @@ pub(crate) fn import_with(
             // Ready on the producer's stream (if it named one): the consumer
             // opted out of synchronisation, or shares it.
             Ordering::Nothing => ready_on = stream.map(|s| s as i64),
-            Ordering::Synchronize { producer } => {
-                cuda.synchronize(producer).map_err(DLPackError::from)?
-            }
+            Ordering::Synchronize { producer } => cuda
+                .synchronize(ordinal, producer)
+                .map_err(DLPackError::from)?,
             Ordering::Wait { producer, consumer } => {
-                cuda.wait(producer, consumer).map_err(DLPackError::from)?;
+                cuda.wait(ordinal, producer, consumer)
+                    .map_err(DLPackError::from)?;
                 ready_on = Some(consumer as i64);
             }
         }
@@ -159,14 +160,21 @@ mod tests {
             self.calls.lock().unwrap().push(format!("device {ptr:#x}"));
             Ok((self.ordinal, self.managed))
         }
-        fn synchronize(&self, stream: usize) -> Result<(), InterfaceError> {
+        fn synchronize(&self, device: i32, stream: usize) -> Result<(), InterfaceError> {
+            assert_eq!(device, self.ordinal, "the pointer's device");
             self.calls
                 .lock()
                 .unwrap()
                 .push(format!("synchronize {stream:#x}"));
             Ok(())
         }
-        fn wait(&self, producer: usize, consumer: usize) -> Result<(), InterfaceError> {
+        fn wait(
+            &self,
+            device: i32,
+            producer: usize,
+            consumer: usize,
+        ) -> Result<(), InterfaceError> {
+            assert_eq!(device, self.ordinal, "the pointer's device");
             self.calls
                 .lock()
                 .unwrap()

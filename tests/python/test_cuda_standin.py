@@ -1,0 +1,139 @@
+"""CUDA paths against the stand-in driver (tests/cuda-standin, `libcuda.so` built by
+`make test`), which enforces the driver's context rules: every call that needs a current
+context fails without one, and an event is recorded only on streams of its own device.
+Each case runs in a fresh interpreter whose PYO3_DLPACK_CUDA_DRIVER names the stand-in
+(the crate loads the driver once per process). Stream work is not simulated yet: the
+stand-in counts synchronisations and waits per stream, and every refused call."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+STANDIN = os.environ.get("CUDA_STANDIN")
+pytestmark = pytest.mark.skipif(
+    not STANDIN, reason="CUDA_STANDIN names no stand-in driver (make test builds and names it)"
+)
+
+PRELUDE = """
+import ctypes, os
+import numpy as np
+import dlpack_testext as ext
+
+cuda = ctypes.CDLL(os.environ["PYO3_DLPACK_CUDA_DRIVER"])
+for name in ["standin_alloc", "standin_stream_create", "standin_syncs", "standin_waits",
+             "standin_refusals", "standin_context_depth"]:
+    getattr(cuda, name).restype = ctypes.c_size_t
+cuda.standin_alloc.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
+cuda.standin_stream_create.argtypes = [ctypes.c_int]
+cuda.standin_syncs.argtypes = [ctypes.c_size_t]
+cuda.standin_waits.argtypes = [ctypes.c_size_t]
+assert cuda.cuInit(0) == 0
+
+class CudaArray:
+    "A __cuda_array_interface__ v3 producer over stand-in memory."
+    def __init__(self, address, n, stream):
+        self.__cuda_array_interface__ = {
+            "shape": (n,), "typestr": "<f4", "data": (address, False), "version": 3,
+            "strides": None, "stream": stream,
+        }
+"""
+
+
+def run(code):
+    env = dict(os.environ, PYO3_DLPACK_CUDA_DRIVER=STANDIN)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(PRELUDE) + textwrap.dedent(code)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    assert done.stderr == ""
+    return done.stdout
+
+
+def test_a_cuda_array_interface_import_learns_the_device_and_synchronises_in_its_context():
+    out = run(
+        """
+        memory = cuda.standin_alloc(1, 64, 0)  # device memory of device 1: PROT_NONE
+        producer = cuda.standin_stream_create(1)
+        d = ext.describe(CudaArray(memory, 16, producer))
+        assert (d["device"], d["shape"], d["data_ptr"]) == ((2, 1), (16,), memory), d
+        assert cuda.standin_syncs(producer) == 1
+        managed = cuda.standin_alloc(0, 64, 2)
+        assert ext.describe(CudaArray(managed, 16, None))["device"] == (13, 0)
+        assert cuda.standin_refusals() == 0
+        assert cuda.standin_context_depth() == 0, "every pushed context popped"
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_an_import_with_a_consumer_stream_records_the_event_in_the_pointers_context():
+    # Before the contexts were made current, cuEventCreate failed with
+    # CUDA_ERROR_INVALID_CONTEXT (201) on every thread without a context.
+    out = run(
+        """
+        memory = cuda.standin_alloc(1, 64, 0)
+        producer, consumer = cuda.standin_stream_create(1), cuda.standin_stream_create(1)
+        d = ext.import_with(CudaArray(memory, 16, producer), stream=consumer)
+        assert (d["device"], d["stream"]) == ((2, 1), consumer), d
+        assert (cuda.standin_waits(consumer), cuda.standin_syncs(producer)) == (1, 0)
+        assert cuda.standin_refusals() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_an_export_waits_for_its_stream_on_its_device_whatever_context_is_current():
+    # The value names its stream on device 1; the consumer's stream is device 1's too,
+    # while device 0's context is current on this thread: the event must be made in
+    # device 1's context (else recording it on device 1's stream is refused), and
+    # device 0's must be current again afterwards.
+    out = run(
+        """
+        producer, consumer = cuda.standin_stream_create(1), cuda.standin_stream_create(1)
+        t = ext.on_device(4, 2, 1, stream=producer)
+        ctx0 = ctypes.c_void_p()
+        assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx0), 0) == 0
+        assert cuda.cuCtxPushCurrent_v2(ctx0) == 0
+        capsule = t.__dlpack__(stream=consumer, max_version=(1, 3))
+        assert cuda.standin_waits(consumer) == 1
+        current = ctypes.c_void_p()
+        assert cuda.cuCtxGetCurrent(ctypes.byref(current)) == 0
+        assert current.value == ctx0.value, "device 0's context is current again"
+        assert cuda.cuCtxPopCurrent_v2(None) == 0
+        # And from a thread with no context at all.
+        t.__dlpack__(stream=consumer, max_version=(1, 3))
+        assert cuda.standin_waits(consumer) == 2
+        assert cuda.standin_refusals() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_the_stand_in_refuses_what_the_driver_refuses():
+    # The stand-in's own rules, so that the tests above can fail: no context, no event;
+    # an event of device 0 cannot be recorded on a stream of device 1.
+    out = run(
+        """
+        event = ctypes.c_void_p()
+        assert cuda.cuEventCreate(ctypes.byref(event), 2) == 201
+        assert cuda.cuStreamSynchronize(ctypes.c_void_p(1)) == 201  # the legacy stream
+        ctx0 = ctypes.c_void_p()
+        assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx0), 0) == 0
+        assert cuda.cuCtxPushCurrent_v2(ctx0) == 0
+        assert cuda.cuEventCreate(ctypes.byref(event), 2) == 0
+        other = cuda.standin_stream_create(1)
+        assert cuda.cuEventRecord(event, ctypes.c_void_p(other)) == 400
+        assert cuda.cuCtxPopCurrent_v2(None) == 0
+        assert cuda.cuCtxPopCurrent_v2(None) == 201
+        assert cuda.standin_refusals() == 4
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
