@@ -137,3 +137,36 @@ def test_the_stand_in_refuses_what_the_driver_refuses():
         """
     )
     assert out == "ok\n"
+
+
+def test_pinned_and_managed_memory_is_read_by_the_host_only_after_its_stream():
+    # The one host-read rule: the buffer export, copy=True, dl_device=cpu and
+    # Native::numpy of pinned (cuda_host) or managed memory first synchronise the
+    # value's stream; an export on its own device (the consumer orders it) does not.
+    out = run(
+        """
+        for device_type in (3, 13):  # cuda_host:0, cuda_managed:0
+            s = cuda.standin_stream_create(0)
+            t = ext.on_device(4, device_type, 0, stream=s)  # host memory declared so
+            memoryview(t).release()
+            assert cuda.standin_syncs(s) == 1
+            t.__dlpack__(max_version=(1, 3), dl_device=(1, 0))
+            assert cuda.standin_syncs(s) == 2
+            t.__dlpack__(max_version=(1, 3), copy=True)
+            assert cuda.standin_syncs(s) == 3
+            if device_type == 3:
+                t.__dlpack__(max_version=(1, 3))  # cuda_host to a cuda_host consumer
+                assert cuda.standin_syncs(s) == 3
+        device = cuda.standin_stream_create(0)
+        try:
+            memoryview(ext.on_device(4, 2, 0, stream=device))
+        except BufferError:
+            pass
+        else:
+            raise AssertionError("device memory read by the host")
+        assert cuda.standin_syncs(device) == 0
+        assert cuda.standin_refusals() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"

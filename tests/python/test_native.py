@@ -71,6 +71,15 @@ def test_numpy_refuses_what_it_has_no_dtype_for_with_a_buffer_error(drops):
     assert (drops.created, drops.dropped) == (2, 2)
 
 
+def test_numpy_takes_pinned_memory_as_its_own_from_dlpack_does(drops):
+    # Pinned (cuda_host) memory is host memory; with no stream named, nothing to wait for.
+    a = ext.native_arange("numpy", "float32", 3, device="cuda_host:0")
+    assert isinstance(a, np.ndarray)
+    assert a.tolist() == [0.0, 1.0, 2.0]
+    del a
+    assert (drops.created, drops.dropped_now) == (1, 1)
+
+
 def test_numpy_refuses_device_memory_and_drops_the_value(drops):
     with pytest.raises(BufferError) as info:
         ext.native_arange("numpy", "float32", 3, device="cuda:1")

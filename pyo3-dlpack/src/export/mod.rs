@@ -69,6 +69,7 @@ pub(crate) fn export_value<'py, O: IntoDLPack>(
     if let Some(stream) = plan.sync_stream {
         synchronize(&owner, info, stream)?;
     }
+    host_readable_for(info, &plan)?;
     seal(py, info, &plan, owner)
 }
 
@@ -95,6 +96,7 @@ pub(crate) fn export_shared<'py>(
     if let Some(stream) = plan.sync_stream {
         synchronize(value.as_ref(), info, stream)?;
     }
+    host_readable_for(info, &plan)?;
     seal(py, info, &plan, value.clone())
 }
 
@@ -152,13 +154,25 @@ pub(crate) fn managed_host_tensor(
     Ok(write_block(&info, &plan, tensor))
 }
 
+/// An export that hands pinned or managed memory to a consumer as CPU memory
+/// (`dl_device=cpu`): the consumer reads it on the host, so the value's
+/// stream is waited for first ([`crate::cuda::host`]).
+fn host_readable_for(info: &TensorInfo<'_>, plan: &ExportPlan) -> Result<(), DLPackError> {
+    if plan.device == info.device() {
+        return Ok(());
+    }
+    crate::cuda::host::make_host_readable(info.device(), info.stream())
+}
+
 /// A `copy=True` export: the elements `info` describes (checked by the plan
-/// to be host memory of known extent), copied into a buffer the capsule owns.
+/// to be host memory of known extent), copied into a buffer the capsule
+/// owns, once the value's stream is done with them.
 fn seal_copy<'py>(
     py: Python<'py>,
     info: &TensorInfo<'_>,
     plan: &ExportPlan,
 ) -> PyResult<Bound<'py, PyCapsule>> {
+    crate::cuda::host::make_host_readable(info.device(), info.stream())?;
     let copied = HostTensor::copy_of(info);
     let copy_info = copied.tensor_info()?.detach();
     seal(py, &copy_info, plan, copied)

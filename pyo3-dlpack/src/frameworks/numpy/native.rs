@@ -13,7 +13,7 @@ use super::{WRITEABLE, type_number};
 use crate::error::ExportError;
 use crate::export::IntoDLPack;
 use crate::frameworks::native::CatchDrop;
-use crate::{DLPackError, DeviceType, TensorInfo};
+use crate::{DLPackError, TensorInfo};
 
 /// `value` as a `numpy.ndarray` over its own memory: shape and strides from
 /// its description, writable unless the description says otherwise (or
@@ -25,13 +25,16 @@ pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Boun
         Ok(ref info) => info,
         Err(err) => return Err(err.into()),
     };
-    if info.device().device_type != DeviceType::CPU {
+    // Pinned and managed memory too, once its stream is done (NumPy's own
+    // `from_dlpack` and `memoryview` read them).
+    if !info.device().is_host_accessible() {
         return Err(DLPackError::from(ExportError::FrameworkDevice {
             array: "numpy.ndarray",
             device: info.device(),
         })
         .into());
     }
+    crate::cuda::host::make_host_readable(info.device(), info.stream())?;
     let Some(number) = type_number(info.dtype()) else {
         // NumPy's `from_dlpack` takes no dtype its type numbers lack either.
         return Err(DLPackError::from(ExportError::FrameworkRefused {

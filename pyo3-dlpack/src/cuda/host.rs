@@ -1,0 +1,26 @@
+//! The one rule for when the host may read memory that a value describes:
+//! plain host memory at once; CUDA pinned (`cuda_host`) and managed memory
+//! only after the value's own stream (`TensorData::stream`), when it names
+//! one, has finished its work (through the CUDA driver); device memory
+//! never. The buffer export, `copy=True`, `dl_device=cpu` and
+//! `Native::numpy` all ask it before the host reads.
+
+use crate::{DLPackError, Device, DeviceType};
+
+/// Makes memory on `device`, written by pending work on `stream` (if any),
+/// safe for the host to read now. Device memory the host cannot reach is
+/// the callers' to refuse (each with its own message); here it is no error.
+pub(crate) fn make_host_readable(device: Device, stream: Option<usize>) -> Result<(), DLPackError> {
+    let ordered_by_cuda = matches!(
+        device.device_type,
+        DeviceType::CUDA_HOST | DeviceType::CUDA_MANAGED
+    );
+    match stream {
+        Some(stream) if ordered_by_cuda => {
+            super::driver::driver("reading pinned or managed memory on the host after its stream")?
+                .synchronize(device.device_id, stream)?;
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
