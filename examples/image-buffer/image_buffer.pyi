@@ -1,8 +1,10 @@
 """Type stub of the image_buffer extension (maturin ships it in the wheel, with py.typed).
 
-The DLPackTensor class below is pyo3_dlpack::DLPackTensor::PYI, pasted as is
+The DLPackTensor class below (with its one import) is pyo3_dlpack::DLPackTensor::PYI, pasted as is
 (tests/test_image_buffer.py checks that it is current).
 """
+
+from typing_extensions import CapsuleType
 
 class DLPackTensor:
     """A tensor exported from Rust, shared with every DLPack consumer without a copy."""
@@ -35,7 +37,7 @@ class DLPackTensor:
         max_version: tuple[int, int] | None = None,
         dl_device: tuple[int, int] | None = None,
         copy: bool | None = None,
-    ) -> object:
+    ) -> CapsuleType:
         """A DLPack capsule ("dltensor" or "dltensor_versioned") sharing the memory."""
     def __dlpack_device__(self) -> tuple[int, int]:
         """(device_type, device_id) as DLPack codes, e.g. (1, 0) for the CPU."""

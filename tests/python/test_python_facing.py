@@ -13,7 +13,9 @@ STUB = pathlib.Path(__file__).parents[2] / "pyo3-dlpack" / "src" / "export" / "t
 
 
 def stub_class():
-    (cls,) = ast.parse(STUB.read_text()).body
+    # The capsule type's import (typeshed's name for it on every Python), then the class.
+    (capsule, cls) = ast.parse(STUB.read_text()).body
+    assert ast.unparse(capsule) == "from typing_extensions import CapsuleType"
     assert isinstance(cls, ast.ClassDef) and cls.name == "DLPackTensor"
     return cls
 

@@ -1,3 +1,5 @@
+from typing_extensions import CapsuleType
+
 class DLPackTensor:
     """A tensor exported from Rust, shared with every DLPack consumer without a copy."""
 
@@ -29,7 +31,7 @@ class DLPackTensor:
         max_version: tuple[int, int] | None = None,
         dl_device: tuple[int, int] | None = None,
         copy: bool | None = None,
-    ) -> object:
+    ) -> CapsuleType:
         """A DLPack capsule ("dltensor" or "dltensor_versioned") sharing the memory."""
     def __dlpack_device__(self) -> tuple[int, int]:
         """(device_type, device_id) as DLPack codes, e.g. (1, 0) for the CPU."""
