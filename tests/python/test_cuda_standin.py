@@ -116,6 +116,23 @@ def test_an_export_waits_for_its_stream_on_its_device_whatever_context_is_curren
     assert out == "ok\n"
 
 
+def test_the_event_is_made_in_the_producer_streams_context_not_the_memorys_device():
+    # Managed memory on device 0 whose pending work is on a stream of device 1: the
+    # event must be made in that stream's context (the driver records an event only
+    # on a stream of its own context), not device 0's.
+    out = run(
+        """
+        producer, consumer = cuda.standin_stream_create(1), cuda.standin_stream_create(1)
+        t = ext.on_device(4, 13, 0, stream=producer)  # cuda_managed:0
+        t.__dlpack__(stream=consumer, max_version=(1, 3))
+        assert cuda.standin_waits(consumer) == 1
+        assert cuda.standin_refusals() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
 def test_the_stand_in_refuses_what_the_driver_refuses():
     # The stand-in's own rules, so that the tests above can fail: no context, no event;
     # an event of device 0 cannot be recorded on a stream of device 1.
@@ -155,8 +172,10 @@ def test_pinned_and_managed_memory_is_read_by_the_host_only_after_its_stream():
             t.__dlpack__(max_version=(1, 3), copy=True)
             assert cuda.standin_syncs(s) == 3
             if device_type == 3:
-                t.__dlpack__(max_version=(1, 3))  # cuda_host to a cuda_host consumer
-                assert cuda.standin_syncs(s) == 3
+                # Pinned memory as it is: its consumer (NumPy) reads it on the host at
+                # once, as no stream protocol orders pinned memory.
+                t.__dlpack__(max_version=(1, 3))
+                assert cuda.standin_syncs(s) == 4
         device = cuda.standin_stream_create(0)
         try:
             memoryview(ext.on_device(4, 2, 0, stream=device))

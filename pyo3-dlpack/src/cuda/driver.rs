@@ -49,6 +49,7 @@ struct Driver {
     primary_ctx_retain: unsafe extern "C" fn(*mut *mut c_void, c_int) -> CuResult,
     ctx_push: unsafe extern "C" fn(*mut c_void) -> CuResult,
     ctx_pop: unsafe extern "C" fn(*mut *mut c_void) -> CuResult,
+    stream_get_ctx: unsafe extern "C" fn(*mut c_void, *mut *mut c_void) -> CuResult,
     /// (device ordinal, its retained primary context), kept for the process.
     contexts: Mutex<Vec<(i32, usize)>>,
     pointer_get_attribute: unsafe extern "C" fn(*mut c_void, c_int, u64) -> CuResult,
@@ -101,24 +102,52 @@ impl Driver {
         Ok(context)
     }
 
-    /// Runs `calls` with device `ordinal`'s primary context current on this
-    /// thread, then makes current again whatever was (also when they fail).
+    /// The context work on `stream` belongs to: a stream's own (it may be
+    /// another device's than the memory's, or not a primary context), or for
+    /// CUDA's legacy and per-thread default streams (0, 1, 2) device
+    /// `ordinal`'s primary context.
+    fn context_of(&self, ordinal: i32, stream: usize) -> Result<*mut c_void, InterfaceError> {
+        if stream <= 2 {
+            return self.primary_context(ordinal);
+        }
+        let mut context: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a resolved `cuStreamGetCtx` writing a live local; the
+        // handle is the producer's promise (a live stream: the driver cannot
+        // tell a stale or made-up handle).
+        let code = unsafe { (self.stream_get_ctx)(stream as *mut c_void, &raw mut context) };
+        check("cuStreamGetCtx", code)?;
+        Ok(context)
+    }
+
+    /// Runs `calls` with the context of `stream` (see `context_of`) current
+    /// on this thread, then makes current again whatever was (also when
+    /// they fail).
     fn in_context(
         &self,
         ordinal: i32,
+        stream: usize,
         calls: impl FnOnce() -> Result<(), InterfaceError>,
     ) -> Result<(), InterfaceError> {
-        let context = self.primary_context(ordinal)?;
-        // SAFETY: a resolved `cuCtxPushCurrent_v2` with a retained context.
+        let context = self.context_of(ordinal, stream)?;
+        // SAFETY: a resolved `cuCtxPushCurrent_v2` with a live context (a
+        // retained primary one, or a live stream's).
         check("cuCtxPushCurrent_v2", unsafe { (self.ctx_push)(context) })?;
         let result = calls();
         let mut popped: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a resolved `cuCtxPopCurrent_v2` writing a live local; it
-        // pops the context pushed just above.
+        // SAFETY: a resolved `cuCtxPopCurrent_v2` writing a live local.
         let pop = check("cuCtxPopCurrent_v2", unsafe {
             (self.ctx_pop)(&raw mut popped)
         });
-        result.and(pop)
+        // The calls push and pop nothing themselves: what is popped is ours.
+        let ours = if pop.is_ok() && popped != context {
+            Err(InterfaceError::Cuda {
+                call: "cuCtxPopCurrent_v2 (another context than the one pushed)",
+                code: -1,
+            })
+        } else {
+            Ok(())
+        };
+        result.and(pop).and(ours)
     }
 }
 
@@ -150,18 +179,22 @@ impl Cuda for Driver {
     }
 
     fn synchronize(&self, device: i32, stream: usize) -> Result<(), InterfaceError> {
-        self.in_context(device, || {
+        self.in_context(device, stream, || {
             // SAFETY: a resolved `cuStreamSynchronize`; the handle is the
-            // producer's stream as its interface gave it (1 and 2 are CUDA's
-            // legacy and per-thread default streams of the current context,
-            // the device's), which the driver checks.
+            // producer's promise (a live stream as its interface gave it; 1
+            // and 2 are CUDA's legacy and per-thread default streams of the
+            // current context, the device's).
             let code = unsafe { (self.stream_synchronize)(stream as *mut c_void) };
             check("cuStreamSynchronize", code)
         })
     }
 
     fn wait(&self, device: i32, producer: usize, consumer: usize) -> Result<(), InterfaceError> {
-        self.in_context(device, || self.wait_in_context(producer, consumer))
+        // The event is made in the producer stream's context, as the driver
+        // records an event only on a stream of its own context.
+        self.in_context(device, producer, || {
+            self.wait_in_context(producer, consumer)
+        })
     }
 }
 
@@ -173,9 +206,9 @@ impl Driver {
         // SAFETY: a resolved `cuEventCreate` writing a handle into a live local.
         let code = unsafe { (self.event_create)(&raw mut event, CU_EVENT_DISABLE_TIMING) };
         check("cuEventCreate", code)?;
-        // SAFETY: a resolved `cuEventRecord`; `event` was just created and is
-        // destroyed below whatever this returns; the stream is the
-        // producer's, which the driver checks.
+        // SAFETY: a resolved `cuEventRecord`; `event` was just created (in
+        // the producer stream's context) and is destroyed below whatever this
+        // returns; the stream handle is the producer's promise.
         let recorded = unsafe { (self.event_record)(event, producer as *mut c_void) };
         let ordered = check("cuEventRecord", recorded).and_then(|()| {
             // SAFETY: as above, with the consumer's stream.
@@ -268,6 +301,8 @@ fn load() -> Result<Driver, String> {
         ctx_push: unsafe { function(symbol(c"cuCtxPushCurrent_v2")?) },
         // SAFETY: see above.
         ctx_pop: unsafe { function(symbol(c"cuCtxPopCurrent_v2")?) },
+        // SAFETY: see above.
+        stream_get_ctx: unsafe { function(symbol(c"cuStreamGetCtx")?) },
         contexts: Mutex::new(Vec::new()),
         // SAFETY: see above.
         pointer_get_attribute: unsafe { function(symbol(c"cuPointerGetAttribute")?) },

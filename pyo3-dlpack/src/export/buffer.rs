@@ -61,7 +61,7 @@ pub(crate) unsafe fn fill(
             "expected a tensor in host memory for the buffer protocol, got one on {device}"
         )));
     }
-    crate::cuda::host::make_host_readable(device, info.stream())?;
+    crate::cuda::host::make_host_readable(owner.py(), device, info.stream())?;
     let dtype = info.dtype();
     let Some(format) = format(dtype) else {
         return Err(refuse(format!(

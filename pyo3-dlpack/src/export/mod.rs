@@ -69,7 +69,7 @@ pub(crate) fn export_value<'py, O: IntoDLPack>(
     if let Some(stream) = plan.sync_stream {
         synchronize(&owner, info, stream)?;
     }
-    host_readable_for(info, &plan)?;
+    host_readable_for(py, info, &plan)?;
     seal(py, info, &plan, owner)
 }
 
@@ -96,7 +96,7 @@ pub(crate) fn export_shared<'py>(
     if let Some(stream) = plan.sync_stream {
         synchronize(value.as_ref(), info, stream)?;
     }
-    host_readable_for(info, &plan)?;
+    host_readable_for(py, info, &plan)?;
     seal(py, info, &plan, value.clone())
 }
 
@@ -154,14 +154,21 @@ pub(crate) fn managed_host_tensor(
     Ok(write_block(&info, &plan, tensor))
 }
 
-/// An export that hands pinned or managed memory to a consumer as CPU memory
-/// (`dl_device=cpu`): the consumer reads it on the host, so the value's
-/// stream is waited for first ([`crate::cuda::host`]).
-fn host_readable_for(info: &TensorInfo<'_>, plan: &ExportPlan) -> Result<(), DLPackError> {
-    if plan.device == info.device() {
+/// An export whose consumer reads the memory on the host: pinned or managed
+/// memory handed over as CPU memory (`dl_device=cpu`), and pinned memory as
+/// it is (no stream protocol orders it for its consumer: NumPy reads it at
+/// once). The value's stream is waited for first ([`crate::cuda::host`]).
+#[inline]
+fn host_readable_for(
+    py: Python<'_>,
+    info: &TensorInfo<'_>,
+    plan: &ExportPlan,
+) -> Result<(), DLPackError> {
+    let source = info.device();
+    if plan.device == source && source.device_type != crate::DeviceType::CUDA_HOST {
         return Ok(());
     }
-    crate::cuda::host::make_host_readable(info.device(), info.stream())
+    crate::cuda::host::make_host_readable(py, source, info.stream())
 }
 
 /// A `copy=True` export: the elements `info` describes (checked by the plan
@@ -172,7 +179,7 @@ fn seal_copy<'py>(
     info: &TensorInfo<'_>,
     plan: &ExportPlan,
 ) -> PyResult<Bound<'py, PyCapsule>> {
-    crate::cuda::host::make_host_readable(info.device(), info.stream())?;
+    crate::cuda::host::make_host_readable(py, info.device(), info.stream())?;
     let copied = HostTensor::copy_of(info);
     let copy_info = copied.tensor_info()?.detach();
     seal(py, &copy_info, plan, copied)

@@ -96,7 +96,11 @@ fn refuse(code: CuResult) -> CuResult {
 }
 
 fn current_device() -> Option<usize> {
-    CURRENT.with(|stack| stack.borrow().last().copied())
+    // `try_with`: no panic once the thread's locals are torn down.
+    CURRENT
+        .try_with(|stack| stack.borrow().last().copied())
+        .ok()
+        .flatten()
 }
 
 /// The known stream at `handle`.
@@ -221,8 +225,10 @@ pub unsafe extern "C" fn cuCtxPushCurrent_v2(context: *mut c_void) -> CuResult {
     let Some(device) = context_device(context) else {
         return refuse(CUDA_ERROR_INVALID_CONTEXT);
     };
-    CURRENT.with(|stack| stack.borrow_mut().push(device));
-    CUDA_SUCCESS
+    match CURRENT.try_with(|stack| stack.borrow_mut().push(device)) {
+        Ok(()) => CUDA_SUCCESS,
+        Err(_) => refuse(CUDA_ERROR_INVALID_CONTEXT),
+    }
 }
 
 /// # Safety
@@ -230,7 +236,11 @@ pub unsafe extern "C" fn cuCtxPushCurrent_v2(context: *mut c_void) -> CuResult {
 /// `context` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuCtxPopCurrent_v2(context: *mut *mut c_void) -> CuResult {
-    let Some(device) = CURRENT.with(|stack| stack.borrow_mut().pop()) else {
+    let Some(device) = CURRENT
+        .try_with(|stack| stack.borrow_mut().pop())
+        .ok()
+        .flatten()
+    else {
         return refuse(CUDA_ERROR_INVALID_CONTEXT);
     };
     if !context.is_null() {
@@ -332,6 +342,25 @@ pub unsafe extern "C" fn cuStreamSynchronize(handle: *mut c_void) -> CuResult {
         if let Some(stream) = stream(handle) {
             stream.syncs.fetch_add(1, Ordering::Relaxed);
         }
+        Ok(())
+    })())
+}
+
+/// # Safety
+///
+/// `context` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamGetCtx(
+    handle: *mut c_void,
+    context: *mut *mut c_void,
+) -> CuResult {
+    result((|| {
+        let device = stream_device(handle as usize)?;
+        if context.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        // SAFETY: non-NULL and writable (the caller's contract).
+        unsafe { context.write(std::ptr::from_ref(&CONTEXTS[device]).cast_mut().cast()) };
         Ok(())
     })())
 }
@@ -497,5 +526,5 @@ pub extern "C" fn standin_refusals() -> usize {
 /// Test entry: the depth of this thread's context stack.
 #[unsafe(no_mangle)]
 pub extern "C" fn standin_context_depth() -> usize {
-    CURRENT.with(|stack| stack.borrow().len())
+    CURRENT.try_with(|stack| stack.borrow().len()).unwrap_or(0)
 }

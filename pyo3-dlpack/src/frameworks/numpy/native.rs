@@ -34,7 +34,7 @@ pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Boun
         })
         .into());
     }
-    crate::cuda::host::make_host_readable(info.device(), info.stream())?;
+    crate::cuda::host::make_host_readable(py, info.device(), info.stream())?;
     let Some(number) = type_number(info.dtype()) else {
         // NumPy's `from_dlpack` takes no dtype its type numbers lack either.
         return Err(DLPackError::from(ExportError::FrameworkRefused {

@@ -97,8 +97,10 @@ pub(crate) fn import_with(
             // Ready on the producer's stream (if it named one): the consumer
             // opted out of synchronisation, or shares it.
             Ordering::Nothing => ready_on = stream.map(|s| s as i64),
-            Ordering::Synchronize { producer } => cuda
-                .synchronize(ordinal, producer)
+            // Blocking without the GIL: work queued on the stream may need it.
+            Ordering::Synchronize { producer } => obj
+                .py()
+                .detach(|| cuda.synchronize(ordinal, producer))
                 .map_err(DLPackError::from)?,
             Ordering::Wait { producer, consumer } => {
                 cuda.wait(ordinal, producer, consumer)
