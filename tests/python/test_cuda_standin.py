@@ -24,7 +24,7 @@ import dlpack_testext as ext
 
 cuda = ctypes.CDLL(os.environ["PYO3_DLPACK_CUDA_DRIVER"])
 for name in ["standin_alloc", "standin_stream_create", "standin_syncs", "standin_waits",
-             "standin_refusals", "standin_context_depth"]:
+             "standin_refusals", "standin_context_depth", "standin_default_stream_waits"]:
     getattr(cuda, name).restype = ctypes.c_size_t
 cuda.standin_alloc.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
 cuda.standin_stream_create.argtypes = [ctypes.c_int]
@@ -126,6 +126,26 @@ def test_the_event_is_made_in_the_producer_streams_context_not_the_memorys_devic
         t = ext.on_device(4, 13, 0, stream=producer)  # cuda_managed:0
         t.__dlpack__(stream=consumer, max_version=(1, 3))
         assert cuda.standin_waits(consumer) == 1
+        assert cuda.standin_refusals() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_our_exchange_table_orders_the_values_stream_for_the_stream_it_reports():
+    # DLPackTensor's C exchange table reports NULL (the default stream) as current:
+    # its _no_sync exports make the legacy default stream wait for the value's stream,
+    # as __dlpack__(stream=None) does (they handed the memory over unordered).
+    out = run(
+        """
+        producer = cuda.standin_stream_create(1)
+        t = ext.on_device(4, 2, 1, stream=producer)
+        d = ext.describe(t)  # the crate imports its own tensor through the table
+        assert (d["device"], d["stream"]) == ((2, 1), 1), d
+        assert cuda.standin_default_stream_waits(1) == 1
+        assert ext.describe_borrowed(t)["device"] == (2, 1)
+        assert cuda.standin_default_stream_waits(1) == 2
         assert cuda.standin_refusals() == 0
         print("ok")
         """

@@ -94,6 +94,21 @@ unsafe fn tensor_of<'py>(
     })
 }
 
+/// Orders memory on a device with streams for the stream this table reports
+/// as current (`current_work_stream`: NULL, the device's default stream):
+/// what `__dlpack__(stream=None)` does, as the `_no_sync` exports
+/// hand the memory over with no stream of the consumer's to order it on.
+fn ready_on_default_stream(
+    value: &dyn crate::IntoDLPack,
+    info: &crate::TensorInfo<'_>,
+) -> Result<(), DLPackError> {
+    // CUDA's legacy default stream (1), ROCm's default (0); none elsewhere.
+    match crate::cuda::streams::stream_to_request(None, Some(info.device())) {
+        Some(default) => crate::export::synchronize(value, info, default),
+        None => Ok(()),
+    }
+}
+
 /// A consumer's out-pointer, or the error a NULL one is (nothing is written
 /// or adopted then).
 fn out_param<T>(out: *mut T, name: &'static str) -> PyResult<NonNull<T>> {
@@ -120,6 +135,7 @@ unsafe extern "C" fn managed_from_py_object(
         // SAFETY: consumers pass an instance of the type this table was found on.
         let tensor = unsafe { tensor_of(py, py_object) }?;
         let (value, info) = tensor.get().parts();
+        ready_on_default_stream(value.as_ref(), info)?;
         let managed = managed_shared(value, info)?;
         // SAFETY: `out` is the consumer's non-NULL, writable out-parameter.
         unsafe { out.write(managed.as_ptr()) };
@@ -141,7 +157,8 @@ unsafe extern "C" fn dltensor_from_py_object(py_object: *mut c_void, out: *mut D
         let out = out_param(out, "out")?;
         // SAFETY: as above.
         let tensor = unsafe { tensor_of(py, py_object) }?;
-        let (_, info) = tensor.get().parts();
+        let (value, info) = tensor.get().parts();
+        ready_on_default_stream(value.as_ref(), info)?;
         if !info.writability().allows_legacy_export() {
             // A DLTensor carries no flags: the consumer would think it may
             // write. Unknown writability is handed on, as in a legacy capsule.

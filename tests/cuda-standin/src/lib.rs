@@ -43,6 +43,8 @@ const CU_MEMORYTYPE_HOST: c_uint = 1;
 const CU_MEMORYTYPE_DEVICE: c_uint = 2;
 
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
+/// Waits made on each device's legacy or per-thread default stream.
+static DEFAULT_STREAM_WAITS: [AtomicUsize; DEVICES] = [const { AtomicUsize::new(0) }; DEVICES];
 static REFUSALS: AtomicUsize = AtomicUsize::new(0);
 
 /// A primary context: its address is its handle.
@@ -419,10 +421,11 @@ pub unsafe extern "C" fn cuStreamWaitEvent(
         }
         event(event_handle as usize).ok_or(CUDA_ERROR_INVALID_HANDLE)?;
         // A stream may wait on an event of another device.
-        stream_device(handle as usize)?;
-        if let Some(stream) = stream(handle as usize) {
-            stream.waits.fetch_add(1, Ordering::Relaxed);
-        }
+        let device = stream_device(handle as usize)?;
+        match stream(handle as usize) {
+            Some(stream) => stream.waits.fetch_add(1, Ordering::Relaxed),
+            None => DEFAULT_STREAM_WAITS[device].fetch_add(1, Ordering::Relaxed),
+        };
         Ok(())
     })())
 }
@@ -515,6 +518,15 @@ pub extern "C" fn standin_syncs(handle: usize) -> usize {
 #[unsafe(no_mangle)]
 pub extern "C" fn standin_waits(handle: usize) -> usize {
     stream(handle).map_or(0, |s| s.waits.load(Ordering::Relaxed))
+}
+
+/// Test entry: how many waits `device`'s default streams (0, 1, 2) made.
+#[unsafe(no_mangle)]
+pub extern "C" fn standin_default_stream_waits(device: c_int) -> usize {
+    usize::try_from(device)
+        .ok()
+        .and_then(|d| DEFAULT_STREAM_WAITS.get(d))
+        .map_or(0, |waits| waits.load(Ordering::Relaxed))
 }
 
 /// Test entry: how many calls were refused with an error, since the start.
