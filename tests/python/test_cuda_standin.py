@@ -196,6 +196,14 @@ def test_pinned_and_managed_memory_is_read_by_the_host_only_after_its_stream():
                 # once, as no stream protocol orders pinned memory.
                 t.__dlpack__(max_version=(1, 3))
                 assert cuda.standin_syncs(s) == 4
+            else:
+                # Managed memory to a consumer that names no stream (NumPy, which reads it
+                # on the host at once); a CUDA consumer names its stream and is made to wait.
+                t.__dlpack__(max_version=(1, 3))
+                assert cuda.standin_syncs(s) == 4
+                consumer = cuda.standin_stream_create(0)
+                t.__dlpack__(max_version=(1, 3), stream=consumer)
+                assert (cuda.standin_syncs(s), cuda.standin_waits(consumer)) == (4, 1)
         device = cuda.standin_stream_create(0)
         try:
             memoryview(ext.on_device(4, 2, 0, stream=device))

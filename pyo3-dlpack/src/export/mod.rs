@@ -69,7 +69,7 @@ pub(crate) fn export_value<'py, O: IntoDLPack>(
     if let Some(stream) = plan.sync_stream {
         synchronize(&owner, info, stream)?;
     }
-    host_readable_for(py, info, &plan)?;
+    host_readable_for(py, info, &plan, request)?;
     seal(py, info, &plan, owner)
 }
 
@@ -96,7 +96,7 @@ pub(crate) fn export_shared<'py>(
     if let Some(stream) = plan.sync_stream {
         synchronize(value.as_ref(), info, stream)?;
     }
-    host_readable_for(py, info, &plan)?;
+    host_readable_for(py, info, &plan, request)?;
     seal(py, info, &plan, value.clone())
 }
 
@@ -155,17 +155,24 @@ pub(crate) fn managed_host_tensor(
 }
 
 /// An export whose consumer reads the memory on the host: pinned or managed
-/// memory handed over as CPU memory (`dl_device=cpu`), and pinned memory as
-/// it is (no stream protocol orders it for its consumer: NumPy reads it at
-/// once). The value's stream is waited for first ([`crate::cuda::host`]).
+/// memory handed over as CPU memory (`dl_device=cpu`); pinned memory as it
+/// is (no stream protocol orders it for its consumer: NumPy reads it at
+/// once); managed memory to a consumer that named no stream (NumPy, which
+/// reads it at once; a CUDA consumer names its stream). The value's stream
+/// is waited for first ([`crate::cuda::host`]).
 #[inline]
 fn host_readable_for(
     py: Python<'_>,
     info: &TensorInfo<'_>,
     plan: &ExportPlan,
+    request: &ExportRequest,
 ) -> Result<(), DLPackError> {
     let source = info.device();
-    if plan.device == source && source.device_type != crate::DeviceType::CUDA_HOST {
+    let in_place = plan.device == source;
+    let read_by_host = !in_place
+        || source.device_type == crate::DeviceType::CUDA_HOST
+        || (source.device_type == crate::DeviceType::CUDA_MANAGED && request.stream.is_none());
+    if !read_by_host {
         return Ok(());
     }
     crate::cuda::host::make_host_readable(py, source, info.stream())
