@@ -53,7 +53,7 @@ def run(code):
     return done.stdout
 
 
-def test_a_cuda_array_interface_import_learns_the_device_and_synchronises_in_its_context():
+def test_a_cuda_array_interface_import_learns_the_device_and_synchronises_the_producers_stream():
     out = run(
         """
         memory = cuda.standin_alloc(1, 64, 0)  # device memory of device 1: PROT_NONE

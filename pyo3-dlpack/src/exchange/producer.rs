@@ -94,6 +94,24 @@ unsafe fn tensor_of<'py>(
     })
 }
 
+/// `py_object` as a `DLPackTensor` (or subclass) whose memory is ready on
+/// the stream this table reports as current (see `ready_on_default_stream`):
+/// what both `_no_sync` exports hand over.
+///
+/// # Safety
+///
+/// As for [`tensor_of`].
+unsafe fn ordered_tensor_of<'py>(
+    py: Python<'py>,
+    py_object: *mut c_void,
+) -> PyResult<Bound<'py, DLPackTensor>> {
+    // SAFETY: the caller's contract.
+    let tensor = unsafe { tensor_of(py, py_object) }?;
+    let (value, info) = tensor.get().parts();
+    ready_on_default_stream(value.as_ref(), info)?;
+    Ok(tensor)
+}
+
 /// Orders memory on a device with streams for the stream this table reports
 /// as current (`current_work_stream`: NULL, the device's default stream):
 /// what `__dlpack__(stream=None)` does, as the `_no_sync` exports
@@ -132,10 +150,9 @@ unsafe extern "C" fn managed_from_py_object(
     let py = unsafe { Python::assume_attached() };
     guarded(py, |py| {
         let out = out_param(out, "out")?;
-        // SAFETY: consumers pass an instance of the type this table was found on.
-        let tensor = unsafe { tensor_of(py, py_object) }?;
+        // SAFETY: consumers pass NULL or a live object, attached (the contract).
+        let tensor = unsafe { ordered_tensor_of(py, py_object) }?;
         let (value, info) = tensor.get().parts();
-        ready_on_default_stream(value.as_ref(), info)?;
         let managed = managed_shared(value, info)?;
         // SAFETY: `out` is the consumer's non-NULL, writable out-parameter.
         unsafe { out.write(managed.as_ptr()) };
@@ -156,9 +173,8 @@ unsafe extern "C" fn dltensor_from_py_object(py_object: *mut c_void, out: *mut D
     guarded(py, |py| {
         let out = out_param(out, "out")?;
         // SAFETY: as above.
-        let tensor = unsafe { tensor_of(py, py_object) }?;
-        let (value, info) = tensor.get().parts();
-        ready_on_default_stream(value.as_ref(), info)?;
+        let tensor = unsafe { ordered_tensor_of(py, py_object) }?;
+        let (_, info) = tensor.get().parts();
         if !info.writability().allows_legacy_export() {
             // A DLTensor carries no flags: the consumer would think it may
             // write. Unknown writability is handed on, as in a legacy capsule.
