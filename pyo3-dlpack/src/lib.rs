@@ -64,7 +64,7 @@
 //!     let frame = Frame { pixels: AlignedBuffer::zeroed(480 * 640 * 3), shape: [480, 640, 3] };
 //!     Ok(DLPackTensor::new(frame)?)
 //! }
-//! # Python::attach(|_py| assert_eq!(grab().unwrap().tensor_info().unwrap().numel(), 921_600));
+//! # Python::attach(|_py| assert_eq!(grab().unwrap().info().numel(), 921_600));
 //! ```
 //!
 //! The memory can be any [`TensorData`]: `Vec<T>`, `Box<[T]>`, `Arc<[T]>`,

@@ -84,7 +84,7 @@ fn runtime_dtype_device_strides_and_read_only() {
         _memory: memory,
     };
     let info = t.tensor_info().unwrap();
-    assert_eq!((info.shape(), info.strides()), (vec![3, 2], vec![1, 3]));
+    assert_eq!((info.shape(), info.strides()), (&[3, 2][..], &[1, 3][..]));
     assert_eq!(
         (info.device(), info.dtype(), info.is_read_only()),
         (Device::cuda_host(), DataType::F32, true)
@@ -111,7 +111,7 @@ struct Bytes {
 fn generics_and_container_attributes() {
     let info_of = |t: &dyn IntoDLPack| {
         let info = t.tensor_info().unwrap();
-        (info.shape(), info.dtype(), info.is_read_only())
+        (info.shape().to_vec(), info.dtype(), info.is_read_only())
     };
     assert_eq!(
         info_of(&Signal {

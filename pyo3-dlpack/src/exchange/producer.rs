@@ -107,8 +107,8 @@ unsafe fn ordered_tensor_of<'py>(
 ) -> PyResult<Bound<'py, DLPackTensor>> {
     // SAFETY: the caller's contract.
     let tensor = unsafe { tensor_of(py, py_object) }?;
-    let (value, info) = tensor.get().parts();
-    ready_on_default_stream(value.as_ref(), info)?;
+    let described = tensor.get().described();
+    ready_on_default_stream(described.owner().as_ref(), described.info())?;
     Ok(tensor)
 }
 
@@ -152,8 +152,7 @@ unsafe extern "C" fn managed_from_py_object(
         let out = out_param(out, "out")?;
         // SAFETY: consumers pass NULL or a live object, attached (the contract).
         let tensor = unsafe { ordered_tensor_of(py, py_object) }?;
-        let (value, info) = tensor.get().parts();
-        let managed = managed_shared(value, info)?;
+        let managed = managed_shared(tensor.get().described())?;
         // SAFETY: `out` is the consumer's non-NULL, writable out-parameter.
         unsafe { out.write(managed.as_ptr()) };
         Ok(())
@@ -174,7 +173,7 @@ unsafe extern "C" fn dltensor_from_py_object(py_object: *mut c_void, out: *mut D
         let out = out_param(out, "out")?;
         // SAFETY: as above.
         let tensor = unsafe { ordered_tensor_of(py, py_object) }?;
-        let (_, info) = tensor.get().parts();
+        let info = tensor.get().info();
         if !info.writability().allows_legacy_export() {
             // A DLTensor carries no flags: the consumer would think it may
             // write. Unknown writability is handed on, as in a legacy capsule.

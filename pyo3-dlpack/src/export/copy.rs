@@ -53,7 +53,7 @@ impl HostTensor {
         }
         Self {
             bytes,
-            shape: info.shape(),
+            shape: info.shape().to_vec(),
             dtype,
             device: Device::cpu(),
         }

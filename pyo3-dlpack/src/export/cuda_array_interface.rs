@@ -8,7 +8,7 @@ use pyo3::exceptions::PyAttributeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::export::info::TensorInfo;
+use crate::export::Described;
 use crate::export::into::IntoDLPack;
 use crate::{DataType, DataTypeCode, DeviceType, Writability};
 
@@ -45,9 +45,9 @@ fn typestr(dtype: DataType) -> Option<String> {
 /// consumers synchronise on it.
 pub(crate) fn describe<'py>(
     py: Python<'py>,
-    value: &Arc<dyn IntoDLPack>,
-    info: &TensorInfo<'_>,
+    described: &Described<Arc<dyn IntoDLPack>>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let info = described.info();
     let device = info.device();
     if !matches!(
         device.device_type,
@@ -65,7 +65,7 @@ pub(crate) fn describe<'py>(
              integer, float or complex type"
         )));
     };
-    crate::export::synchronize(value.as_ref(), info, LEGACY_DEFAULT_STREAM)?;
+    crate::export::synchronize(described.owner().as_ref(), info, LEGACY_DEFAULT_STREAM)?;
     let (shape, strides) = info.dims_slices();
     let itemsize = dtype.itemsize() as i64;
     let dict = PyDict::new(py);

@@ -150,13 +150,13 @@ impl<'a> TensorInfo<'a> {
     }
 
     /// Extents.
-    pub fn shape(&self) -> Vec<i64> {
-        self.dims_slices().0.to_vec()
+    pub fn shape(&self) -> &[i64] {
+        self.dims.split().0
     }
 
     /// Strides in elements (row-major ones when none were given).
-    pub fn strides(&self) -> Vec<i64> {
-        self.dims_slices().1.to_vec()
+    pub fn strides(&self) -> &[i64] {
+        self.dims.split().1
     }
 
     /// Whether consumers must not write (read-only, or of unknown writability).
@@ -211,9 +211,14 @@ impl<'a> TensorInfo<'a> {
 
     /// The same description, no longer tied to the borrow of its buffer:
     /// for a description stored next to the value that owns the buffer
-    /// (`DLPackTensor`), which keeps the buffer alive as long as it.
+    /// (`export::managed::Described`, its only caller).
+    ///
+    /// # Safety
+    ///
+    /// The description is used only while the memory it describes stays
+    /// allocated at the same address (while the value it borrowed from lives).
     #[inline(always)]
-    pub(crate) fn detach(self) -> TensorInfo<'static> {
+    pub(crate) unsafe fn detach(self) -> TensorInfo<'static> {
         TensorInfo {
             data: self.data,
             device: self.device,

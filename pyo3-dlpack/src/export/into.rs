@@ -84,7 +84,7 @@ use crate::{DLPackError, Element};
 /// }
 /// # Python::attach(|py| {
 /// #     let t = load_image().unwrap();
-/// #     assert_eq!(t.tensor_info().unwrap().shape(), vec![4, 6, 3]);
+/// #     assert_eq!(t.info().shape(), [4, 6, 3]);
 /// # });
 /// ```
 pub trait IntoDLPack: Send + Sync + 'static {
@@ -166,7 +166,11 @@ mod tests {
     fn buffers_are_one_dimensional_tensors() {
         let info_of = |v: &dyn IntoDLPack| {
             let info = v.tensor_info().unwrap();
-            (info.shape(), info.dtype().to_string(), info.is_read_only())
+            (
+                info.shape().to_vec(),
+                info.dtype().to_string(),
+                info.is_read_only(),
+            )
         };
         assert_eq!(
             info_of(&vec![1.0f32; 3]),

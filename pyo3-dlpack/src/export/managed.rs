@@ -16,8 +16,11 @@ use std::ffi::c_void;
 use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{self, NonNull};
+use std::sync::Arc;
 
+use crate::DLPackError;
 use crate::export::info::TensorInfo;
+use crate::export::into::IntoDLPack;
 use crate::export::plan::ExportPlan;
 use crate::ffi::{self, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor};
 use crate::spare;
@@ -98,15 +101,102 @@ fn block_layout<M, O>(ndim: usize) -> (Layout, usize) {
     (layout.pad_to_align(), tail)
 }
 
+/// An owner of exported memory and the checked description of that memory,
+/// made together from the owner: the one place a description is detached
+/// from the borrow of its owner, and what every managed block is written
+/// from ([`IntoBlock`]). A description can only be read through a borrow of
+/// the pair, so it never outlives the owner that keeps its memory alive.
+pub(crate) struct Described<O> {
+    info: TensorInfo<'static>,
+    owner: O,
+}
+
+// SAFETY: the description's only non-`Send` field is the address of memory
+// that `owner` keeps alive (see `TensorInfo::detach`); sending the pair sends
+// that owner with it, which is `Send`.
+unsafe impl<O: Send> Send for Described<O> {}
+// SAFETY: `&Described` reads the description's plain fields and hands out
+// `&O`, which is `Sync`; the address is not dereferenced through it.
+unsafe impl<O: Sync> Sync for Described<O> {}
+
+impl<O: IntoDLPack> Described<O> {
+    /// `owner` with its own description ([`IntoDLPack::tensor_info`]).
+    #[inline(always)]
+    pub(crate) fn new(owner: O) -> Result<Self, DLPackError> {
+        // SAFETY: the description is stored with `owner`, which keeps its
+        // memory alive at the same address wherever the pair moves
+        // (`TensorData`'s promise), and is only lent out with a borrow of it.
+        let info = unsafe { owner.tensor_info()?.detach() };
+        Ok(Self { info, owner })
+    }
+}
+
+impl<T: IntoDLPack + ?Sized> Described<Arc<T>> {
+    /// A shared value with its description (a `DLPackTensor`'s).
+    pub(crate) fn shared(value: Arc<T>) -> Result<Self, DLPackError> {
+        // SAFETY: as in `new`: every clone of the `Arc` keeps the value, and
+        // so its memory, alive and in place.
+        let info = unsafe { value.tensor_info()?.detach() };
+        Ok(Self { info, owner: value })
+    }
+}
+
+impl<O> Described<O> {
+    /// The description, for as long as the owner is borrowed.
+    #[inline(always)]
+    pub(crate) fn info(&self) -> &TensorInfo<'_> {
+        &self.info
+    }
+
+    /// The owner of the described memory.
+    #[inline(always)]
+    pub(crate) fn owner(&self) -> &O {
+        &self.owner
+    }
+
+    /// Exports read-only from now on (a value other `Arc`s share).
+    pub(crate) fn force_read_only(&mut self) {
+        self.info.force_read_only();
+    }
+}
+
+/// What a managed block is written from: a [`Described`] owner, moved into
+/// the block, or a shared one, whose `Arc` the block clones.
+pub(crate) trait IntoBlock {
+    /// Writes the one block of an export, as `plan` says (see [`write_block`]).
+    fn into_block<M: ManagedTensor>(self, plan: &ExportPlan) -> NonNull<M>;
+}
+
+impl<O: Send + 'static> IntoBlock for Described<O> {
+    #[inline(always)]
+    fn into_block<M: ManagedTensor>(self, plan: &ExportPlan) -> NonNull<M> {
+        // SAFETY: the description is the owner's own (`Described`), and the
+        // owner moves into the block with it.
+        unsafe { write_block(&self.info, plan, self.owner) }
+    }
+}
+
+impl<T: Send + Sync + ?Sized + 'static> IntoBlock for &Described<Arc<T>> {
+    #[inline(always)]
+    fn into_block<M: ManagedTensor>(self, plan: &ExportPlan) -> NonNull<M> {
+        // SAFETY: the description is the shared value's own (`Described`),
+        // and a clone of its `Arc` moves into the block, keeping it alive.
+        unsafe { write_block(&self.info, plan, Arc::clone(&self.owner)) }
+    }
+}
+
 /// Writes the one block of an export, as `plan` says (device, flags):
 /// allocates it, copies the description's extents and strides after the
 /// header, and moves `owner` in. From here on
 /// the returned struct's deleter (exactly once) frees the block and drops
 /// the owner.
 ///
-/// `info` must describe memory that `owner` keeps alive (the caller detached
-/// it from the owner's borrow to move the owner in).
-pub(crate) fn write_block<M: ManagedTensor, O: Send + 'static>(
+/// # Safety
+///
+/// `info` describes memory that stays allocated, at the same address, until
+/// `owner` is dropped: in every export, memory `owner` itself keeps alive
+/// ([`Described`], the pair that guarantees it).
+unsafe fn write_block<M: ManagedTensor, O: Send + 'static>(
     info: &TensorInfo<'_>,
     plan: &ExportPlan,
     owner: O,
@@ -153,7 +243,7 @@ pub(crate) fn write_block<M: ManagedTensor, O: Send + 'static>(
 ///
 /// # Safety
 ///
-/// `managed` is null, or a pointer returned by [`write_block`] for the
+/// `managed` is null, or a pointer returned by `write_block` for the
 /// same `M` and `O` that has not been passed to this deleter before.
 unsafe extern "C" fn delete_block<M: ManagedTensor, O: Send + 'static>(managed: *mut M) {
     let Some(allocation) = NonNull::new(managed.cast::<ExportBlock<M, O>>()) else {
@@ -210,7 +300,6 @@ pub(crate) fn data_of(managed: NonNull<DLManagedTensorVersioned>) -> *mut c_void
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use crate::Device;
@@ -243,11 +332,15 @@ mod tests {
             .build()
             .unwrap();
         let drops = Arc::new(AtomicUsize::new(0));
-        let managed = write_block::<DLManagedTensorVersioned, _>(
-            &info,
-            &plan(Device::cpu(), true),
-            (data.clone(), Counted(drops.clone())),
-        );
+        // SAFETY: `data`, which `info` describes, outlives the block (its
+        // deleter runs below).
+        let managed = unsafe {
+            write_block::<DLManagedTensorVersioned, _>(
+                &info,
+                &plan(Device::cpu(), true),
+                (data.clone(), Counted(drops.clone())),
+            )
+        };
         // SAFETY: live until the deleter runs below.
         let m = unsafe { managed.as_ref() };
         assert_eq!(m.version, DLPackVersion { major: 1, minor: 3 });
@@ -271,7 +364,14 @@ mod tests {
         let data = vec![0.0f32; 6];
         let info = TensorInfo::new(&data, [2usize, 3]).unwrap();
         let export = |owner: Vec<f32>| {
-            write_block::<DLManagedTensorVersioned, _>(&info, &plan(Device::cpu(), false), owner)
+            // SAFETY: `data`, which `info` describes, outlives both blocks.
+            unsafe {
+                write_block::<DLManagedTensorVersioned, _>(
+                    &info,
+                    &plan(Device::cpu(), false),
+                    owner,
+                )
+            }
         };
         let first = export(data.clone());
         // SAFETY: we own the struct; its single deleter call.
@@ -291,8 +391,10 @@ mod tests {
     fn zero_d_exports_point_shape_and_strides_at_empty_non_null_arrays() {
         let data = vec![1u8];
         let info = TensorInfo::new(&data, [0usize; 0]).unwrap();
-        let managed =
-            write_block::<DLManagedTensor, _>(&info, &plan(Device::cpu(), false), data.clone());
+        // SAFETY: `data`, which `info` describes, outlives the block.
+        let managed = unsafe {
+            write_block::<DLManagedTensor, _>(&info, &plan(Device::cpu(), false), data.clone())
+        };
         // SAFETY: live until the deleter runs below.
         let m = unsafe { managed.as_ref() };
         assert_eq!(m.dl_tensor.ndim, 0);
@@ -312,8 +414,10 @@ mod tests {
         }
         let data = vec![1u8];
         let info = TensorInfo::new(&data, [1usize]).unwrap();
-        let managed =
-            write_block::<DLManagedTensor, _>(&info, &plan(Device::cpu(), false), Explodes);
+        // SAFETY: `data`, which `info` describes, outlives the block.
+        let managed = unsafe {
+            write_block::<DLManagedTensor, _>(&info, &plan(Device::cpu(), false), Explodes)
+        };
         // SAFETY: we own the struct; its single deleter call. Must not unwind.
         unsafe { call_deleter(managed) };
     }
@@ -324,11 +428,10 @@ mod tests {
         // SAFETY: the block's owner is Send (Vec<u8>), and only the other thread touches it.
         unsafe impl Send for SendPtr {}
         let data = vec![5u8; 8];
-        let info = TensorInfo::new(&data, [8usize]).unwrap();
-        let expected = info.data_ptr() as usize;
-        let info = info.detach();
-        let managed =
-            write_block::<DLManagedTensorVersioned, _>(&info, &plan(Device::cpu(), false), data);
+        let expected = data.as_ptr() as usize;
+        let managed: NonNull<DLManagedTensorVersioned> = Described::new(data)
+            .unwrap()
+            .into_block(&plan(Device::cpu(), false));
         assert_eq!(data_of(managed) as usize, expected);
         let ptr = SendPtr(managed);
         std::thread::spawn(move || {

@@ -2,9 +2,9 @@
 //!
 //! Every export goes the same way: a checked [`TensorInfo`] (stored by a
 //! `DLPackTensor`, or made from the value), an [`ExportPlan`] for what the
-//! consumer asked, then [`write_block`](managed::write_block), the one
-//! function that writes a managed tensor, from the description, the plan
-//! and the owner of the memory.
+//! consumer asked, then the one block writer (`managed::IntoBlock`), from a
+//! [`Described`] owner (the owner and its description, made together) and
+//! the plan.
 
 mod aligned;
 mod args;
@@ -43,7 +43,8 @@ use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned};
 use crate::{DLPackError, DataType};
 
 use copy::HostTensor;
-use managed::write_block;
+pub(crate) use managed::Described;
+use managed::IntoBlock;
 use plan::{ExportPlan, ExportRequest};
 
 /// Exports `owner` as the request asks: describes it (once), plans the
@@ -54,23 +55,16 @@ pub(crate) fn export_value<'py, O: IntoDLPack>(
     owner: O,
     request: &ExportRequest,
 ) -> PyResult<Bound<'py, PyCapsule>> {
-    // Detached from the borrow of `owner`, which moves into the block below
-    // and keeps the described memory alive with it. Matched by reference:
-    // the description is read where `tensor_info` wrote it, never moved.
-    let described = owner.tensor_info().map(TensorInfo::detach);
-    let info = match described {
-        Ok(ref info) => info,
-        Err(err) => return Err(err.into()),
-    };
-    let plan = request.plan(info)?;
+    let described = Described::new(owner)?;
+    let plan = request.plan(described.info())?;
     if plan.copy {
-        return seal_copy(py, info, &plan);
+        return seal_copy(py, described.info(), &plan);
     }
     if let Some(stream) = plan.sync_stream {
-        synchronize(&owner, info, stream)?;
+        synchronize(described.owner(), described.info(), stream)?;
     }
-    host_readable_for(py, info, &plan, request)?;
-    seal(py, info, &plan, owner)
+    host_readable_for(py, described.info(), &plan, request)?;
+    seal(py, described, &plan)
 }
 
 /// Exports a `DLPackTensor`'s shared value from its stored description: no
@@ -79,12 +73,12 @@ pub(crate) fn export_value<'py, O: IntoDLPack>(
 /// buffer first; if that fails, the export fails (`BufferError`).
 pub(crate) fn export_shared<'py>(
     py: Python<'py>,
-    value: &Arc<dyn IntoDLPack>,
-    info: &TensorInfo<'static>,
+    described: &Described<Arc<dyn IntoDLPack>>,
     request: &ExportRequest,
 ) -> PyResult<Bound<'py, PyCapsule>> {
+    let info = described.info();
     if request.copy == Some(true) {
-        let fresh = value.tensor_info().map_err(|err| match err {
+        let fresh = described.owner().tensor_info().map_err(|err| match err {
             // A user's own error reaches Python as itself.
             DLPackError::User(_) => err,
             err => DLPackError::from(ExportError::Description(Box::new(err))),
@@ -94,10 +88,10 @@ pub(crate) fn export_shared<'py>(
     }
     let plan = request.plan(info)?;
     if let Some(stream) = plan.sync_stream {
-        synchronize(value.as_ref(), info, stream)?;
+        synchronize(described.owner().as_ref(), info, stream)?;
     }
     host_readable_for(py, info, &plan, request)?;
-    seal(py, info, &plan, value.clone())
+    seal(py, described, &plan)
 }
 
 /// Makes the data safe to use on the consumer's `stream` before an export of
@@ -125,11 +119,10 @@ pub(crate) fn synchronize<O: IntoDLPack + ?Sized>(
 /// consumer (which owns it and calls its deleter): the plan of
 /// `__dlpack__(max_version=(1, 3))`.
 pub(crate) fn managed_shared(
-    value: &Arc<dyn IntoDLPack>,
-    info: &TensorInfo<'static>,
+    described: &Described<Arc<dyn IntoDLPack>>,
 ) -> Result<NonNull<DLManagedTensorVersioned>, DLPackError> {
-    let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(info)?;
-    Ok(write_block(info, &plan, value.clone()))
+    let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(described.info())?;
+    Ok(described.into_block(&plan))
 }
 
 /// A versioned managed tensor owning `owner` (imports from the protocols
@@ -137,9 +130,9 @@ pub(crate) fn managed_shared(
 pub(crate) fn managed_value<O: IntoDLPack>(
     owner: O,
 ) -> Result<NonNull<DLManagedTensorVersioned>, DLPackError> {
-    let info = owner.tensor_info()?.detach();
-    let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(&info)?;
-    Ok(write_block(&info, &plan, owner))
+    let described = Described::new(owner)?;
+    let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(described.info())?;
+    Ok(described.into_block(&plan))
 }
 
 /// A versioned managed tensor owning a new zero-filled host tensor (the
@@ -148,10 +141,7 @@ pub(crate) fn managed_host_tensor(
     shape: &[i64],
     dtype: DataType,
 ) -> Result<NonNull<DLManagedTensorVersioned>, DLPackError> {
-    let tensor = HostTensor::zeroed(shape, dtype)?;
-    let info = tensor.tensor_info()?.detach();
-    let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(&info)?;
-    Ok(write_block(&info, &plan, tensor))
+    managed_value(HostTensor::zeroed(shape, dtype)?)
 }
 
 /// An export whose consumer reads the memory on the host: pinned or managed
@@ -187,26 +177,22 @@ fn seal_copy<'py>(
     plan: &ExportPlan,
 ) -> PyResult<Bound<'py, PyCapsule>> {
     crate::cuda::host::make_host_readable(py, info.device(), info.stream())?;
-    let copied = HostTensor::copy_of(info);
-    let copy_info = copied.tensor_info()?.detach();
-    seal(py, &copy_info, plan, copied)
+    seal(py, Described::new(HostTensor::copy_of(info))?, plan)
 }
 
 /// The block of the planned format, in a capsule.
 #[inline]
-fn seal<'py, O: Send + 'static>(
+fn seal<'py>(
     py: Python<'py>,
-    info: &TensorInfo<'_>,
+    described: impl IntoBlock,
     plan: &ExportPlan,
-    owner: O,
 ) -> PyResult<Bound<'py, PyCapsule>> {
     match plan.format {
         CapsuleFormat::Legacy => {
-            capsule::new_capsule(py, write_block::<DLManagedTensor, O>(info, plan, owner))
+            capsule::new_capsule(py, described.into_block::<DLManagedTensor>(plan))
         }
-        CapsuleFormat::Versioned => capsule::new_capsule(
-            py,
-            write_block::<DLManagedTensorVersioned, O>(info, plan, owner),
-        ),
+        CapsuleFormat::Versioned => {
+            capsule::new_capsule(py, described.into_block::<DLManagedTensorVersioned>(plan))
+        }
     }
 }

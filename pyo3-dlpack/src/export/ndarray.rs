@@ -86,11 +86,17 @@ mod tests {
     fn transposed_and_reversed() {
         let t = Array2::<f64>::zeros((3, 5)).reversed_axes();
         let info = t.tensor_info().unwrap();
-        assert_eq!((info.shape(), info.strides()), (vec![5, 3], vec![1, 5]));
+        assert_eq!(
+            (info.shape().to_vec(), info.strides().to_vec()),
+            (vec![5, 3], vec![1, 5])
+        );
         let mut r = Array2::<u8>::zeros((2, 6));
         r.slice_collapse(s![..;-1, ..;2]);
         let info = r.tensor_info().unwrap();
-        assert_eq!((info.shape(), info.strides()), (vec![2, 3], vec![-6, 2]));
+        assert_eq!(
+            (info.shape().to_vec(), info.strides().to_vec()),
+            (vec![2, 3], vec![-6, 2])
+        );
         assert_eq!(
             info.data_ptr(),
             r.as_ptr().cast_mut().cast(),

@@ -7,10 +7,10 @@ use pyo3::types::{PyCapsule, PyDict, PyModule, PyTuple};
 use pyo3::{PyClass, PyClassInitializer};
 
 use crate::DLPackError;
-use crate::export::export_shared;
 use crate::export::info::TensorInfo;
 use crate::export::into::IntoDLPack;
 use crate::export::plan::{CapsuleFormat, ExportRequest};
+use crate::export::{Described, export_shared};
 
 /// A tensor exported from Rust, shared with NumPy, PyTorch, JAX, CuPy and every
 /// other DLPack consumer without a copy.
@@ -33,25 +33,13 @@ use crate::export::plan::{CapsuleFormat, ExportRequest};
 #[cfg_attr(any(doc, doctest), doc = include_str!("tensor.md"))]
 #[pyclass(frozen, subclass, module = "pyo3_dlpack", name = "DLPackTensor")]
 pub struct DLPackTensor {
-    value: Arc<dyn IntoDLPack>,
-    /// The value's description, checked once when wrapped.
-    info: Described,
+    /// The shared value with its description, checked once when wrapped.
+    described: Described<Arc<dyn IntoDLPack>>,
 }
-
-/// The stored description of the value next to it.
-struct Described(TensorInfo<'static>);
-
-// SAFETY: the description holds the address of memory owned by the value
-// stored next to it (an `IntoDLPack`, so `Send + Sync`), which outlives it;
-// the address is only read through exports of that value, never through
-// `&Described` alone, and the other fields are plain data.
-unsafe impl Send for Described {}
-// SAFETY: as above; `&Described` only reads plain fields.
-unsafe impl Sync for Described {}
 
 impl std::fmt::Debug for DLPackTensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&describe(&self.info.0))
+        f.write_str(&describe(self.info()))
     }
 }
 
@@ -74,14 +62,11 @@ impl DLPackTensor {
     /// lifts that, on your promise.
     pub fn from_arc(value: Arc<dyn IntoDLPack>) -> Result<Self, DLPackError> {
         let shared = Arc::strong_count(&value) > 1 || Arc::weak_count(&value) > 0;
-        let mut info = value.tensor_info()?.detach();
+        let mut described = Described::shared(value)?;
         if shared {
-            info.force_read_only();
+            described.force_read_only();
         }
-        Ok(Self {
-            value,
-            info: Described(info),
-        })
+        Ok(Self { described })
     }
 
     /// Wraps a shared value and exports it writable (unless it is read-only
@@ -96,10 +81,8 @@ impl DLPackTensor {
     /// elements whose types have invalid bit patterns (`bool`) after a
     /// consumer may have written them.
     pub unsafe fn from_arc_writable(value: Arc<dyn IntoDLPack>) -> Result<Self, DLPackError> {
-        let info = value.tensor_info()?.detach();
         Ok(Self {
-            value,
-            info: Described(info),
+            described: Described::shared(value)?,
         })
     }
 
@@ -210,16 +193,25 @@ impl DLPackTensor {
         class.setattr(pyo3::intern!(m.py(), "__module__"), m.name()?)
     }
 
-    /// The shared value and its checked description (for the exchange API).
-    pub(crate) fn parts(&self) -> (&Arc<dyn IntoDLPack>, &TensorInfo<'static>) {
-        (&self.value, &self.info.0)
+    /// The shared value with its checked description (for the exchange API).
+    pub(crate) fn described(&self) -> &Described<Arc<dyn IntoDLPack>> {
+        &self.described
     }
 
-    /// The value's own description, now. Exports use the one checked when
-    /// the value was wrapped, and the read-only flag forced on a shared `Arc`
-    /// (see [`from_arc`](Self::from_arc)) does not show here.
-    pub fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
-        self.value.tensor_info()
+    /// The description every export of this object uses: the value's own,
+    /// checked when it was wrapped, read-only when the value is shared (see
+    /// [`from_arc`](Self::from_arc)).
+    ///
+    /// ```
+    /// use pyo3_dlpack::{DLPackTensor, DataType};
+    ///
+    /// let t = DLPackTensor::new(vec![1.0f32, 2.0, 3.0]).unwrap();
+    /// assert_eq!(t.info().dtype(), DataType::F32);
+    /// assert_eq!(t.info().shape(), [3]);
+    /// assert!(!t.info().is_read_only());
+    /// ```
+    pub fn info(&self) -> &TensorInfo<'_> {
+        self.described.info()
     }
 
     /// A bare capsule of the chosen format that shares ownership of the value
@@ -238,7 +230,7 @@ impl DLPackTensor {
         py: Python<'py>,
         request: &ExportRequest,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        export_shared(py, &self.value, &self.info.0, request)
+        export_shared(py, &self.described, request)
     }
 }
 
@@ -296,61 +288,61 @@ impl DLPackTensor {
 
     /// `(device_type, device_id)` as DLPack codes, e.g. `(1, 0)` for the CPU.
     fn __dlpack_device__(&self) -> (i32, i32) {
-        let device = self.info.0.device();
+        let device = self.info().device();
         (device.device_type.code(), device.device_id)
     }
 
     /// Extents, as a tuple of ints.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.info.0.dims_slices().0)
+        PyTuple::new(py, self.info().dims_slices().0)
     }
 
     /// Strides in elements, as a tuple of ints.
     #[getter]
     fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.info.0.dims_slices().1)
+        PyTuple::new(py, self.info().dims_slices().1)
     }
 
     /// Number of dimensions.
     #[getter]
     fn ndim(&self) -> usize {
-        self.info.0.ndim()
+        self.info().ndim()
     }
 
     /// Element type name, such as `"float32"` or `"bfloat16"`.
     #[getter]
     fn dtype(&self) -> String {
-        self.info.0.dtype().to_string()
+        self.info().dtype().to_string()
     }
 
     /// Device, such as `"cpu:0"` or `"cuda:1"`.
     #[getter]
     fn device(&self) -> String {
-        self.info.0.device().to_string()
+        self.info().device().to_string()
     }
 
     /// Whether consumers get a read-only tensor.
     #[getter]
     fn read_only(&self) -> bool {
-        self.info.0.is_read_only()
+        self.info().is_read_only()
     }
 
     /// Address of the first element, to compare with a consumer's (zero-copy checks).
     #[getter]
     fn data_ptr(&self) -> usize {
-        self.info.0.data_ptr() as usize
+        self.info().data_ptr() as usize
     }
 
     fn __repr__(&self) -> String {
-        describe(&self.info.0)
+        describe(self.info())
     }
 
     /// The interface dict of a CUDA tensor (version 3, for Numba and other
     /// consumers that read only that); `AttributeError` on other devices.
     #[getter]
     fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        crate::export::cuda_array_interface::describe(py, &self.value, &self.info.0)
+        crate::export::cuda_array_interface::describe(py, &self.described)
     }
 
     /// The buffer protocol, for host tensors: `memoryview(t)`, `bytes(t)`,
@@ -370,7 +362,7 @@ impl DLPackTensor {
         // SAFETY: Python hands us its `view` to fill; the description is of
         // memory the value keeps alive and unchanged in size, and the view
         // holds `owner`, which holds the value.
-        unsafe { crate::export::buffer::fill(view, flags, &slf.get().info.0, owner) }
+        unsafe { crate::export::buffer::fill(view, flags, slf.get().described.info(), owner) }
     }
 
     /// Releases a view [`__getbuffer__`](Self::__getbuffer__) filled.

@@ -161,7 +161,7 @@ pub(crate) fn format(versioned: bool) -> CapsuleFormat {
 /// Byte `index` of the exported memory, read from Rust (to see consumers' writes).
 #[pyfunction]
 pub(crate) fn read_byte(tensor: &DLPackTensor, index: usize) -> PyResult<u8> {
-    let info = tensor.tensor_info()?;
+    let info = tensor.info();
     let bytes = info.numel() * info.dtype().itemsize();
     if index >= bytes || !info.is_contiguous() || !info.device().is_host_accessible() {
         return Err(PyValueError::new_err(

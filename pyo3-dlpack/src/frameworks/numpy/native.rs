@@ -10,21 +10,18 @@ use pyo3::types::PyCapsule;
 
 use super::api::api;
 use super::{WRITEABLE, type_number};
+use crate::DLPackError;
 use crate::error::ExportError;
-use crate::export::IntoDLPack;
+use crate::export::{Described, IntoDLPack};
 use crate::frameworks::native::CatchDrop;
-use crate::{DLPackError, TensorInfo};
 
 /// `value` as a `numpy.ndarray` over its own memory: shape and strides from
 /// its description, writable unless the description says otherwise (or
 /// cannot say: unknown writability is read-only, as NumPy makes it), the
 /// value dropped when the array (its base) is freed.
 pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {
-    let described = value.tensor_info().map(TensorInfo::detach);
-    let info = match described {
-        Ok(ref info) => info,
-        Err(err) => return Err(err.into()),
-    };
+    let described = Described::new(value)?;
+    let info = described.info();
     // Pinned and managed memory too, once its stream is done (NumPy's own
     // `from_dlpack` and `memoryview` read them).
     if !info.device().is_host_accessible() {
@@ -68,8 +65,9 @@ pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Boun
     let (dims, byte_strides) = dims.split_at(ndim);
     let flags = if info.is_read_only() { 0 } else { WRITEABLE };
     let data = info.data_ptr();
-    // The owner: the value, dropped (without unwinding into C) with the capsule.
-    let owner = PyCapsule::new_with_value(py, CatchDrop(Some(value)), c"pyo3_dlpack.native")?;
+    // The owner: the value with its description, dropped (without unwinding
+    // into C) with the capsule.
+    let owner = PyCapsule::new_with_value(py, CatchDrop(Some(described)), c"pyo3_dlpack.native")?;
     // SAFETY: attached; NumPy's function, returning a new reference or NULL
     // with an exception set.
     let descr = unsafe { (api.descr_from_type)(number) };

@@ -11,9 +11,9 @@ use pyo3::exceptions::PyRuntimeError;
 use crate::TensorInfo;
 use crate::error::ExportError;
 use crate::exchange::ExchangeApi;
-use crate::export::IntoDLPack;
-use crate::export::managed::{call_deleter, write_block};
+use crate::export::managed::{IntoBlock, call_deleter};
 use crate::export::plan::{CapsuleFormat, ExportRequest};
+use crate::export::{Described, IntoDLPack};
 use crate::ffi::DLManagedTensorVersioned;
 use crate::frameworks::native::{Framework, through_from_dlpack};
 use crate::{DLPackError, DataType, Device};
@@ -65,13 +65,23 @@ thread_local! {
 /// exactly once either way (another value dropped meanwhile, say by a
 /// garbage collection inside torch, has another token).
 struct Watched<T> {
-    _value: T,
+    value: T,
     token: u64,
 }
 
 impl<T> Drop for Watched<T> {
     fn drop(&mut self) {
         DROPPED.set(self.token);
+    }
+}
+
+impl<T: IntoDLPack> IntoDLPack for Watched<T> {
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        self.value.tensor_info()
+    }
+
+    fn synchronize(&self, consumer_stream: i64) -> Result<(), DLPackError> {
+        self.value.synchronize(consumer_stream)
     }
 }
 
@@ -104,17 +114,14 @@ fn to_torch<T: IntoDLPack>(
     }
 }
 
-/// The value in a versioned managed block (described once, read where
-/// `tensor_info` wrote it, as `export_value` does).
+/// The value in a versioned managed block (described once, as `export_value`
+/// does).
 fn versioned_block<T: IntoDLPack>(
     value: T,
     token: u64,
 ) -> Result<std::ptr::NonNull<DLManagedTensorVersioned>, DLPackError> {
-    let described = value.tensor_info().map(TensorInfo::detach);
-    let info = match described {
-        Ok(ref info) => info,
-        Err(err) => return Err(err),
-    };
+    let described = Described::new(Watched { value, token })?;
+    let info = described.info();
     if info.writability() != crate::Writability::Writable {
         // torch has no read-only tensors: its tensor over this memory could
         // be written while Rust still reads it.
@@ -130,14 +137,7 @@ fn versioned_block<T: IntoDLPack>(
     }
     let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(info)?;
     if let Some(stream) = plan.sync_stream {
-        crate::export::synchronize(&value, info, stream)?;
+        crate::export::synchronize(described.owner(), info, stream)?;
     }
-    Ok(write_block(
-        info,
-        &plan,
-        Watched {
-            _value: value,
-            token,
-        },
-    ))
+    Ok(described.into_block(&plan))
 }
