@@ -6,6 +6,7 @@
 //! allocation can be larger), every intermediate sum stays within that in
 //! magnitude, and anything beyond it is a [`SizeOverflow`].
 
+use crate::dims::DimsBuf;
 use crate::error::{LayoutError, SizeOverflow};
 use crate::{DLPackError, DataType};
 
@@ -198,99 +199,6 @@ impl Iterator for Offsets<'_> {
 
 impl ExactSizeIterator for Offsets<'_> {}
 
-/// Owned `i64` storage for a shape and its strides (or any two equal-length
-/// lists), inline up to [`DimsBuf::INLINE`] dimensions, so descriptions of
-/// ordinary tensors do not allocate.
-#[derive(Clone)]
-pub(crate) struct DimsBuf {
-    repr: DimsRepr,
-}
-
-#[derive(Clone)]
-enum DimsRepr {
-    Inline {
-        entries: [i64; 2 * DimsBuf::INLINE],
-        len: u8,
-    },
-    Heap(Box<[i64]>),
-}
-
-impl DimsBuf {
-    /// Dimensions stored without allocating.
-    pub(crate) const INLINE: usize = 4;
-
-    /// `len` zeros (a single list, for an index).
-    #[inline]
-    pub(crate) fn zeros(len: usize) -> Self {
-        if len <= 2 * Self::INLINE {
-            Self {
-                repr: DimsRepr::Inline {
-                    entries: [0; 2 * Self::INLINE],
-                    len: len as u8,
-                },
-            }
-        } else {
-            Self {
-                repr: DimsRepr::Heap(vec![0; len].into_boxed_slice()),
-            }
-        }
-    }
-
-    /// A shape and its strides, `ndim` each, zero-filled.
-    #[inline]
-    pub(crate) fn pair(ndim: usize) -> Self {
-        Self::zeros(2 * ndim)
-    }
-
-    /// A copy of `shape` and `strides`; strides shorter than the shape
-    /// (none, from a producer that sent NULL) leave zeros.
-    pub(crate) fn copy_pair(shape: &[i64], strides: &[i64]) -> Self {
-        let mut buf = Self::pair(shape.len());
-        let (s, t) = buf.split_mut();
-        s.copy_from_slice(shape);
-        let n = strides.len().min(t.len());
-        t[..n].copy_from_slice(&strides[..n]);
-        buf
-    }
-
-    #[inline]
-    pub(crate) fn as_slice(&self) -> &[i64] {
-        match &self.repr {
-            DimsRepr::Inline { entries, len } => &entries[..usize::from(*len)],
-            DimsRepr::Heap(entries) => entries,
-        }
-    }
-
-    #[inline]
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [i64] {
-        match &mut self.repr {
-            DimsRepr::Inline { entries, len } => &mut entries[..usize::from(*len)],
-            DimsRepr::Heap(entries) => entries,
-        }
-    }
-
-    /// The two halves of a [`pair`](Self::pair): shape, strides.
-    #[inline]
-    pub(crate) fn split(&self) -> (&[i64], &[i64]) {
-        let all = self.as_slice();
-        all.split_at(all.len() / 2)
-    }
-
-    /// The two halves, writable.
-    #[inline]
-    pub(crate) fn split_mut(&mut self) -> (&mut [i64], &mut [i64]) {
-        let all = self.as_mut_slice();
-        let half = all.len() / 2;
-        all.split_at_mut(half)
-    }
-}
-
-impl std::fmt::Debug for DimsBuf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self.as_slice(), f)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,14 +256,5 @@ mod tests {
         assert_eq!(walk(&[2, 2], &[0, 1]), [0, 1, 0, 1]);
         assert_eq!(walk(&[], &[]), [0]);
         assert!(walk(&[3, 0], &[1, 1]).is_empty());
-    }
-
-    #[test]
-    fn dims_buf_inline_and_heap() {
-        let small = DimsBuf::copy_pair(&[2, 3], &[3, 1]);
-        assert_eq!(small.split(), (&[2i64, 3][..], &[3i64, 1][..]));
-        let shape: Vec<i64> = (1..=20).collect();
-        let big = DimsBuf::copy_pair(&shape, &shape);
-        assert_eq!(big.split().0, &shape[..]);
     }
 }

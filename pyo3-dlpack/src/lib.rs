@@ -239,6 +239,7 @@
 pub mod __private;
 mod cuda;
 mod device;
+mod dims;
 mod dtype;
 mod element;
 pub mod error;

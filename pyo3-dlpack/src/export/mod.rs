@@ -14,7 +14,6 @@ mod capsule;
 mod copy;
 mod cuda_array_interface;
 mod data;
-mod dims;
 mod info;
 mod into;
 pub(crate) mod managed;
