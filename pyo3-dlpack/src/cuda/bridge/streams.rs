@@ -1,29 +1,13 @@
-//! Stream handles between cudarc and DLPack, and the waits between them.
+//! Stream handles between cudarc and DLPack, and the waits between them
+//! (through the crate's one event wait, [`crate::cuda::driver`]).
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::{CUevent_flags, CUstream};
-use cudarc::driver::{CudaStream, DriverError};
+use cudarc::driver::CudaStream;
+use cudarc::driver::sys::CUstream;
 
 use crate::error::InterfaceError;
 use crate::{DLPackError, Device};
-
-/// A driver call of a stream wait that failed.
-#[derive(Debug)]
-pub(crate) struct WaitError {
-    call: &'static str,
-    pub(crate) error: DriverError,
-}
-
-impl From<WaitError> for DLPackError {
-    fn from(err: WaitError) -> Self {
-        InterfaceError::Cuda {
-            call: err.call,
-            code: err.error.0 as i32,
-        }
-        .into()
-    }
-}
 
 /// DLPack's number for a CUDA stream handle: the NULL handle is CUDA's
 /// legacy default stream, which DLPack calls 1 (0 is not allowed for CUDA);
@@ -36,35 +20,21 @@ pub(crate) fn dlpack_stream(handle: CUstream) -> usize {
     }
 }
 
-/// The driver handle of DLPack's stream number: 1 and 2 are the driver's
-/// `CU_STREAM_LEGACY` and `CU_STREAM_PER_THREAD`, other numbers handles.
-fn cu_stream(stream: usize) -> CUstream {
-    stream as CUstream
-}
-
 /// Makes `consumer` wait for the work queued so far on `producer` (a
 /// DLPack stream number on `device`), when they differ: an event recorded
 /// on `producer`, waited for on `consumer`, with nothing blocking the host.
 ///
 /// # Safety
 ///
-/// `producer` must be a live stream of `consumer`'s context (a producer's
+/// `producer` must be a live stream of `consumer`'s device (a producer's
 /// current stream, or 1/2, valid in every context).
 pub(crate) unsafe fn wait_for(
     device: Device,
     producer: Option<usize>,
     consumer: &Arc<CudaStream>,
-) -> Result<(), WaitError> {
-    let consumer_number = dlpack_stream(consumer.cu_stream()) as i64;
-    let Some((producer, _)) = crate::cuda::streams::export_wait(device, producer, consumer_number)
-    else {
-        return Ok(());
-    };
-    // SAFETY: the caller promises the handle is a live stream of this
-    // context; the wrapper is dropped before this returns (it borrows the
-    // stream, never destroys it).
-    let producer = unsafe { consumer.context().wrap_borrowed_stream(cu_stream(producer)) };
-    join(&producer, consumer)
+) -> Result<(), DLPackError> {
+    let consumer = dlpack_stream(consumer.cu_stream()) as i64;
+    wait(device, producer, consumer)
 }
 
 /// Makes the stream numbered `later` wait for the work queued so far on
@@ -72,33 +42,31 @@ pub(crate) unsafe fn wait_for(
 ///
 /// # Safety
 ///
-/// As [`wait_for`]: `later` is a live stream of `earlier`'s context.
+/// As [`wait_for`]: `later` is a live stream of `earlier`'s device.
 pub(crate) unsafe fn make_wait(
     device: Device,
     earlier: &Arc<CudaStream>,
     later: Option<usize>,
-) -> Result<(), WaitError> {
+) -> Result<(), DLPackError> {
     let Some(later) = later else {
         return Ok(());
     };
-    let earlier_number = dlpack_stream(earlier.cu_stream());
-    let Some((_, later)) =
-        crate::cuda::streams::export_wait(device, Some(earlier_number), later as i64)
+    wait(
+        device,
+        Some(dlpack_stream(earlier.cu_stream())),
+        later as i64,
+    )
+}
+
+/// The one event wait ([`crate::cuda::driver::Cuda::wait`]), when the
+/// stream rules ask for one.
+fn wait(device: Device, producer: Option<usize>, consumer: i64) -> Result<(), DLPackError> {
+    let Some((producer, consumer)) = crate::cuda::streams::export_wait(device, producer, consumer)
     else {
         return Ok(());
     };
-    // SAFETY: as in `wait_for`.
-    let later = unsafe { earlier.context().wrap_borrowed_stream(cu_stream(later)) };
-    join(earlier, &later)
-}
-
-/// `waiter` waits for what `producer` queued so far (an event without timing).
-fn join(producer: &Arc<CudaStream>, waiter: &Arc<CudaStream>) -> Result<(), WaitError> {
-    let failed = |call| move |error| WaitError { call, error };
-    let event = producer
-        .record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
-        .map_err(failed("cuEventRecord"))?;
-    waiter.wait(&event).map_err(failed("cuStreamWaitEvent"))
+    let driver: Result<_, InterfaceError> = crate::cuda::driver::driver("ordering a cudarc stream");
+    Ok(driver?.wait(device.device_id, producer, consumer)?)
 }
 
 #[cfg(test)]
@@ -111,7 +79,5 @@ mod tests {
         assert_eq!(dlpack_stream(1 as CUstream), 1);
         assert_eq!(dlpack_stream(2 as CUstream), 2);
         assert_eq!(dlpack_stream(0x7f00_1234 as CUstream), 0x7f00_1234);
-        assert_eq!(cu_stream(1) as usize, 1);
-        assert_eq!(cu_stream(0x7f00_1234) as usize, 0x7f00_1234);
     }
 }

@@ -157,10 +157,12 @@ impl<T> Drop for Lent<T> {
         let _address = slice.leak();
         // SAFETY: as in `PyTensor::lend`: the producer's stream is alive.
         let rejoined = unsafe { make_wait(self.device, &stream, self.ready_on) };
-        // Drop cannot fail: a driver error goes where cudarc keeps its own
-        // (`CudaContext::check_err`).
-        if let Err(err) = rejoined {
-            stream.context().record_err(Err::<(), _>(err.error));
+        // Drop cannot fail: a wait that could not be queued becomes a wait
+        // of the host for the view's stream, which orders the producer's
+        // later work as well. If that fails too, the context is broken and
+        // cudarc's next call on it reports the driver's (sticky) error.
+        if rejoined.is_err() {
+            stream.context().record_err(stream.synchronize());
         }
     }
 }
