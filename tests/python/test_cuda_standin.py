@@ -24,7 +24,8 @@ import dlpack_testext as ext
 
 cuda = ctypes.CDLL(os.environ["PYO3_DLPACK_CUDA_DRIVER"])
 for name in ["standin_alloc", "standin_stream_create", "standin_syncs", "standin_waits",
-             "standin_refusals", "standin_context_depth", "standin_default_stream_waits"]:
+             "standin_refusals", "standin_context_depth", "standin_default_stream_waits",
+             "standin_default_stream_syncs"]:
     getattr(cuda, name).restype = ctypes.c_size_t
 cuda.standin_alloc.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
 cuda.standin_stream_create.argtypes = [ctypes.c_int]
@@ -213,6 +214,41 @@ def test_pinned_and_managed_memory_is_read_by_the_host_only_after_its_stream():
             raise AssertionError("device memory read by the host")
         assert cuda.standin_syncs(device) == 0
         assert cuda.standin_refusals() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_host_views_of_pinned_and_managed_imports_wait_for_the_stream_the_data_is_ready_on():
+    # The same rule for imports: as_slice / to_vec of pinned or managed memory (they
+    # were refused: "expected a tensor on cpu:0") read it once the stream the import's data is
+    # ready on has finished; device memory is still refused.
+    out = run(
+        """
+        s = cuda.standin_stream_create(0)
+        pinned = ext.on_device(4, 3, 0, stream=s)
+        # The export of pinned memory waits for its stream on the host (once), and the
+        # import names no stream (pinned memory has no stream protocol): nothing more.
+        assert ext.slice_values(pinned, "float32") == [0.0] * 4
+        assert cuda.standin_syncs(s) == 1
+        assert cuda.standin_default_stream_syncs(0) == 0
+        managed = ext.on_device(4, 13, 0, stream=s)
+        # Imported on CUDA's legacy default stream (1), made to wait for s; the view
+        # waits for the legacy stream on the host before reading.
+        assert ext.slice_values(managed, "float32") == [0.0] * 4
+        assert cuda.standin_default_stream_waits(0) == 1
+        assert cuda.standin_default_stream_syncs(0) == 1
+        assert ext.to_list(managed, "float32") == [0.0] * 4
+        assert cuda.standin_default_stream_syncs(0) == 2
+        try:
+            ext.slice_values(ext.on_device(4, 2, 0, stream=s), "float32")
+        except ValueError as err:
+            assert str(err) == "expected a tensor on cpu:0, got one on cuda:0", err
+        else:
+            raise AssertionError("device memory read by the host")
+        assert cuda.standin_refusals() == 0
+        assert cuda.standin_context_depth() == 0
         print("ok")
         """
     )

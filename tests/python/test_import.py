@@ -557,10 +557,12 @@ def test_zero_size_null_data_and_zero_d_null_shape():
     assert (d["shape"], d["numel"]) == ((), 1)
 
 
-# Views read CPU memory only: pinned (3) and managed (13) memory may still be
-# written by GPU work, so they must be imported with dl_device=(1, 0).
+# Views read host memory: the CPU's, and CUDA pinned (3) and managed (13) memory
+# once the stream the data is ready on has finished (a capsule handed over as it is
+# names none: read at once, as NumPy's from_dlpack reads it; the stand-in driver's
+# tests cover the wait). Device memory is refused.
 @pytest.mark.parametrize(
-    "device, readable", [((1, 0), True), ((3, 0), False), ((13, 0), False), ((20, 0), False), ((2, 1), False)]
+    "device, readable", [((1, 0), True), ((3, 0), True), ((13, 0), True), ((20, 0), False), ((2, 1), False)]
 )
 def test_device_codes_are_kept_and_only_host_memory_is_read(device, readable):
     h = HandMade(device=device)
@@ -572,6 +574,13 @@ def test_device_codes_are_kept_and_only_host_memory_is_read(device, readable):
         with pytest.raises(ValueError, match="expected a tensor on cpu:0"):
             ext.to_list(h.capsule, "int16")
     assert h.deleted == 1
+
+
+def test_a_capsule_passed_as_it_is_names_no_stream():
+    # No stream was negotiated for it (it was reported as CUDA's legacy stream, 1, so
+    # a host view of managed memory waited for a stream the producer never saw).
+    assert ext.describe(HandMade(device=(13, 0)).capsule)["stream"] is None
+    assert ext.describe(HandMade(device=(2, 0)).capsule)["stream"] is None
 
 
 def test_misaligned_data_refuses_slices_but_not_to_vec():

@@ -6,7 +6,10 @@
 //! which is for consumers' streams); device memory never. The buffer
 //! export, `copy=True`, `dl_device=cpu`, an export of pinned memory as it
 //! is (its consumer reads it on the host: pinned memory has no stream
-//! protocol) and `Native::numpy` all ask it before the host reads. ROCm's
+//! protocol), `Native::numpy` and the host views of an import (`as_slice`,
+//! `to_vec`, `as_array`: after the stream the import's data is ready on,
+//! [`PyTensor::stream`](crate::PyTensor::stream)) all ask it before the
+//! host reads. ROCm's
 //! pinned memory names no stream this crate can wait on: it is read at once.
 
 use pyo3::Python;

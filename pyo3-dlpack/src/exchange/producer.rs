@@ -16,7 +16,8 @@ use pyo3::types::PyCapsule;
 
 use crate::error::ExportError;
 use crate::export::IntoDLPack;
-use crate::export::{DLPackTensor, managed_host_tensor, managed_shared};
+use crate::export::plan::ExportPlan;
+use crate::export::{DLPackTensor, managed_host_tensor, managed_shared, ready_for_exchange};
 use crate::ffi::{
     DLManagedTensorVersioned, DLPACK_EXCHANGE_API, DLPackExchangeAPI, DLPackExchangeAPIHeader,
     DLPackSetError, DLTensor,
@@ -94,9 +95,10 @@ unsafe fn tensor_of<'py>(
     })
 }
 
-/// `py_object` as a `DLPackTensor` (or subclass) whose memory is ready on
-/// the stream this table reports as current (see `ready_on_default_stream`):
-/// what both `_no_sync` exports hand over.
+/// `py_object` as a `DLPackTensor` (or subclass) whose memory is ready for
+/// a consumer on the stream this table reports as current (NULL: the
+/// device's default stream), with the plan of that export: what both
+/// `_no_sync` exports hand over (see [`crate::export::ready_for_exchange`]).
 ///
 /// # Safety
 ///
@@ -104,27 +106,11 @@ unsafe fn tensor_of<'py>(
 unsafe fn ordered_tensor_of<'py>(
     py: Python<'py>,
     py_object: *mut c_void,
-) -> PyResult<Bound<'py, DLPackTensor>> {
+) -> PyResult<(Bound<'py, DLPackTensor>, ExportPlan)> {
     // SAFETY: the caller's contract.
     let tensor = unsafe { tensor_of(py, py_object) }?;
-    let described = tensor.get().described();
-    ready_on_default_stream(described.owner().as_ref(), described.info())?;
-    Ok(tensor)
-}
-
-/// Orders memory on a device with streams for the stream this table reports
-/// as current (`current_work_stream`: NULL, the device's default stream):
-/// what `__dlpack__(stream=None)` does, as the `_no_sync` exports
-/// hand the memory over with no stream of the consumer's to order it on.
-fn ready_on_default_stream(
-    value: &dyn crate::IntoDLPack,
-    info: &crate::TensorInfo<'_>,
-) -> Result<(), DLPackError> {
-    // CUDA's legacy default stream (1), ROCm's default (0); none elsewhere.
-    match crate::cuda::streams::stream_to_request(None, Some(info.device())) {
-        Some(default) => crate::export::synchronize(value, info, default),
-        None => Ok(()),
-    }
+    let plan = ready_for_exchange(py, tensor.get().described())?;
+    Ok((tensor, plan))
 }
 
 /// A consumer's out-pointer, or the error a NULL one is (nothing is written
@@ -151,8 +137,8 @@ unsafe extern "C" fn managed_from_py_object(
     guarded(py, |py| {
         let out = out_param(out, "out")?;
         // SAFETY: consumers pass NULL or a live object, attached (the contract).
-        let tensor = unsafe { ordered_tensor_of(py, py_object) }?;
-        let managed = managed_shared(tensor.get().described())?;
+        let (tensor, plan) = unsafe { ordered_tensor_of(py, py_object) }?;
+        let managed = managed_shared(tensor.get().described(), &plan);
         // SAFETY: `out` is the consumer's non-NULL, writable out-parameter.
         unsafe { out.write(managed.as_ptr()) };
         Ok(())
@@ -172,7 +158,7 @@ unsafe extern "C" fn dltensor_from_py_object(py_object: *mut c_void, out: *mut D
     guarded(py, |py| {
         let out = out_param(out, "out")?;
         // SAFETY: as above.
-        let tensor = unsafe { ordered_tensor_of(py, py_object) }?;
+        let (tensor, _) = unsafe { ordered_tensor_of(py, py_object) }?;
         let info = tensor.get().info();
         if !info.writability().allows_legacy_export() {
             // A DLTensor carries no flags: the consumer would think it may

@@ -59,10 +59,7 @@ pub(crate) fn export_value<'py, O: IntoDLPack>(
     if plan.copy {
         return seal_copy(py, described.info(), &plan);
     }
-    if let Some(stream) = plan.sync_stream {
-        synchronize(described.owner(), described.info(), stream)?;
-    }
-    host_readable_for(py, described.info(), &plan, request)?;
+    ready(py, described.owner(), described.info(), &plan, request)?;
     seal(py, described, &plan)
 }
 
@@ -86,10 +83,7 @@ pub(crate) fn export_shared<'py>(
         return seal_copy(py, &fresh, &plan);
     }
     let plan = request.plan(info)?;
-    if let Some(stream) = plan.sync_stream {
-        synchronize(described.owner().as_ref(), info, stream)?;
-    }
-    host_readable_for(py, info, &plan, request)?;
+    ready(py, described.owner().as_ref(), info, &plan, request)?;
     seal(py, described, &plan)
 }
 
@@ -114,14 +108,32 @@ pub(crate) fn synchronize<O: IntoDLPack + ?Sized>(
     value.synchronize(stream)
 }
 
+/// Readies a `DLPackTensor`'s value for an exchange-API consumer, as
+/// `__dlpack__(max_version=(1, 3))` does for a consumer on the device's
+/// default stream (the stream the table reports as current: NULL), and
+/// plans that export.
+pub(crate) fn ready_for_exchange(
+    py: Python<'_>,
+    described: &Described<Arc<dyn IntoDLPack>>,
+) -> Result<ExportPlan, DLPackError> {
+    let info = described.info();
+    let request = ExportRequest {
+        stream: crate::cuda::streams::stream_to_request(None, Some(info.device())),
+        ..ExportRequest::of_format(CapsuleFormat::Versioned)
+    };
+    let plan = request.plan(info)?;
+    ready(py, described.owner().as_ref(), info, &plan, &request)?;
+    Ok(plan)
+}
+
 /// A versioned managed tensor of a `DLPackTensor`'s value, for an exchange-API
-/// consumer (which owns it and calls its deleter): the plan of
-/// `__dlpack__(max_version=(1, 3))`.
+/// consumer (which owns it and calls its deleter), as
+/// [`ready_for_exchange`] planned it.
 pub(crate) fn managed_shared(
     described: &Described<Arc<dyn IntoDLPack>>,
-) -> Result<NonNull<DLManagedTensorVersioned>, DLPackError> {
-    let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(described.info())?;
-    Ok(described.into_block(&plan))
+    plan: &ExportPlan,
+) -> NonNull<DLManagedTensorVersioned> {
+    described.into_block(plan)
 }
 
 /// A versioned managed tensor owning `owner` (imports from the protocols
@@ -141,6 +153,23 @@ pub(crate) fn managed_host_tensor(
     dtype: DataType,
 ) -> Result<NonNull<DLManagedTensorVersioned>, DLPackError> {
     managed_value(HostTensor::zeroed(shape, dtype)?)
+}
+
+/// Readies the memory for the consumer `plan` is for: the consumer's stream
+/// made to wait for the value's (`plan.sync_stream`), or the host (the one
+/// host-read rule).
+#[inline]
+fn ready<O: IntoDLPack + ?Sized>(
+    py: Python<'_>,
+    owner: &O,
+    info: &TensorInfo<'_>,
+    plan: &ExportPlan,
+    request: &ExportRequest,
+) -> Result<(), DLPackError> {
+    if let Some(stream) = plan.sync_stream {
+        synchronize(owner, info, stream)?;
+    }
+    host_readable_for(py, info, plan, request)
 }
 
 /// An export whose consumer reads the memory on the host: pinned or managed

@@ -107,7 +107,10 @@ impl PyTensor {
     ) -> PyResult<Self> {
         let mut tensor = Self::from_capsule(capsule)?;
         crate::frameworks::torch::check_dlpack_import(obj, tensor.dtype())?;
-        tensor.set_stream(options.stream_for(Some(tensor.device())));
+        // A capsule handed over as it is was made for no stream of ours.
+        if !obj.is(capsule) {
+            tensor.set_stream(options.stream_for(Some(tensor.device())));
+        }
         if tensor.writability() == Writability::Unknown {
             tensor.set_legacy_writable(legacy_writability(obj)? == Writability::Writable);
         }

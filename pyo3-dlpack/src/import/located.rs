@@ -52,9 +52,10 @@ pub struct DeviceTensor<'a> {
 pub enum Located<'a, H> {
     /// Host (`cpu`) memory, as a typed view.
     Host(H),
-    /// Memory on any other device (including pinned `cuda_host` memory,
-    /// which GPU work may still be writing: import it with
-    /// `ImportOptions::dl_device(Device::cpu())` to read it as host memory).
+    /// Memory on any other device, pinned (`cuda_host`) and managed
+    /// (`cuda_managed`) memory included, which a kernel may use as it is
+    /// (the host views, [`PyTensor::as_slice`], read them too, after waiting
+    /// for the stream the data is ready on).
     Device(DeviceTensor<'a>),
 }
 

@@ -51,10 +51,11 @@ use crate::{DLPackError, DataType, Device, Writability, protocol};
 /// from writing through its own object meanwhile, so do not run Python code
 /// that writes the array while you hold a view of it.
 ///
-/// The typed views read host memory of device `cpu`. Pinned (`cuda_host`) and
-/// managed (`cuda_managed`) memory may still be written by GPU work: import it
-/// with [`ImportOptions::dl_device`](crate::ImportOptions::dl_device)`(Device::cpu())`, which makes the producer
-/// synchronise and export it as CPU memory.
+/// The typed views read host memory: the CPU's, and CUDA pinned (`cuda_host`)
+/// and managed (`cuda_managed`) memory, which GPU work may still be writing,
+/// once the stream the data is ready on ([`stream`](Self::stream)) has
+/// finished (the host waits for it, without the GIL). Device memory is
+/// refused (`expected a tensor on cpu:0`).
 ///
 /// Like every DLPack consumer, `PyTensor` trusts that a capsule named
 /// `dltensor`/`dltensor_versioned` holds a DLPack struct whose pointers are
@@ -407,7 +408,8 @@ impl PyTensor {
     /// 1, unless [`ImportOptions::stream`](crate::ImportOptions::stream) named another), or the one a
     /// `__cuda_array_interface__` producer's stream was made to wait for.
     /// `None` when the data is ready on every stream (host memory, an import
-    /// that synchronised, the exchange API's stream-free devices).
+    /// that synchronised, the exchange API's stream-free devices) or no
+    /// stream was negotiated (a capsule passed as it is).
     pub fn stream(&self) -> Option<i64> {
         self.state.stream
     }

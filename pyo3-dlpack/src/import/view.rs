@@ -9,16 +9,24 @@ use crate::{DLPackError, DataType, PlainElement};
 
 impl PyTensor {
     /// Checks that the elements can be accessed as `T` from the host: the
-    /// device is the CPU and the dtype is `T`'s (see
+    /// memory is the host's (CPU, or CUDA pinned or managed memory, once the
+    /// stream the data is ready on has finished: [`crate::cuda::host`], the
+    /// one rule) and the dtype is `T`'s (see
     /// [`check_view_dtype`](Self::check_view_dtype)).
     fn check_element<T: PlainElement>(&self, mutable: bool) -> Result<(), DLPackError> {
         self.check_view_access(mutable)?;
         let device = self.device();
         if device.device_type != crate::DeviceType::CPU {
-            return Err(DLPackError::Device {
-                expected: crate::Device::cpu(),
-                found: device,
-            });
+            if !device.is_host_accessible() {
+                return Err(DLPackError::Device {
+                    expected: crate::Device::cpu(),
+                    found: device,
+                });
+            }
+            let ready_on = self
+                .stream()
+                .and_then(|stream| usize::try_from(stream).ok());
+            pyo3::Python::attach(|py| crate::cuda::host::make_host_readable(py, device, ready_on))?;
         }
         self.check_view_dtype::<T>(mutable)
     }

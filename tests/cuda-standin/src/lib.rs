@@ -45,6 +45,8 @@ const CU_MEMORYTYPE_DEVICE: c_uint = 2;
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
 /// Waits made on each device's legacy or per-thread default stream.
 static DEFAULT_STREAM_WAITS: [AtomicUsize; DEVICES] = [const { AtomicUsize::new(0) }; DEVICES];
+/// Synchronisations of each device's legacy or per-thread default stream.
+static DEFAULT_STREAM_SYNCS: [AtomicUsize; DEVICES] = [const { AtomicUsize::new(0) }; DEVICES];
 static REFUSALS: AtomicUsize = AtomicUsize::new(0);
 
 /// A primary context: its address is its handle.
@@ -340,10 +342,11 @@ pub unsafe extern "C" fn cuStreamCreate(stream: *mut *mut c_void, _flags: c_uint
 pub unsafe extern "C" fn cuStreamSynchronize(handle: *mut c_void) -> CuResult {
     result((|| {
         let handle = handle as usize;
-        stream_device(handle)?;
-        if let Some(stream) = stream(handle) {
-            stream.syncs.fetch_add(1, Ordering::Relaxed);
-        }
+        let device = stream_device(handle)?;
+        match stream(handle) {
+            Some(stream) => stream.syncs.fetch_add(1, Ordering::Relaxed),
+            None => DEFAULT_STREAM_SYNCS[device].fetch_add(1, Ordering::Relaxed),
+        };
         Ok(())
     })())
 }
@@ -527,6 +530,15 @@ pub extern "C" fn standin_default_stream_waits(device: c_int) -> usize {
         .ok()
         .and_then(|d| DEFAULT_STREAM_WAITS.get(d))
         .map_or(0, |waits| waits.load(Ordering::Relaxed))
+}
+
+/// Test entry: how many synchronisations of `device`'s default streams (0, 1, 2) ran.
+#[unsafe(no_mangle)]
+pub extern "C" fn standin_default_stream_syncs(device: c_int) -> usize {
+    usize::try_from(device)
+        .ok()
+        .and_then(|d| DEFAULT_STREAM_SYNCS.get(d))
+        .map_or(0, |syncs| syncs.load(Ordering::Relaxed))
 }
 
 /// Test entry: how many calls were refused with an error, since the start.
