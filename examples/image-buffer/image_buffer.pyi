@@ -1,11 +1,16 @@
 """Type stub of the image_buffer extension (maturin ships it in the wheel, with py.typed).
 
-The DLPackTensor class below (with its one import) is pyo3_dlpack::DLPackTensor::PYI, pasted as is
+The DLPackTensor class below (with its imports) is pyo3_dlpack::DLPackTensor::PYI, pasted as is
 (tests/test_image_buffer.py checks that it is current).
 """
 
-from typing_extensions import CapsuleType
+__all__ = ["DLPackTensor", "gradient", "sine"]
 
+from typing import Any
+
+from typing_extensions import CapsuleType, disjoint_base
+
+@disjoint_base
 class DLPackTensor:
     """A tensor exported from Rust, shared with every DLPack consumer without a copy."""
 
@@ -45,8 +50,17 @@ class DLPackTensor:
     @property
     def __cuda_array_interface__(self) -> dict[str, object]:
         """The CUDA array interface (version 3) of a CUDA tensor; AttributeError otherwise."""
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
+        """numpy.asarray(t) where the buffer protocol cannot serve it: a numpy.ndarray over the
+        host memory (zero-copy unless a copy or another dtype is asked for); BufferError for
+        device memory and for dtypes NumPy lacks (bfloat16, float8, ...)."""
+    def __jax_array__(self) -> Any:
+        """jax.numpy.asarray(t): the tensor as a jax.Array, zero-copy where JAX does not copy."""
     def __buffer__(self, flags: int, /) -> memoryview:
-        """The buffer protocol (host tensors): memoryview(t), bytes(t), numpy.asarray(t)."""
+        """The buffer protocol (host tensors): memoryview(t), bytes(t), numpy.asarray(t).
+
+        Declared on every Python version, as typeshed declares it (Python shows the method from
+        3.12, PEP 688; earlier versions have the protocol without the method)."""
 
 def gradient(height: int, width: int, channels_first: bool = False) -> DLPackTensor:
     """A horizontal red ramp, a vertical green ramp and a constant blue."""

@@ -224,8 +224,8 @@ def test_jax_and_unknown_arguments_are_refused_with_a_reason():
     with pytest.raises(TypeError) as info:
         ext.allocate_filled(jnp.zeros(1), [2], "float32")
     assert str(info.value) == (
-        "JAX arrays are immutable and cannot be filled from Rust: "
-        "return a Native::jax of your own buffer instead"
+        "cannot write the result into an array like a jax.Array: JAX arrays are "
+        "immutable; pass a numpy.ndarray, torch.Tensor or cupy.ndarray instead"
     )
     with pytest.raises(TypeError) as info:
         ext.allocate_filled([1.0], [2], "float32")

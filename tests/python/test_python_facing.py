@@ -13,9 +13,12 @@ STUB = pathlib.Path(__file__).parents[2] / "pyo3-dlpack" / "src" / "export" / "t
 
 
 def stub_class():
-    # The capsule type's import (typeshed's name for it on every Python), then the class.
-    (capsule, cls) = ast.parse(STUB.read_text()).body
-    assert ast.unparse(capsule) == "from typing_extensions import CapsuleType"
+    # `Any` (what `__array__` and `__jax_array__` return, so the stub needs no NumPy or JAX),
+    # the capsule type (typeshed's name for it on every Python) and `disjoint_base` (PEP 800:
+    # a class with a C layout of its own, as stubtest checks), then the class.
+    (any_, capsule, cls) = ast.parse(STUB.read_text()).body
+    assert ast.unparse(any_) == "from typing import Any"
+    assert ast.unparse(capsule) == "from typing_extensions import CapsuleType, disjoint_base"
     assert isinstance(cls, ast.ClassDef) and cls.name == "DLPackTensor"
     return cls
 

@@ -215,7 +215,7 @@ fn from_dlpack_fills_every_field_and_checks_constraints() {
         );
         assert_eq!(
             error("np.zeros(3, dtype='f4')"),
-            "expected a 2-dimensional tensor, got 1 dimensions"
+            "expected a 2-dimensional tensor, got 1 dimension"
         );
         assert_eq!(
             error("np.zeros((3, 2), dtype='f4').T"),

@@ -34,7 +34,7 @@ def test_scale_in_place():
     "call, message",
     [
         (lambda: matrix_ops.trace(np.eye(2)), "expected a float32 tensor, got float64"),
-        (lambda: matrix_ops.trace(np.ones(3, dtype="f4")), "expected a 2-dimensional tensor, got 1 dimensions"),
+        (lambda: matrix_ops.trace(np.ones(3, dtype="f4")), "^expected a 2-dimensional tensor, got 1 dimension\nwhile processing 'm'$"),
         (lambda: matrix_ops.trace(torch.ones(3, 2).T), "expected a contiguous"),
         (lambda: matrix_ops.matvec(np.ones((2, 3), "f4"), np.ones(2, "f4")), "3 columns but the vector has 2"),
     ],
@@ -54,3 +54,12 @@ def test_read_only_input_cannot_be_scaled():
 def test_non_tensors_are_type_errors():
     with pytest.raises(TypeError, match="expected an object with __dlpack__"):
         matrix_ops.trace([[1.0, 0.0], [0.0, 1.0]])
+
+
+def test_the_argument_at_fault_is_named_in_a_note():
+    # PyO3 adds the argument's name to every extraction error as a note
+    # (Python 3.11+), which the traceback prints under the message.
+    with pytest.raises(ValueError) as excinfo:
+        matrix_ops.matvec(np.ones((2, 3), "f4"), np.ones((3, 1), "f4"))
+    assert str(excinfo.value) == "expected a 1-dimensional tensor, got 2 dimensions"
+    assert excinfo.value.__notes__ == ["while processing 'v'"]

@@ -17,6 +17,17 @@ fn list(entries: &[i64]) -> impl fmt::Display + '_ {
     List(entries)
 }
 
+/// A count of dimensions in words: `1 dimension`, `3 dimensions`.
+pub(crate) fn dimensions(count: impl fmt::Display) -> String {
+    let count = count.to_string();
+    let noun = if count == "1" {
+        "dimension"
+    } else {
+        "dimensions"
+    };
+    format!("{count} {noun}")
+}
+
 /// A tensor layout named in an error: shape, strides (when given) and dtype.
 ///
 /// Displays as `shape [2, 3] with strides [3, 1] of float32`.
@@ -445,11 +456,11 @@ impl fmt::Display for CapsuleError {
             Self::NullShape {
                 ndim,
                 prototype: false,
-            } => write!(f, "the tensor has {ndim} dimensions but a NULL shape"),
+            } => write!(f, "the tensor has {} but a NULL shape", dimensions(ndim)),
             Self::NullShape {
                 ndim,
                 prototype: true,
-            } => write!(f, "a prototype of {ndim} dimensions with a NULL shape"),
+            } => write!(f, "a prototype of {} with a NULL shape", dimensions(ndim)),
             Self::NullData { shape } => write!(
                 f,
                 "the tensor has shape {} but a NULL data pointer",

@@ -229,7 +229,8 @@ impl fmt::Display for DLPackError {
             Self::Ndim { expected, found } => {
                 write!(
                     f,
-                    "expected a {expected}-dimensional tensor, got {found} dimensions"
+                    "expected a {expected}-dimensional tensor, got {}",
+                    detail::dimensions(found)
                 )
             }
             Self::Device { expected, found } => {
@@ -362,6 +363,13 @@ mod tests {
                     found: 3,
                 },
                 "expected a 2-dimensional tensor, got 3 dimensions",
+            ),
+            (
+                DLPackError::Ndim {
+                    expected: 2,
+                    found: 1,
+                },
+                "expected a 2-dimensional tensor, got 1 dimension",
             ),
             (
                 DLPackError::Device {

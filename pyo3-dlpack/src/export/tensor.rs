@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyModule, PyTuple};
 use pyo3::{PyClass, PyClassInitializer};
@@ -36,6 +37,10 @@ pub struct DLPackTensor {
     /// The shared value with its description, checked once when wrapped.
     described: Described<Arc<dyn IntoDLPack>>,
 }
+
+/// [`DLPackTensor::PYI`]'s text (a separate constant, so that rustdoc shows
+/// the stub as the code block of its docs, not as an escaped one-line string).
+const STUB: &str = include_str!("tensor.pyi");
 
 impl std::fmt::Debug for DLPackTensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -162,7 +167,12 @@ impl DLPackTensor {
     /// // let my_stub = include_str!("../my_module.pyi");
     /// assert!(my_stub.contains(pyo3_dlpack::DLPackTensor::PYI));
     /// ```
-    pub const PYI: &'static str = include_str!("tensor.pyi");
+    ///
+    /// `make test` checks it with stubtest, mypy and pyright (`tests/typing`).
+    /// Its text:
+    ///
+    #[doc = concat!("```python\n", include_str!("tensor.pyi"), "```")]
+    pub const PYI: &'static str = STUB;
 
     /// Adds the class to your module `m`, as `DLPackTensor`, and makes its
     /// `__module__` the module's name, so that `help()`, `repr(type(t))` and
@@ -336,6 +346,66 @@ impl DLPackTensor {
 
     fn __repr__(&self) -> String {
         describe(self.info())
+    }
+
+    /// `numpy.asarray(t)` and `numpy.array(t)` where the buffer protocol
+    /// does not serve them (NumPy asks it first): the host memory through
+    /// `numpy.from_dlpack`, zero-copy unless a copy or another `dtype` is
+    /// asked for. `BufferError` for memory the host cannot read (device
+    /// memory: import it with that device's framework) and for dtypes NumPy
+    /// lacks (bfloat16, float8, …), never a 0-d object array.
+    #[pyo3(signature = (dtype=None, copy=None))]
+    fn __array__<'py>(
+        slf: &Bound<'py, Self>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let info = slf.get().info();
+        let device = info.device();
+        if !device.is_host_accessible() {
+            return Err(PyBufferError::new_err(format!(
+                "cannot make a NumPy array of a tensor on {device}: NumPy reads host memory \
+                 only; import it with a framework for that device, such as \
+                 torch.from_dlpack(t) or cupy.from_dlpack(t)"
+            )));
+        }
+        if crate::frameworks::numpy::type_number(info.dtype()).is_none() {
+            return Err(PyBufferError::new_err(format!(
+                "cannot make a NumPy array of a {} tensor: NumPy has no such dtype; import it \
+                 with torch.from_dlpack(t) or jax.numpy.from_dlpack(t)",
+                info.dtype()
+            )));
+        }
+        let numpy = py.import(pyo3::intern!(py, "numpy"))?;
+        let from_dlpack = |copy: Option<bool>| {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item(pyo3::intern!(py, "copy"), copy)?;
+            numpy.call_method(pyo3::intern!(py, "from_dlpack"), (slf,), Some(&kwargs))
+        };
+        let Some(dtype) = dtype.filter(|dtype| !dtype.is_none()) else {
+            return from_dlpack(copy);
+        };
+        let dtype = numpy.getattr(pyo3::intern!(py, "dtype"))?.call1((dtype,))?;
+        let array = from_dlpack(copy)?;
+        if array.getattr(pyo3::intern!(py, "dtype"))?.eq(&dtype)? {
+            return Ok(array);
+        }
+        if copy == Some(false) {
+            // NumPy's own words for `copy=False` where a cast must copy.
+            return Err(PyValueError::new_err(
+                "Unable to avoid copy while creating an array as requested.",
+            ));
+        }
+        array.call_method1(pyo3::intern!(py, "astype"), (dtype,))
+    }
+
+    /// `jax.numpy.asarray(t)` and every `jax.numpy` function given `t`: the
+    /// tensor as a `jax.Array` through `jax.numpy.from_dlpack`, zero-copy
+    /// where JAX does not copy (64-byte-aligned host buffers), read-only
+    /// tensors included (JAX arrays are immutable).
+    fn __jax_array__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        crate::frameworks::jax::array_of_shared(slf.py(), slf.get().described().owner())
     }
 
     /// The interface dict of a CUDA tensor (version 3, for Numba and other

@@ -233,8 +233,8 @@ fn through_constructor<'py>(
         }
         Some(Framework::Jax) => {
             return Err(PyTypeError::new_err(
-                "JAX arrays are immutable and cannot be filled from Rust: \
-                 return a Native::jax of your own buffer instead",
+                "cannot write the result into an array like a jax.Array: JAX arrays are \
+                 immutable; pass a numpy.ndarray, torch.Tensor or cupy.ndarray instead",
             ));
         }
         None => {

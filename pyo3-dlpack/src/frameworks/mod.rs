@@ -15,7 +15,7 @@
 //!   caller's framework.
 
 pub(crate) mod allocate;
-mod jax;
+pub(crate) mod jax;
 pub(crate) mod native;
 pub(crate) mod numpy;
 pub(crate) mod torch;

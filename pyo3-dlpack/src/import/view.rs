@@ -15,20 +15,28 @@ impl PyTensor {
     /// [`check_view_dtype`](Self::check_view_dtype)).
     fn check_element<T: PlainElement>(&self, mutable: bool) -> Result<(), DLPackError> {
         self.check_view_access(mutable)?;
-        let device = self.device();
-        if device.device_type != crate::DeviceType::CPU {
-            if !device.is_host_accessible() {
-                return Err(DLPackError::Device {
-                    expected: crate::Device::cpu(),
-                    found: device,
-                });
-            }
-            let ready_on = self
-                .stream()
-                .and_then(|stream| usize::try_from(stream).ok());
-            pyo3::Python::attach(|py| crate::cuda::host::make_host_readable(py, device, ready_on))?;
-        }
+        self.ensure_host_readable()?;
         self.check_view_dtype::<T>(mutable)
+    }
+
+    /// Checks that the host may read the memory now: CPU memory at once; CUDA
+    /// pinned and managed memory once the stream the data is ready on has
+    /// finished (the host waits, [`crate::cuda::host`]); device memory never.
+    fn ensure_host_readable(&self) -> Result<(), DLPackError> {
+        let device = self.device();
+        if device.device_type == crate::DeviceType::CPU {
+            return Ok(());
+        }
+        if !device.is_host_accessible() {
+            return Err(DLPackError::Device {
+                expected: crate::Device::cpu(),
+                found: device,
+            });
+        }
+        let ready_on = self
+            .stream()
+            .and_then(|stream| usize::try_from(stream).ok());
+        pyo3::Python::attach(|py| crate::cuda::host::make_host_readable(py, device, ready_on))
     }
 
     /// Checks that a view may be made at all: the tensor is owned (not a
@@ -121,6 +129,47 @@ impl PyTensor {
         // live import overlaps it (checked), and `&mut self` excludes every
         // other view through this tensor.
         Ok(unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), self.numel()) })
+    }
+
+    /// The element storage as raw bytes, for a contiguous host tensor of any
+    /// dtype (bfloat16, float8 and sub-byte types included, which no
+    /// [`PlainElement`] views): [`nbytes`](Self::nbytes) bytes from the
+    /// first element, in the host's byte order. Checks what
+    /// [`as_slice`](Self::as_slice) checks, except the dtype.
+    ///
+    /// ```
+    /// use pyo3::prelude::*;
+    /// use pyo3_dlpack::PyTensor;
+    ///
+    /// /// Python: `digest(torch.ones(2, dtype=torch.bfloat16))`: any dtype, any framework.
+    /// #[pyfunction]
+    /// fn digest(tensor: PyTensor) -> PyResult<u64> {
+    ///     let bytes = tensor.as_bytes()?; // dtype-agnostic; contiguous host memory only
+    ///     Ok(bytes.iter().fold(0xcbf29ce484222325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3)))
+    /// }
+    /// # Python::attach(|py| -> PyResult<()> {
+    /// #     let x = py.eval(c"__import__('numpy').array([1.0, 2.0], dtype='<f4')", None, None)?;
+    /// #     let tensor = PyTensor::from_pyany(&x)?;
+    /// #     assert_eq!(tensor.as_bytes()?, [0, 0, 0x80, 0x3f, 0, 0, 0, 0x40]);
+    /// #     let t = py.eval(c"__import__('numpy').arange(6, dtype='u1').reshape(2, 3).T", None, None)?;
+    /// #     let err = PyTensor::from_pyany(&t)?.as_bytes().unwrap_err();
+    /// #     assert_eq!(err.to_string(), "expected a contiguous (row-major) tensor, got shape [3, 2] with strides [1, 3]");
+    /// #     let _ = digest(tensor)?;
+    /// #     Ok(())
+    /// # }).unwrap();
+    /// ```
+    pub fn as_bytes(&self) -> Result<&[u8], DLPackError> {
+        self.check_view_access(false)?;
+        self.ensure_host_readable()?;
+        self.ensure_contiguous()?;
+        if self.nbytes() == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: validated on import: `nbytes` bytes of element storage from
+        // the first element (non-NULL when there are elements), contiguous
+        // (checked), host-readable (checked), alive while `self` is borrowed;
+        // every byte pattern is a valid `u8`.
+        Ok(unsafe { std::slice::from_raw_parts(self.data_ptr().cast::<u8>(), self.nbytes()) })
     }
 
     /// A copy of the elements in row-major order, for any strides (negative,

@@ -52,7 +52,7 @@ unsafe impl<T: Element> TensorData for CudaSlice<T> {
 /// kernels on a side stream need `torch.cuda.synchronize()` or
 /// `Tensor.record_stream` first).
 ///
-/// ```no_run
+/// ```
 /// use pyo3::prelude::*;
 /// use pyo3_dlpack::DLPackTensor;
 /// use pyo3_dlpack::cudarc::driver::CudaContext;
@@ -63,11 +63,24 @@ unsafe impl<T: Element> TensorData for CudaSlice<T> {
 ///     let to_py = |e: pyo3_dlpack::cudarc::driver::DriverError| {
 ///         pyo3::exceptions::PyRuntimeError::new_err(e.to_string())
 ///     };
+///     // cudarc panics (a `PanicException` in Python) where no CUDA driver is
+///     // installed: check first.
+///     // SAFETY: only loads the driver library (as cudarc's first call would).
+///     if !unsafe { pyo3_dlpack::cudarc::driver::sys::is_culib_present() } {
+///         return Err(pyo3::exceptions::PyRuntimeError::new_err("no CUDA driver on this machine"));
+///     }
 ///     let stream = CudaContext::new(0).and_then(|ctx| ctx.new_stream()).map_err(to_py)?;
 ///     let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
 ///     let slice = stream.clone_htod(&values).map_err(to_py)?;
 ///     Ok(DLPackTensor::new(slice)?)
 /// }
+/// # Python::attach(|py| {
+/// #     // SAFETY: as above.
+/// #     if !unsafe { pyo3_dlpack::cudarc::driver::sys::is_culib_present() } {
+/// #         let err = ramp(4).err().unwrap(); // no panic without a driver
+/// #         assert_eq!(err.value(py).to_string(), "no CUDA driver on this machine");
+/// #     }
+/// # });
 /// ```
 impl<T: Element> IntoDLPack for CudaSlice<T> {
     fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {

@@ -36,6 +36,12 @@ impl PyTensor {
     /// /// Python: `total(torch.ones(4, device="cuda"))`
     /// #[pyfunction]
     /// fn total(tensor: PyTensor) -> PyResult<f32> {
+    ///     // cudarc panics (a `PanicException` in Python) where no CUDA driver
+    ///     // is installed: check first.
+    ///     // SAFETY: only loads the driver library (as cudarc's first call would).
+    ///     if !unsafe { pyo3_dlpack::cudarc::driver::sys::is_culib_present() } {
+    ///         return Err(pyo3::exceptions::PyRuntimeError::new_err("no CUDA driver on this machine"));
+    ///     }
     ///     let stream = CudaContext::new(0).and_then(|ctx| ctx.new_stream())
     ///         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
     ///     let view = tensor.cuda_view::<f32>(&stream)?;
