@@ -19,12 +19,13 @@ fn list(entries: &[i64]) -> impl fmt::Display + '_ {
 
 /// A count of dimensions in words: `1 dimension`, `3 dimensions`.
 pub(crate) fn dimensions(count: impl fmt::Display) -> String {
+    counted(count, "dimension", "dimensions")
+}
+
+/// A count in words, the noun agreeing with it: `1 entry`, `2 entries`.
+fn counted(count: impl fmt::Display, one: &str, many: &str) -> String {
     let count = count.to_string();
-    let noun = if count == "1" {
-        "dimension"
-    } else {
-        "dimensions"
-    };
+    let noun = if count == "1" { one } else { many };
     format!("{count} {noun}")
 }
 
@@ -185,11 +186,11 @@ impl fmt::Display for LayoutError {
             ),
             Self::StridesRank { strides, shape } => write!(
                 f,
-                "strides {} have {} entries, but shape {} has {} dimensions",
+                "strides {} have {}, but shape {} has {}",
                 list(strides),
-                strides.len(),
+                counted(strides.len(), "entry", "entries"),
                 list(shape),
-                shape.len()
+                dimensions(shape.len())
             ),
             Self::PastEnd {
                 layout,
@@ -591,7 +592,8 @@ impl fmt::Display for ExportError {
                 "copy=True makes a cpu:0 copy, but dl_device asks for {target}"
             ),
             Self::CopyUnknownLength => f.write_str(
-                "copy=True needs a buffer of known length (its TensorData reports none)",
+                "copy=True cannot copy this tensor: the length of its memory is unknown \
+                 (raw memory exported without one); import it without copy=True",
             ),
             Self::Stream {
                 stream,

@@ -560,7 +560,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "strides [1] have 1 entries, but shape [2, 3] has 2 dimensions"
+            "strides [1] have 1 entry, but shape [2, 3] has 2 dimensions"
         );
         let err = TensorInfo::new(&data, [-1i64, 3]).unwrap_err();
         assert_eq!(

@@ -178,6 +178,36 @@ mod tests {
     }
 
     #[test]
+    fn a_copy_needs_memory_of_known_length() {
+        struct Unmeasured(Vec<f32>);
+        // SAFETY: the Vec's buffer, which does not move with the value, is
+        // its memory; no length is reported, so none is promised.
+        unsafe impl crate::TensorData for Unmeasured {
+            fn data_ptr(&self) -> *mut std::ffi::c_void {
+                self.0.as_ptr().cast_mut().cast()
+            }
+            fn byte_len(&self) -> Option<usize> {
+                None
+            }
+        }
+        let data = Unmeasured(vec![0.0; 4]);
+        let info = TensorInfo::builder(&data)
+            .dtype(crate::DataType::F32)
+            .shape([4usize])
+            .build()
+            .unwrap();
+        let request = ExportRequest {
+            copy: Some(true),
+            ..versioned()
+        };
+        assert_eq!(
+            request.plan(&info).unwrap_err().to_string(),
+            "copy=True cannot copy this tensor: the length of its memory is unknown \
+             (raw memory exported without one); import it without copy=True"
+        );
+    }
+
+    #[test]
     fn cpu_streams() {
         let ok = |stream| {
             plan(
