@@ -251,6 +251,7 @@ mod frameworks;
 #[cfg(feature = "__fuzzing")]
 #[doc(hidden)]
 pub mod fuzz;
+mod gather;
 mod import;
 mod layout;
 #[cfg(test)]

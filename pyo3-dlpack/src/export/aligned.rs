@@ -73,6 +73,36 @@ impl<T: Element> AlignedBuffer<T> {
         let Some(ptr) = NonNull::new(raw.cast::<T>()) else {
             alloc::handle_alloc_error(layout)
         };
+        crate::gather::advise_huge_pages(raw, layout.size());
+        Self { ptr, len }
+    }
+
+    /// `len` elements whose bytes `write` writes, all of them, given the
+    /// start of the new (uninitialised, 64-byte-aligned) memory: a copy
+    /// without zero-filling the buffer first.
+    ///
+    /// # Safety
+    ///
+    /// `write` writes every one of the `len * size_of::<T>()` bytes from the
+    /// pointer it is given (and nothing outside them), with values valid
+    /// for `T`.
+    pub(crate) unsafe fn from_writer(len: usize, write: impl FnOnce(*mut u8)) -> Self {
+        let layout = Self::layout(len);
+        if layout.size() == 0 {
+            return Self {
+                ptr: Self::dangling(),
+                len,
+            };
+        }
+        // SAFETY: the layout has a non-zero size (checked above).
+        let raw = unsafe { alloc::alloc(layout) };
+        let Some(ptr) = NonNull::new(raw.cast::<T>()) else {
+            alloc::handle_alloc_error(layout)
+        };
+        crate::gather::advise_huge_pages(raw, layout.size());
+        // Every byte is written here (the caller's promise) before the
+        // buffer is read or dropped.
+        write(raw);
         Self { ptr, len }
     }
 
@@ -89,7 +119,9 @@ impl<T: Element> AlignedBuffer<T> {
         }
         // SAFETY: the layout has a non-zero size (checked above).
         let raw = unsafe { alloc::alloc_zeroed(layout) };
-        NonNull::new(raw.cast::<T>()).map(|ptr| Self { ptr, len })
+        let ptr = NonNull::new(raw.cast::<T>())?;
+        crate::gather::advise_huge_pages(raw, layout.size());
+        Some(Self { ptr, len })
     }
 
     /// `len` elements, element `i` being `f(i)`.

@@ -33,24 +33,16 @@ impl HostTensor {
         // Fits: the description was checked to lie inside a buffer.
         let nbytes = layout::storage_bytes(info.numel(), dtype, false)
             .expect("a checked description's storage fits in memory");
-        let mut bytes = AlignedBuffer::<u8>::zeroed(nbytes);
-        if nbytes > 0 {
-            if info.is_contiguous() {
-                // SAFETY: a TensorInfo only exists for a live buffer it was
-                // checked against; contiguous, its `nbytes` bytes from
-                // `data_ptr` are inside that buffer, readable from the host
-                // (asserted above), and `bytes` is a separate allocation.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        info.data_ptr().cast::<u8>(),
-                        bytes.as_mut_ptr(),
-                        nbytes,
-                    )
-                };
-            } else {
-                gather(info, &mut bytes);
-            }
-        }
+        let (shape, strides) = info.dims_slices();
+        let src = info.data_ptr().cast::<u8>().cast_const();
+        let write = |dst| {
+            // SAFETY: a live TensorInfo checked the layout to lie inside its
+            // host-readable buffer (asserted above); `dst` is a new allocation
+            // of `nbytes`: the `numel` elements of `itemsize` bytes.
+            unsafe { crate::gather::to_row_major(src, shape, strides, dtype.itemsize(), dst) }
+        };
+        // SAFETY: `write` writes all `nbytes` bytes; any byte is a `u8`.
+        let bytes = unsafe { AlignedBuffer::<u8>::from_writer(nbytes, write) };
         Self {
             bytes,
             shape: info.shape().to_vec(),
@@ -74,23 +66,6 @@ impl HostTensor {
             dtype,
             device: Device::cpu(),
         })
-    }
-}
-
-/// Copies a strided tensor element by element, in row-major order.
-fn gather(info: &TensorInfo<'_>, out: &mut [u8]) {
-    let itemsize = info.dtype().itemsize();
-    let (shape, strides) = info.dims_slices();
-    let base = info.data_ptr().cast::<u8>().cast_const();
-    for (chunk, offset) in out
-        .chunks_exact_mut(itemsize)
-        .zip(layout::offsets(shape, strides))
-    {
-        let src = base.wrapping_offset(offset * itemsize as isize);
-        // SAFETY: the walk stays within `shape`, so `src` is one of the
-        // elements the checked TensorInfo describes: inside its live,
-        // host-readable buffer.
-        unsafe { std::ptr::copy_nonoverlapping(src, chunk.as_mut_ptr(), itemsize) };
     }
 }
 

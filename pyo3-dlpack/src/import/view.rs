@@ -4,7 +4,6 @@ use std::ptr::NonNull;
 
 use crate::error::{CapsuleError, LayoutError};
 use crate::import::tensor::PyTensor;
-use crate::layout;
 use crate::{DLPackError, DataType, PlainElement};
 
 impl PyTensor {
@@ -193,19 +192,22 @@ impl PyTensor {
     pub fn to_vec<T: PlainElement>(&self) -> Result<Vec<T>, DLPackError> {
         self.check_element::<T>(false)?;
         let numel = self.numel();
-        let mut out = Vec::with_capacity(numel);
+        let mut out = Vec::<T>::with_capacity(numel);
         if numel == 0 {
             return Ok(out);
         }
-        let base = self.data_ptr().cast::<T>().cast_const();
-        for offset in layout::offsets(self.shape(), self.strides()) {
-            let element = base.wrapping_offset(offset);
-            // SAFETY: the walk stays within the shape, so `element` is one of
-            // the elements the validated layout describes: inside the
-            // producer's live, host-readable buffer (the extent was checked on
-            // import); `read_unaligned` needs no alignment; any bit pattern is a `T`.
-            out.push(unsafe { element.read_unaligned() });
-        }
+        let dst = out.as_mut_ptr().cast::<u8>();
+        crate::gather::advise_huge_pages(dst, numel * size_of::<T>());
+        let src = self.data_ptr().cast::<u8>().cast_const();
+        let (shape, strides) = (self.shape(), self.strides());
+        // SAFETY: the layout was validated on import: every element it
+        // reaches is inside the producer's live, host-readable buffer (checked
+        // above), any alignment; `out` has room for the `numel` elements, a
+        // separate allocation.
+        unsafe { crate::gather::to_row_major(src, shape, strides, size_of::<T>(), dst) };
+        // SAFETY: all `numel` elements were written; every bit pattern is a
+        // `T` (`PlainElement`).
+        unsafe { out.set_len(numel) };
         Ok(out)
     }
 }
