@@ -68,6 +68,13 @@ impl SafetensorsHandle {
         })
     }
 
+    /// The tensor `name` as a `jax.Array` (JAX asks for legacy capsules,
+    /// which cannot say read-only: `Native` hands it over as JAX's arrays are
+    /// immutable).
+    fn jax<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        pyo3_dlpack::Native::jax(self.file.tensor(name)?).into_array(py)
+    }
+
     /// Address of the file's first byte.
     fn base_address(&self) -> usize {
         self.file.as_bytes().as_ptr() as usize
