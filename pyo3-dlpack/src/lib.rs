@@ -242,10 +242,11 @@
 //!   channels) tensor with no copy; imports as image buffers (one copy,
 //!   [`PyTensor::to_image_buffer`]) or views ([`PyTensor::as_image_view`]).
 //!
-//! The adapters' dependencies and the oldest Rust they build on: safetensors
-//! 0.8 (1.80) with memmap2 0.9.8 or later (1.63); nalgebra 0.33 (1.85 in
-//! this workspace; 0.34 needs 1.87, 0.35 1.89, and a newer toolchain may
-//! pick them); image 0.25.6 to 0.25.9 (1.85; 0.25.10 needs 1.88).
+//! The adapters' dependencies and the oldest Rust they declare: safetensors
+//! 0.8 (1.80) with memmap2 0.9.8 or later (1.63; 0.9.12: 1.65); nalgebra 0.33
+//! to 0.35 (0.33 declares none, 0.34 needs 1.87, 0.35 1.89); image 0.25.6 to
+//! 0.25.9 (0.25.9: 1.85; 0.25.10 needs 1.88). The workspace's MSRV-aware
+//! resolver picks the newest that declare 1.85 or less.
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
