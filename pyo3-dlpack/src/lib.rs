@@ -231,16 +231,16 @@
 //!   device, consumers ordered after its stream), and CUDA imports give typed
 //!   cudarc views ([`PyTensor::cuda_view`], [`PyTensor::cuda_view_mut`]).
 //!   cudarc loads the CUDA driver at run time, so it builds anywhere.
-//! - `safetensors`: [`SafetensorsFile`] (a memory-mapped file, or bytes you
-//!   own) and its tensors, [`SafetensorView`]s exported read-only with no
+//! - `safetensors`: `SafetensorsFile` (a memory-mapped file, or bytes you
+//!   own) and its tensors, `SafetensorView`s exported read-only with no
 //!   copy, every safetensors dtype (float8, float6, float4 included).
 //! - `nalgebra`: `DMatrix`/`OMatrix` (and boxed static matrices) exported
 //!   column-major with their strides; imports viewed as
 //!   `nalgebra::DMatrixView` with the tensor's strides
-//!   ([`PyTensor::as_dmatrix_view`]).
+//!   (`PyTensor::as_dmatrix_view`).
 //! - `image`: `image::ImageBuffer<P, Vec<_>>` exported as a (height, width,
 //!   channels) tensor with no copy; imports as image buffers (one copy,
-//!   [`PyTensor::to_image_buffer`]) or views ([`PyTensor::as_image_view`]).
+//!   `PyTensor::to_image_buffer`) or views (`PyTensor::as_image_view`).
 //!
 //! The adapters' dependencies and the oldest Rust they declare: safetensors
 //! 0.8 (1.80) with memmap2 0.9.8 or later (1.63; 0.9.12: 1.65); nalgebra 0.33
