@@ -54,6 +54,11 @@ where
 /// assert_eq!(info.data_ptr().cast_const(), m.as_ptr().cast());
 /// ```
 ///
+/// As the `#[dlpack(data)]` field of a derived type, a matrix is a buffer
+/// in column-major order: give the derive its strides as well
+/// (`#[dlpack(strides)]` holding `[1, rows]`), or a `#[dlpack(shape)]` of
+/// `[rows, cols]` alone describes the buffer row-major, the transpose.
+///
 /// A view (`MatrixView`) borrows its matrix, so it cannot be exported (an
 /// export may outlive any borrow): export the owning matrix, or
 /// `view.into_owned()` (one copy). A static matrix (`SMatrix`, `Matrix3`)

@@ -199,7 +199,8 @@ impl SafetensorsFile {
     /// The map is private and copy-on-write, with no swap reserved: a
     /// consumer that ignores the read-only flag (torch has no read-only
     /// tensors) and writes changes this process's copy of that page only,
-    /// never the file, and does not fault.
+    /// never the file (the copy is made when written; with no swap reserved
+    /// for it, only an out-of-memory system refuses it).
     ///
     /// # Safety
     ///
