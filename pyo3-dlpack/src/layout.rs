@@ -78,6 +78,29 @@ pub(crate) fn storage_bytes(numel: usize, dtype: DataType, padded: bool) -> Opti
     usize::try_from(bytes).ok().filter(|&b| b as i128 <= LIMIT)
 }
 
+#[cfg(any(feature = "ndarray", feature = "nalgebra"))]
+/// A sufficient condition for no two indices to reach the same element:
+/// ordered by |stride|, each axis longer than 1 steps past everything the
+/// smaller axes reach.
+pub(crate) fn elements_are_distinct(shape: &[i64], strides: &[i64]) -> bool {
+    let mut axes: Vec<(u64, u64)> = shape
+        .iter()
+        .zip(strides)
+        .filter(|&(&dim, _)| dim > 1)
+        .map(|(&dim, &stride)| (stride.unsigned_abs(), dim as u64))
+        .collect();
+    axes.sort_unstable();
+    let mut reach: u64 = 0;
+    for (stride, dim) in axes {
+        if stride <= reach {
+            return false;
+        }
+        // Bounded by the validated extent, so no overflow.
+        reach += (dim - 1) * stride;
+    }
+    true
+}
+
 /// The bytes the elements reach relative to the first element's address:
 /// `(lowest, one past the highest)`, for a tensor with at least one element
 /// whose extents were checked by [`numel`]. `None` when the span exceeds

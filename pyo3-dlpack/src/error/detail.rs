@@ -721,3 +721,107 @@ impl fmt::Display for ArgumentError {
         }
     }
 }
+
+/// A failure of an adapter to another crate's types (features `safetensors`,
+/// `nalgebra`, `image`): a layout the other crate's type cannot express, or
+/// a file that is not what it claims.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdapterError {
+    /// The tensor's layout is one the target type cannot express.
+    Inexpressible {
+        /// The type asked for, such as `nalgebra::DMatrixView<f32>`.
+        target: String,
+        /// What it needs, such as `strides of 0 or more`.
+        expected: String,
+        /// The tensor's shape.
+        shape: Vec<i64>,
+        /// Its strides.
+        strides: Vec<i64>,
+    },
+    /// The bytes are not a valid safetensors file.
+    Safetensors {
+        /// What is wrong, in the safetensors crate's words.
+        reason: String,
+    },
+    /// No tensor of that name in the safetensors file.
+    TensorNotFound {
+        /// The name asked for.
+        name: String,
+        /// The names the file holds, sorted.
+        available: Vec<String>,
+    },
+    /// A dtype of the other crate with no DLPack counterpart.
+    UnsupportedDtype {
+        /// The other crate's name for it, such as `safetensors F8_E4M3`.
+        dtype: String,
+    },
+    /// A bool tensor with a byte other than 0 or 1, which no consumer may read as a bool.
+    InvalidBool {
+        /// The tensor's name.
+        name: String,
+        /// The offset of the first such byte in the tensor.
+        offset: usize,
+        /// Its value.
+        byte: u8,
+    },
+    /// A file that could not be opened or read.
+    Io {
+        /// The path.
+        path: String,
+        /// The operating system's message.
+        message: String,
+    },
+}
+
+impl fmt::Display for AdapterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Inexpressible {
+                target,
+                expected,
+                shape,
+                strides,
+            } => write!(
+                f,
+                "{target} cannot hold shape {} with strides {}: expected {expected}",
+                list(shape),
+                list(strides)
+            ),
+            Self::Safetensors { reason } => write!(
+                f,
+                "expected a safetensors file, got bytes that are not one: {reason}"
+            ),
+            Self::TensorNotFound { name, available } => {
+                write!(
+                    f,
+                    "expected a tensor named {name:?} in the safetensors file, "
+                )?;
+                const SHOWN: usize = 8;
+                match available.len() {
+                    0 => f.write_str("which holds none"),
+                    n => {
+                        let names: Vec<String> = available
+                            .iter()
+                            .take(SHOWN)
+                            .map(|n| format!("{n:?}"))
+                            .collect();
+                        write!(f, "which holds {}", names.join(", "))?;
+                        if n > SHOWN {
+                            write!(f, " and {} more", n - SHOWN)?;
+                        }
+                        Ok(())
+                    }
+                }
+            }
+            Self::UnsupportedDtype { dtype } => {
+                write!(f, "expected a dtype DLPack can describe, got {dtype}")
+            }
+            Self::InvalidBool { name, offset, byte } => write!(
+                f,
+                "expected bytes 0 or 1 in the bool tensor {name:?}, got {byte} at byte {offset}"
+            ),
+            Self::Io { path, message } => write!(f, "cannot read {path:?}: {message}"),
+        }
+    }
+}

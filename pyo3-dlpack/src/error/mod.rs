@@ -8,8 +8,8 @@ mod user;
 use std::fmt;
 
 pub use detail::{
-    ArgumentError, CapsuleError, DimsKind, DtypeError, ExportError, LayoutDesc, LayoutError,
-    SizeOverflow,
+    AdapterError, ArgumentError, CapsuleError, DimsKind, DtypeError, ExportError, LayoutDesc,
+    LayoutError, SizeOverflow,
 };
 pub use interface::{Interface, InterfaceError};
 pub use user::UserError;
@@ -148,6 +148,9 @@ pub enum DLPackError {
     /// `From<PyErr>` (raised as itself), or any error through
     /// [`DLPackError::user`] (raised as a `ValueError` with its message).
     User(UserError),
+    /// An adapter to another crate's types (features `safetensors`,
+    /// `nalgebra`, `image`) met a layout or a file it cannot take.
+    Adapter(AdapterError),
 }
 
 impl DLPackError {
@@ -274,6 +277,7 @@ impl fmt::Display for DLPackError {
                 write!(f, "the DLPackTensor exchange API got a {found}")
             }
             Self::User(err) => err.fmt(f),
+            Self::Adapter(err) => err.fmt(f),
         }
     }
 }
@@ -323,6 +327,12 @@ impl From<ExportError> for DLPackError {
 impl From<ArgumentError> for DLPackError {
     fn from(err: ArgumentError) -> Self {
         Self::InvalidArgument(err)
+    }
+}
+
+impl From<AdapterError> for DLPackError {
+    fn from(err: AdapterError) -> Self {
+        Self::Adapter(err)
     }
 }
 

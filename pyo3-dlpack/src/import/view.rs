@@ -12,7 +12,7 @@ impl PyTensor {
     /// stream the data is ready on has finished: [`crate::cuda::host`], the
     /// one rule) and the dtype is `T`'s (see
     /// [`check_view_dtype`](Self::check_view_dtype)).
-    fn check_element<T: PlainElement>(&self, mutable: bool) -> Result<(), DLPackError> {
+    pub(crate) fn check_element<T: PlainElement>(&self, mutable: bool) -> Result<(), DLPackError> {
         self.check_view_access(mutable)?;
         self.ensure_host_readable()?;
         self.check_view_dtype::<T>(mutable)
@@ -218,28 +218,6 @@ mod ndarray_views {
 
     use super::*;
 
-    /// A sufficient condition for no two indices to reach the same element:
-    /// ordered by |stride|, each axis longer than 1 steps past everything the
-    /// smaller axes reach.
-    fn elements_are_distinct(shape: &[i64], strides: &[i64]) -> bool {
-        let mut axes: Vec<(u64, u64)> = shape
-            .iter()
-            .zip(strides)
-            .filter(|&(&dim, _)| dim > 1)
-            .map(|(&dim, &stride)| (stride.unsigned_abs(), dim as u64))
-            .collect();
-        axes.sort_unstable();
-        let mut reach: u64 = 0;
-        for (stride, dim) in axes {
-            if stride <= reach {
-                return false;
-            }
-            // Bounded by the validated extent, so no overflow.
-            reach += (dim - 1) * stride;
-        }
-        true
-    }
-
     /// Where a view starts (the lowest element reached), its shape with the
     /// absolute strides (ndarray's constructors need strides ≥ 0), and the
     /// axes to invert afterwards to restore the negative ones.
@@ -304,7 +282,7 @@ mod ndarray_views {
                 return Ok(ArrayViewMutD::from_shape(empty_shape(self), &mut [])
                     .expect("an empty shape fits an empty slice"));
             }
-            if !elements_are_distinct(self.shape(), self.strides()) {
+            if !crate::layout::elements_are_distinct(self.shape(), self.strides()) {
                 return Err(LayoutError::Overlapping {
                     shape: self.shape().to_vec(),
                     strides: self.strides().to_vec(),
@@ -314,7 +292,7 @@ mod ndarray_views {
             let (shape, lowest, inverted) = view_layout(self, self.element_ptr::<T>()?);
             // SAFETY: as in `as_array`, plus: writable (checked), no other live
             // import overlaps it (checked), no two indices reach the same
-            // element (`elements_are_distinct`), and `&mut self` excludes
+            // element (`layout::elements_are_distinct`), and `&mut self` excludes
             // other views through this tensor.
             let mut view = unsafe { ArrayViewMutD::from_shape_ptr(shape, lowest) };
             for &axis in &inverted {

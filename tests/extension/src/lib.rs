@@ -16,6 +16,7 @@ use pyo3_dlpack::{
     ImportOptions, IntoDLPack, PyTensor, RawBuffer, TensorInfo,
 };
 
+mod adapters;
 #[cfg(feature = "cudarc")]
 mod cudarc;
 mod derive;
@@ -25,6 +26,7 @@ mod native;
 mod timing;
 mod tracking;
 
+use adapters::*;
 #[cfg(feature = "cudarc")]
 use cudarc::*;
 use derive::*;
@@ -38,6 +40,15 @@ use tracking::*;
 fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     DLPackTensor::add_to_module(m)?;
     m.add_function(wrap_pyfunction!(drop_counts, m)?)?;
+    m.add_class::<SafetensorsHandle>()?;
+    m.add_function(wrap_pyfunction!(safetensors_open, m)?)?;
+    m.add_function(wrap_pyfunction!(nalgebra_matrix, m)?)?;
+    m.add_function(wrap_pyfunction!(nalgebra_view, m)?)?;
+    m.add_function(wrap_pyfunction!(nalgebra_scale, m)?)?;
+    m.add_function(wrap_pyfunction!(image_rgb, m)?)?;
+    m.add_function(wrap_pyfunction!(image_copy_rgb8, m)?)?;
+    m.add_function(wrap_pyfunction!(image_view_luma16, m)?)?;
+    m.add_function(wrap_pyfunction!(image_invert_f32, m)?)?;
     m.add_function(wrap_pyfunction!(native_arange, m)?)?;
     m.add_function(wrap_pyfunction!(native_like, m)?)?;
     m.add_function(wrap_pyfunction!(framework_of, m)?)?;
