@@ -544,3 +544,144 @@ def test_the_legacy_default_stream_synchronises_with_blocking_streams_only():
         races=5,
     )
     assert out == "ok\n"
+
+
+def test_the_stand_in_enforces_the_drivers_capture_rules():
+    # CUDA's stream capture, as the driver documents it: work on a capturing stream is
+    # recorded, not run; synchronising it is unsupported (900) and invalidates the
+    # capture (901 from then on, and at the end); any use of the legacy stream while a
+    # blocking stream of its context captures is an implicit dependency (906, the
+    # capture invalidated), but not while only a non-blocking stream captures; a stream
+    # that waits for an event recorded in a capture joins it, and must be joined back
+    # (904 otherwise); a capturing stream cannot wait for uncaptured work (905).
+    out = run(
+        """
+        pinned = cuda.standin_alloc(0, 16, 1)
+        s = cuda.standin_stream_create(0)
+        assert begin_capture(s) == 0 and capturing(s) == 1
+        assert begin_capture(s) == 401                 # already capturing
+        write(s, pinned, [1, 2, 3, 4])                 # captured: never runs here
+        assert cuda.standin_pending(pinned, 16) == 0 and floats(pinned, 4) == [0] * 4
+        assert end_capture(s) == (0, True) and capturing(s) == 0
+        assert end_capture(s) == (401, False)          # not capturing
+        with current(0):
+            assert begin_capture(LEGACY) == 900        # the legacy stream cannot capture
+
+        assert begin_capture(s) == 0
+        assert sync(s) == 900 and capturing(s) == 2
+        assert cuda.standin_enqueue_read(s, pinned, 4) == 901
+        assert end_capture(s) == (901, False) and capturing(s) == 0
+
+        blocking, non_blocking = (cuda.standin_stream_create_with_flags(0, f) for f in (0, 1))
+        assert begin_capture(non_blocking) == 0
+        with current(0):
+            assert sync(LEGACY) == 0 and capturing(LEGACY) == 0
+            assert begin_capture(blocking) == 0
+            assert capturing(LEGACY) == ("error", 906)  # a query: invalidates nothing
+            assert capturing(blocking) == 1
+            assert sync(LEGACY) == 906
+            assert capturing(blocking) == 2 and capturing(non_blocking) == 1
+        assert end_capture(blocking) == (901, False)
+        assert end_capture(non_blocking) == (0, True)
+
+        # Cross-stream capture: fork and join through events.
+        origin, side = cuda.standin_stream_create(0), cuda.standin_stream_create(0)
+        fork, join = event(0), event(0)
+        assert begin_capture(origin) == 0
+        assert record(fork, origin) == 0 and wait(side, fork) == 0
+        assert capturing(side) == 1
+        assert record(join, side) == 0 and wait(origin, join) == 0
+        assert end_capture(origin) == (0, True) and capturing(side) == 0
+        assert begin_capture(origin) == 0
+        assert record(fork, origin) == 0 and wait(side, fork) == 0
+        assert end_capture(side) == (903, False)        # not where it began: invalidated
+        assert end_capture(origin) == (901, False)
+        assert begin_capture(origin) == 0
+        assert record(fork, origin) == 0 and wait(side, fork) == 0
+        assert end_capture(origin) == (904, False)      # side never joined back
+        assert capturing(side) == 0
+        assert cuda.cuEventSynchronize(fork) == 907     # recorded in a capture
+
+        uncaptured = event(0)
+        assert record(uncaptured, side) == 0
+        assert begin_capture(origin) == 0
+        assert wait(origin, uncaptured) == 905
+        assert end_capture(origin) == (901, False)
+        assert cuda.standin_refusals() == 15
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_what_the_crate_does_while_a_stream_captures():
+    # The crate under CUDA graph capture, as it is today (each case its own capture):
+    # every refusal is the driver's, surfaced as a BufferError naming the call and its
+    # CUresult, with no context left pushed; where the driver invalidates the capture,
+    # the capturer learns it at cuStreamEndCapture (901).
+    out = run(
+        """
+        def attempt(f):
+            try:
+                f()
+            except BufferError as err:
+                return str(err)
+            return "ok"
+        def failed(call, code):
+            return f"the CUDA driver's {call} failed with CUresult {code}"
+
+        # The value's stream captures; a consumer names no stream (the legacy stream):
+        # the legacy stream cannot wait for a capture (906).
+        s = cuda.standin_stream_create(0)
+        t = ext.on_device(4, 2, 0, stream=s)
+        assert begin_capture(s) == 0
+        assert attempt(lambda: t.__dlpack__(max_version=(1, 3))) == failed(
+            "cuStreamWaitEvent", 906)
+        assert end_capture(s) == (901, False)
+
+        # Another blocking stream of the device captures: the same, for any value.
+        other = cuda.standin_stream_create(0)
+        assert begin_capture(other) == 0
+        assert attempt(lambda: t.__dlpack__(max_version=(1, 3))) == failed(
+            "cuStreamWaitEvent", 906)
+        assert end_capture(other) == (901, False)
+
+        # A consumer's stream waits for the capturing value's stream: the export
+        # succeeds, and the consumer's stream joins the capture (its later work is
+        # captured, not run) until the capturer joins it back.
+        consumer = cuda.standin_stream_create(0)
+        assert begin_capture(s) == 0
+        assert attempt(lambda: t.__dlpack__(max_version=(1, 3), stream=consumer)) == "ok"
+        assert capturing(consumer) == 1
+        assert end_capture(s) == (904, False) and capturing(consumer) == 0
+        # So does a __cuda_array_interface__ import given a consumer stream.
+        memory = cuda.standin_alloc(0, 64, 0)
+        assert begin_capture(s) == 0
+        assert attempt(lambda: ext.import_with(CudaArray(memory, 16, s), stream=consumer)) == "ok"
+        assert capturing(consumer) == 1
+        assert end_capture(s) == (904, False)
+
+        # The consumer's stream captures, the value's stream does not: a capture cannot
+        # wait for uncaptured work (905).
+        assert begin_capture(consumer) == 0
+        assert attempt(lambda: t.__dlpack__(max_version=(1, 3), stream=consumer)) == failed(
+            "cuStreamWaitEvent", 905)
+        assert end_capture(consumer) == (901, False)
+
+        # The host reads pinned or managed memory whose stream captures, or imports
+        # from a producer whose stream captures: synchronising it is unsupported (900).
+        for device_type in (3, 13):
+            s = cuda.standin_stream_create(0)
+            t = ext.on_device(4, device_type, 0, stream=s)
+            assert begin_capture(s) == 0
+            assert attempt(lambda: memoryview(t)) == failed("cuStreamSynchronize", 900)
+            assert end_capture(s) == (901, False)
+        assert begin_capture(s) == 0
+        assert attempt(lambda: ext.describe(CudaArray(memory, 16, s))) == failed(
+            "cuStreamSynchronize", 900)
+        assert end_capture(s) == (901, False)
+        assert cuda.standin_context_depth() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
