@@ -685,3 +685,24 @@ def test_what_the_crate_does_while_a_stream_captures():
         """
     )
     assert out == "ok\n"
+
+
+def test_work_the_seeded_scheduler_ran_early_is_still_unordered():
+    # With STANDIN_SEED, ready work runs at arbitrary driver calls: the write below shows
+    # up without anything ordering it, and the host's read of it is still a race.
+    out = run(
+        """
+        pinned = cuda.standin_alloc(0, 16, 1)
+        s = cuda.standin_stream_create(0)
+        write(s, pinned, [1, 2, 3, 4])
+        calls = 0
+        while cuda.standin_pending(pinned, 16) and calls < 1000:
+            calls += 1
+        assert floats(pinned, 4) == [1, 2, 3, 4], calls
+        assert host_read(pinned, 4) == 1
+        print("ok")
+        """,
+        races=1,
+        seed=7,
+    )
+    assert out == "ok\n"
