@@ -2,8 +2,12 @@
 `make test`), which enforces the driver's context rules: every call that needs a current
 context fails without one, and an event is recorded only on streams of its own device.
 Each case runs in a fresh interpreter whose PYO3_DLPACK_CUDA_DRIVER names the stand-in
-(the crate loads the driver once per process). Stream work is not simulated yet: the
-stand-in counts synchronisations and waits per stream, and every refused call."""
+(the crate loads the driver once per process). Streams are queues: a test enqueues
+simulated kernels (`write`: these bytes there, when it runs; `cuda.standin_enqueue_read`),
+which run only when something orders them, and the stand-in records every access not
+ordered after a write to the same memory on another stream as a race (a host read is
+reported by the test, `host_read`, at the point the host reads). Every case ends with the
+number of races the stand-in recorded, zero unless the case makes them on purpose."""
 
 import os
 import subprocess
@@ -25,13 +29,83 @@ import dlpack_testext as ext
 cuda = ctypes.CDLL(os.environ["PYO3_DLPACK_CUDA_DRIVER"])
 for name in ["standin_alloc", "standin_stream_create", "standin_syncs", "standin_waits",
              "standin_refusals", "standin_context_depth", "standin_default_stream_waits",
-             "standin_default_stream_syncs"]:
+             "standin_default_stream_syncs", "standin_stream_create_with_flags",
+             "standin_host_read", "standin_races", "standin_pending"]:
     getattr(cuda, name).restype = ctypes.c_size_t
 cuda.standin_alloc.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
 cuda.standin_stream_create.argtypes = [ctypes.c_int]
+cuda.standin_stream_create_with_flags.argtypes = [ctypes.c_int, ctypes.c_uint]
 cuda.standin_syncs.argtypes = [ctypes.c_size_t]
 cuda.standin_waits.argtypes = [ctypes.c_size_t]
+cuda.standin_enqueue_write.argtypes = [ctypes.c_size_t, ctypes.c_size_t, ctypes.c_char_p,
+                                       ctypes.c_size_t]
+cuda.standin_enqueue_read.argtypes = [ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t]
+cuda.standin_host_read.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+cuda.standin_pending.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+for name in ["cuStreamSynchronize", "cuEventRecord", "cuStreamWaitEvent", "cuEventSynchronize",
+             "cuEventDestroy_v2", "cuStreamBeginCapture_v2", "cuStreamEndCapture",
+             "cuStreamIsCapturing"]:
+    getattr(cuda, name).argtypes = None
 assert cuda.cuInit(0) == 0
+LEGACY, PER_THREAD = 1, 2
+
+def write(stream, address, values):
+    "Enqueues a kernel on `stream` writing float32 `values` at `address`."
+    data = np.asarray(values, dtype=np.float32).tobytes()
+    assert cuda.standin_enqueue_write(stream, address, data, len(data)) == 0
+
+def read(stream, address, n):
+    "Enqueues a kernel on `stream` reading `n` float32s at `address`."
+    assert cuda.standin_enqueue_read(stream, address, 4 * n) == 0
+
+def host_read(address, n):
+    "The host reads `n` float32s at `address` now; the races this makes."
+    return cuda.standin_host_read(address, 4 * n)
+
+def floats(address, n):
+    "What the host sees at `address` (pinned or managed memory)."
+    return list(np.frombuffer((ctypes.c_char * (4 * n)).from_address(address), np.float32))
+
+def sync(stream):
+    return cuda.cuStreamSynchronize(ctypes.c_void_p(stream))
+
+class current:
+    "Makes device `device`'s primary context current on this thread, for a block."
+    def __init__(self, device):
+        self.context = ctypes.c_void_p()
+        assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(self.context), device) == 0
+    def __enter__(self):
+        assert cuda.cuCtxPushCurrent_v2(self.context) == 0
+    def __exit__(self, *exc):
+        assert cuda.cuCtxPopCurrent_v2(None) == 0
+
+def event(device):
+    made = ctypes.c_void_p()
+    with current(device):
+        assert cuda.cuEventCreate(ctypes.byref(made), 2) == 0
+    return made
+
+def record(event, stream):
+    return cuda.cuEventRecord(event, ctypes.c_void_p(stream))
+
+def wait(stream, event):
+    return cuda.cuStreamWaitEvent(ctypes.c_void_p(stream), event, 0)
+
+def capturing(stream):
+    status = ctypes.c_int(-1)
+    code = cuda.cuStreamIsCapturing(ctypes.c_void_p(stream), ctypes.byref(status))
+    return status.value if code == 0 else ("error", code)
+
+def begin_capture(stream, mode=0):
+    return cuda.cuStreamBeginCapture_v2(ctypes.c_void_p(stream), mode)
+
+def end_capture(stream):
+    "cuStreamEndCapture's CUresult, and whether it made a graph."
+    graph = ctypes.c_void_p()
+    code = cuda.cuStreamEndCapture(ctypes.c_void_p(stream), ctypes.byref(graph))
+    if graph.value:
+        assert cuda.cuGraphDestroy(graph) == 0
+    return code, bool(graph.value)
 
 class CudaArray:
     "A __cuda_array_interface__ v3 producer over stand-in memory."
@@ -43,15 +117,28 @@ class CudaArray:
 """
 
 
-def run(code):
+EPILOGUE = """
+print("races", cuda.standin_races())
+"""
+
+
+def run(code, races=0, seed=None):
+    """Runs `code` after PRELUDE in a fresh interpreter; checks that the stand-in recorded
+    `races` races (each described on standard error) and returns the standard output."""
     env = dict(os.environ, PYO3_DLPACK_CUDA_DRIVER=STANDIN)
+    env.pop("STANDIN_SEED", None)
+    if seed is not None:
+        env["STANDIN_SEED"] = str(seed)
+    source = textwrap.dedent(PRELUDE) + textwrap.dedent(code) + textwrap.dedent(EPILOGUE)
     done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(PRELUDE) + textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=120, env=env,
+        [sys.executable, "-c", source], capture_output=True, text=True, timeout=120, env=env,
     )
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    assert done.stderr == ""
-    return done.stdout
+    out, _, last = done.stdout.rstrip("\n").rpartition("\n")
+    assert last == f"races {races}", f"{last}, expected {races}\n{done.stderr}"
+    reported = [line for line in done.stderr.splitlines() if line.startswith("cuda-standin: race:")]
+    assert len(reported) == races and done.stderr.count("\n") == races, done.stderr
+    return out + "\n" if out else ""
 
 
 def test_a_cuda_array_interface_import_learns_the_device_and_synchronises_the_producers_stream():
@@ -251,5 +338,371 @@ def test_host_views_of_pinned_and_managed_imports_wait_for_the_stream_the_data_i
         assert cuda.standin_context_depth() == 0
         print("ok")
         """
+    )
+    assert out == "ok\n"
+
+
+def test_stream_work_runs_only_when_something_orders_it():
+    # The stand-in's own queues, so that the tests below can fail: an enqueued write is
+    # invisible until its stream is synchronised, or an event after it is.
+    out = run(
+        """
+        pinned = cuda.standin_alloc(0, 16, 1)
+        s = cuda.standin_stream_create(0)
+        write(s, pinned, [1, 2, 3, 4])
+        assert floats(pinned, 4) == [0] * 4 and cuda.standin_pending(pinned, 16) == 1
+        assert sync(s) == 0
+        assert floats(pinned, 4) == [1, 2, 3, 4] and cuda.standin_pending(pinned, 16) == 0
+        assert host_read(pinned, 4) == 0
+        # An event orders what was enqueued before its record, not after.
+        e = event(0)
+        write(s, pinned, [5, 6, 7, 8])
+        assert record(e, s) == 0
+        write(s, pinned + 8, [9, 9])
+        assert cuda.cuEventSynchronize(e) == 0
+        assert floats(pinned, 4) == [5, 6, 7, 8] and cuda.standin_pending(pinned, 16) == 1
+        assert host_read(pinned, 2) == 0  # the first half: no write pending on it
+        # A stream waiting for an event runs the event's work first, when it runs.
+        other = cuda.standin_stream_create(0)
+        e2 = event(0)
+        assert record(e2, s) == 0 and wait(other, e2) == 0
+        read(other, pinned, 4)  # ordered after both writes on s: no race
+        assert sync(other) == 0
+        assert floats(pinned, 4) == [5, 6, 9, 9] and cuda.standin_pending(pinned, 16) == 0
+        assert host_read(pinned, 4) == 0
+        assert cuda.standin_refusals() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_unordered_accesses_are_recorded_as_races():
+    # The detector itself: each access below is not ordered after a pending write of the
+    # same memory on another stream (or, for the host, not waited for), whether or not
+    # the write happened to run.
+    out = run(
+        """
+        pinned = cuda.standin_alloc(0, 16, 1)
+        a, b = cuda.standin_stream_create(0), cuda.standin_stream_create(0)
+        write(a, pinned, [1, 2, 3, 4])
+        assert host_read(pinned, 4) == 1        # 1: the host did not wait for a
+        read(b, pinned + 12, 1)                  # 2: b is not ordered after a
+        write(b, pinned, [7])                    # 3: nor here (write after write)
+        read(b, pinned + 16, 1)                  # beyond the write: no race
+        e = event(0)
+        assert record(e, a) == 0 and wait(b, e) == 0
+        read(b, pinned, 4)                       # ordered now: no race
+        # A write after another stream's unordered read races too.
+        c = cuda.standin_stream_create(0)
+        write(c, pinned, [0])                    # 4, 5, 6: a's write, b's write and read
+        assert sync(a) == 0 and sync(b) == 0 and sync(c) == 0
+        assert host_read(pinned, 4) == 0         # all waited for
+        print(cuda.standin_races())
+        """,
+        races=6,
+    )
+    assert out == "6\n"
+
+
+HOST_READS = """
+for device_type in (3, 13):  # cuda_host:0, cuda_managed:0
+    s = cuda.standin_stream_create(0)
+    t = ext.on_device(4, device_type, 0, stream=s)
+    address = ext.describe(t)["data_ptr"]
+    readers = [
+        lambda: ext.slice_values(t, "float32"),              # an import's host view
+        lambda: ext.to_list(t, "float32"),
+        lambda: memoryview(t).cast("B").cast("f").tolist(),  # the buffer export
+        lambda: list(np.from_dlpack(t, device="cpu")),       # dl_device=cpu
+        lambda: list(np.from_dlpack(t, device="cpu", copy=True)),
+    ]
+    for i, reader in enumerate(readers):
+        written = [i + 0.5, i + 1.5, i + 2.5, i + 3.5]
+        write(s, address, written)  # a kernel still queued on the value's stream
+        if "STANDIN_SEED" not in os.environ:  # (the seeded scheduler may run it early)
+            assert cuda.standin_pending(address, 16) == 1
+        seen = [float(x) for x in reader()]
+        assert host_read(address, 4) == 0, (device_type, i)
+        assert seen == written, (device_type, i, seen)
+assert cuda.standin_refusals() == 0
+print("ok")
+"""
+
+
+def test_the_host_reads_pinned_and_managed_memory_after_the_writes_queued_on_its_stream():
+    # The one host-read rule, against queued work: what each host reader sees is what
+    # the kernel queued on the value's stream wrote (it ran because the crate waited for
+    # that stream, directly or through the legacy stream an import is ready on), and the
+    # stand-in saw the host wait before the read.
+    assert run(HOST_READS) == "ok\n"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_the_host_read_rule_holds_whatever_work_runs_early(seed):
+    # The seeded scheduler runs ready work at arbitrary driver calls: values may appear
+    # early, but only the ordering counts, and it must hold in every interleaving.
+    assert run(HOST_READS, seed=seed) == "ok\n"
+
+
+def test_consumers_work_on_the_stream_they_named_is_ordered_after_the_producers():
+    # The DLPack stream protocol against queued work: after __dlpack__(stream=consumer),
+    # a kernel the consumer enqueues on its stream reads what the producer's queued
+    # kernel wrote; stream=None orders CUDA's legacy default stream. A kernel on a stream
+    # the consumer did not name is unordered: the one race this case makes on purpose.
+    out = run(
+        """
+        producer = cuda.standin_stream_create(1)
+        def produced(values):
+            "Device memory on device 1 (so the crate says) that a queued kernel writes."
+            t = ext.on_device(4, 2, 1, stream=producer)
+            address = ext.describe(t.__dlpack__(max_version=(1, 3), stream=-1))["data_ptr"]
+            write(producer, address, values)
+            return t, address
+        t, address = produced([1, 2, 3, 4])
+        consumer = cuda.standin_stream_create(1)
+        t.__dlpack__(max_version=(1, 3), stream=consumer)
+        read(consumer, address, 4)
+        t2, address2 = produced([5, 6, 7, 8])
+        t2.__dlpack__(max_version=(1, 3))  # stream=None: the legacy default stream
+        with current(1):
+            read(LEGACY, address2, 4)
+        assert cuda.standin_races() == 0
+        # A blocking stream is ordered after the legacy stream's work (CUDA's implicit
+        # synchronisation); a non-blocking one that no one named is not: a race.
+        read(cuda.standin_stream_create(1), address2, 4)
+        assert cuda.standin_races() == 0
+        read(cuda.standin_stream_create_with_flags(1, 1), address2, 4)
+        assert cuda.standin_races() == 1
+        with current(1):
+            assert sync(LEGACY) == 0
+        assert cuda.standin_pending(address2, 16) == 0
+        assert sync(consumer) == 0
+        assert cuda.standin_pending(address, 16) == 0
+        assert cuda.standin_refusals() == 0
+        print("ok")
+        """,
+        races=1,
+    )
+    assert out == "ok\n"
+
+
+def test_the_legacy_default_stream_synchronises_with_blocking_streams_only():
+    # CUDA's rules: work on the legacy default stream waits for earlier work on the
+    # blocking streams of its context, and work on a blocking stream (the per-thread
+    # default stream is one) waits for earlier legacy work; a stream created with
+    # CU_STREAM_NON_BLOCKING takes part in neither, and blocking streams do not
+    # synchronise with each other. Races 1 to 5 below are these rules' absences.
+    out = run(
+        """
+        import threading
+        pinned = cuda.standin_alloc(0, 64, 1)
+        blocking = cuda.standin_stream_create_with_flags(0, 0)
+        non_blocking = cuda.standin_stream_create_with_flags(0, 1)
+        with current(0):
+            made = ctypes.c_void_p()
+            assert cuda.cuStreamCreate(ctypes.byref(made), 1) == 0  # non-blocking too
+            assert cuda.cuStreamCreate(ctypes.byref(ctypes.c_void_p()), 4) == 1  # no flag 4
+            created_non_blocking = made.value
+
+            write(blocking, pinned, [1])
+            read(LEGACY, pinned, 1)              # after the blocking stream's write
+            write(LEGACY, pinned + 4, [2])
+            read(blocking, pinned + 4, 1)        # after the legacy stream's write
+            write(PER_THREAD, pinned + 8, [3])
+            read(LEGACY, pinned + 8, 1)          # the per-thread stream is blocking
+            write(LEGACY, pinned + 12, [4])
+            read(PER_THREAD, pinned + 12, 1)
+            assert cuda.standin_races() == 0
+
+            write(non_blocking, pinned + 16, [5])
+            read(LEGACY, pinned + 16, 1)                  # race 1
+            write(LEGACY, pinned + 20, [6])
+            read(created_non_blocking, pinned + 20, 1)    # race 2
+            write(blocking, pinned + 24, [7])
+            read(PER_THREAD, pinned + 24, 1)              # race 3: blocking streams
+            write(PER_THREAD, pinned + 28, [8])
+            read(blocking, pinned + 28, 1)                # race 4
+            assert cuda.standin_races() == 4
+
+        def other_thread():
+            # Another thread's per-thread default stream is another stream.
+            with current(0):
+                read(PER_THREAD, pinned + 28, 1)          # race 5
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join()
+        # Synchronising the legacy stream runs what its work depends on.
+        write(blocking, pinned + 32, [9])
+        with current(0):
+            read(LEGACY, pinned + 32, 1)
+            assert sync(LEGACY) == 0
+        assert floats(pinned + 32, 1) == [9]
+        assert host_read(pinned + 32, 1) == 0
+        print("ok")
+        """,
+        races=5,
+    )
+    assert out == "ok\n"
+
+
+def test_the_stand_in_enforces_the_drivers_capture_rules():
+    # CUDA's stream capture, as the driver documents it: work on a capturing stream is
+    # recorded, not run; synchronising it is unsupported (900) and invalidates the
+    # capture (901 from then on, and at the end); any use of the legacy stream while a
+    # blocking stream of its context captures is an implicit dependency (906, the
+    # capture invalidated), but not while only a non-blocking stream captures; a stream
+    # that waits for an event recorded in a capture joins it, and must be joined back
+    # (904 otherwise); a capturing stream cannot wait for uncaptured work (905).
+    out = run(
+        """
+        pinned = cuda.standin_alloc(0, 16, 1)
+        s = cuda.standin_stream_create(0)
+        assert begin_capture(s) == 0 and capturing(s) == 1
+        assert begin_capture(s) == 401                 # already capturing
+        write(s, pinned, [1, 2, 3, 4])                 # captured: never runs here
+        assert cuda.standin_pending(pinned, 16) == 0 and floats(pinned, 4) == [0] * 4
+        assert end_capture(s) == (0, True) and capturing(s) == 0
+        assert end_capture(s) == (401, False)          # not capturing
+        with current(0):
+            assert begin_capture(LEGACY) == 900        # the legacy stream cannot capture
+
+        assert begin_capture(s) == 0
+        assert sync(s) == 900 and capturing(s) == 2
+        assert cuda.standin_enqueue_read(s, pinned, 4) == 901
+        assert end_capture(s) == (901, False) and capturing(s) == 0
+
+        blocking, non_blocking = (cuda.standin_stream_create_with_flags(0, f) for f in (0, 1))
+        assert begin_capture(non_blocking) == 0
+        with current(0):
+            assert sync(LEGACY) == 0 and capturing(LEGACY) == 0
+            assert begin_capture(blocking) == 0
+            assert capturing(LEGACY) == ("error", 906)  # a query: invalidates nothing
+            assert capturing(blocking) == 1
+            assert sync(LEGACY) == 906
+            assert capturing(blocking) == 2 and capturing(non_blocking) == 1
+        assert end_capture(blocking) == (901, False)
+        assert end_capture(non_blocking) == (0, True)
+
+        # Cross-stream capture: fork and join through events.
+        origin, side = cuda.standin_stream_create(0), cuda.standin_stream_create(0)
+        fork, join = event(0), event(0)
+        assert begin_capture(origin) == 0
+        assert record(fork, origin) == 0 and wait(side, fork) == 0
+        assert capturing(side) == 1
+        assert record(join, side) == 0 and wait(origin, join) == 0
+        assert end_capture(origin) == (0, True) and capturing(side) == 0
+        assert begin_capture(origin) == 0
+        assert record(fork, origin) == 0 and wait(side, fork) == 0
+        assert end_capture(side) == (903, False)        # not where it began: invalidated
+        assert end_capture(origin) == (901, False)
+        assert begin_capture(origin) == 0
+        assert record(fork, origin) == 0 and wait(side, fork) == 0
+        assert end_capture(origin) == (904, False)      # side never joined back
+        assert capturing(side) == 0
+        assert cuda.cuEventSynchronize(fork) == 907     # recorded in a capture
+
+        uncaptured = event(0)
+        assert record(uncaptured, side) == 0
+        assert begin_capture(origin) == 0
+        assert wait(origin, uncaptured) == 905
+        assert end_capture(origin) == (901, False)
+        assert cuda.standin_refusals() == 15
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_what_the_crate_does_while_a_stream_captures():
+    # The crate under CUDA graph capture, as it is today (each case its own capture):
+    # every refusal is the driver's, surfaced as a BufferError naming the call and its
+    # CUresult, with no context left pushed; where the driver invalidates the capture,
+    # the capturer learns it at cuStreamEndCapture (901).
+    out = run(
+        """
+        def attempt(f):
+            try:
+                f()
+            except BufferError as err:
+                return str(err)
+            return "ok"
+        def failed(call, code):
+            return f"the CUDA driver's {call} failed with CUresult {code}"
+
+        # The value's stream captures; a consumer names no stream (the legacy stream):
+        # the legacy stream cannot wait for a capture (906).
+        s = cuda.standin_stream_create(0)
+        t = ext.on_device(4, 2, 0, stream=s)
+        assert begin_capture(s) == 0
+        assert attempt(lambda: t.__dlpack__(max_version=(1, 3))) == failed(
+            "cuStreamWaitEvent", 906)
+        assert end_capture(s) == (901, False)
+
+        # Another blocking stream of the device captures: the same, for any value.
+        other = cuda.standin_stream_create(0)
+        assert begin_capture(other) == 0
+        assert attempt(lambda: t.__dlpack__(max_version=(1, 3))) == failed(
+            "cuStreamWaitEvent", 906)
+        assert end_capture(other) == (901, False)
+
+        # A consumer's stream waits for the capturing value's stream: the export
+        # succeeds, and the consumer's stream joins the capture (its later work is
+        # captured, not run) until the capturer joins it back.
+        consumer = cuda.standin_stream_create(0)
+        assert begin_capture(s) == 0
+        assert attempt(lambda: t.__dlpack__(max_version=(1, 3), stream=consumer)) == "ok"
+        assert capturing(consumer) == 1
+        assert end_capture(s) == (904, False) and capturing(consumer) == 0
+        # So does a __cuda_array_interface__ import given a consumer stream.
+        memory = cuda.standin_alloc(0, 64, 0)
+        assert begin_capture(s) == 0
+        assert attempt(lambda: ext.import_with(CudaArray(memory, 16, s), stream=consumer)) == "ok"
+        assert capturing(consumer) == 1
+        assert end_capture(s) == (904, False)
+
+        # The consumer's stream captures, the value's stream does not: a capture cannot
+        # wait for uncaptured work (905).
+        assert begin_capture(consumer) == 0
+        assert attempt(lambda: t.__dlpack__(max_version=(1, 3), stream=consumer)) == failed(
+            "cuStreamWaitEvent", 905)
+        assert end_capture(consumer) == (901, False)
+
+        # The host reads pinned or managed memory whose stream captures, or imports
+        # from a producer whose stream captures: synchronising it is unsupported (900).
+        for device_type in (3, 13):
+            s = cuda.standin_stream_create(0)
+            t = ext.on_device(4, device_type, 0, stream=s)
+            assert begin_capture(s) == 0
+            assert attempt(lambda: memoryview(t)) == failed("cuStreamSynchronize", 900)
+            assert end_capture(s) == (901, False)
+        assert begin_capture(s) == 0
+        assert attempt(lambda: ext.describe(CudaArray(memory, 16, s))) == failed(
+            "cuStreamSynchronize", 900)
+        assert end_capture(s) == (901, False)
+        assert cuda.standin_context_depth() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_work_the_seeded_scheduler_ran_early_is_still_unordered():
+    # With STANDIN_SEED, ready work runs at arbitrary driver calls: the write below shows
+    # up without anything ordering it, and the host's read of it is still a race.
+    out = run(
+        """
+        pinned = cuda.standin_alloc(0, 16, 1)
+        s = cuda.standin_stream_create(0)
+        write(s, pinned, [1, 2, 3, 4])
+        calls = 0
+        while cuda.standin_pending(pinned, 16) and calls < 1000:
+            calls += 1
+        assert floats(pinned, 4) == [1, 2, 3, 4], calls
+        assert host_read(pinned, 4) == 1
+        print("ok")
+        """,
+        races=1,
+        seed=7,
     )
     assert out == "ok\n"
