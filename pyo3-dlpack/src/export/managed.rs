@@ -154,6 +154,13 @@ impl<O> Described<O> {
         &self.owner
     }
 
+    /// The owner, its description dropped (for a consumer that copied what
+    /// it needs of it, and now holds the owner alone).
+    #[inline(always)]
+    pub(crate) fn into_owner(self) -> O {
+        self.owner
+    }
+
     /// Exports read-only from now on (a value other `Arc`s share).
     pub(crate) fn force_read_only(&mut self) {
         self.info.force_read_only();

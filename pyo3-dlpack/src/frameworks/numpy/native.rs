@@ -65,9 +65,10 @@ pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Boun
     let (dims, byte_strides) = dims.split_at(ndim);
     let flags = if info.is_read_only() { 0 } else { WRITEABLE };
     let data = info.data_ptr();
-    // The owner: the value with its description, dropped (without unwinding
-    // into C) with the capsule.
-    let owner = PyCapsule::new_with_value(py, CatchDrop(Some(described)), c"pyo3_dlpack.native")?;
+    // The owner: the value, dropped (without unwinding into C) with the
+    // capsule; NumPy copied what it needs of the description.
+    let value = described.into_owner();
+    let owner = PyCapsule::new_with_value(py, CatchDrop(Some(value)), c"pyo3_dlpack.native")?;
     // SAFETY: attached; NumPy's function, returning a new reference or NULL
     // with an exception set.
     let descr = unsafe { (api.descr_from_type)(number) };
