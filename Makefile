@@ -14,7 +14,7 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test package abi3-test abi3-bench bench head-to-head sanitize fuzz gpu-bundle venv lint rust-test py-test clean-venv
+.PHONY: demo test package abi3-test abi3-bench bench copies-bench head-to-head sanitize fuzz gpu-bundle venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
@@ -144,6 +144,12 @@ gpu-bundle: $(VENV_STAMP)
 	cp tests/python/conftest.py tests/python/test_cuda.py tests/python/test_cudarc.py \
 		tests/python/test_native.py target/gpu-bundle/tests/
 	cp tests/gpu/run.sh target/gpu-bundle/run.sh
+
+# Host copies (issue 30's rows): `PyTensor::to_vec` and `copy=True` against NumPy's copies,
+# contiguous and transposed, twice (benchmarks/copies.py; release build of bench_ours).
+copies-bench: $(VENV_STAMP)
+	cd benchmarks/bench_ours && maturin develop --release --quiet
+	for run in 1 2; do OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/copies.py || exit 1; done
 
 # The head-to-head against dlpark, pyo3-dlpack 0.3 and nanobind (benchmarks/README.md):
 # release builds of the four modules, then two runs into benchmarks/results.md.

@@ -22,9 +22,11 @@ use std::ptr;
 
 use crate::dims::DimsBuf;
 
-/// Tile edge, in elements, of the blocked copy (64 × 64 elements of 8 bytes
-/// are 32 KiB: one tile read and one written fit a core's L1/L2).
-const TILE: usize = 64;
+/// Tile edge, in elements, of the blocked copy: a 32 × 32 tile of 8-byte
+/// elements is 8 KiB, so the tile read and the tile written stay in L1
+/// (measured on float32 transposes: 32 beat 64 at 1, 64 and 400 MiB,
+/// `benchmarks/copies.py`).
+const TILE: usize = 32;
 
 /// Copies the `shape`/`strides` tensor at `src` (strides in elements of
 /// `itemsize` bytes) into `dst` in row-major order.
@@ -121,8 +123,9 @@ unsafe fn copy_typed<T: Copy>(src: *const u8, shape: &[i64], strides: &[i64], ds
         return;
     }
     if n == 1 {
+        let step = strides[0] as isize * size as isize;
         // SAFETY: as the contract: every offset is an element's.
-        unsafe { strided_row::<T>(src, shape[0] as usize, strides[0], dst.cast()) };
+        unsafe { line::<T>(src, step, dst.cast(), 1, shape[0] as usize) };
         return;
     }
     let (rows, cols) = (shape[n - 2] as usize, shape[n - 1] as usize);
@@ -162,23 +165,6 @@ fn for_each_outer(shape: &[i64], strides: &[i64], size: usize, mut f: impl FnMut
     }
 }
 
-/// `len` elements `stride` apart into consecutive `dst` elements.
-///
-/// # Safety
-///
-/// Each of the `len` source elements is readable, `dst` writable for `len`.
-#[inline]
-unsafe fn strided_row<T: Copy>(src: *const u8, len: usize, stride: i64, dst: *mut T) {
-    let step = stride as isize * size_of::<T>() as isize;
-    for i in 0..len {
-        let from = src.wrapping_offset(i as isize * step).cast::<T>();
-        // SAFETY: element `i` of the source (the contract); any alignment.
-        let value = unsafe { from.read_unaligned() };
-        // SAFETY: `i < len`: inside `dst` (the contract); any alignment.
-        unsafe { dst.wrapping_add(i).write_unaligned(value) };
-    }
-}
-
 /// A `rows × cols` plane (source strides in elements) into row-major `dst`,
 /// tile by tile; inside a tile the loop runs along the dimension whose
 /// source stride is smaller, so reads walk memory in order.
@@ -194,11 +180,9 @@ unsafe fn tiles<T: Copy>(
     dst: *mut T,
 ) {
     let size = size_of::<T>() as isize;
-    let read = |r: usize, c: usize| {
-        let at = (r as isize * row_stride as isize + c as isize * col_stride as isize) * size;
-        // SAFETY: (r, c) is inside the plane (the callers' loops).
-        unsafe { src.wrapping_offset(at).cast::<T>().read_unaligned() }
-    };
+    let (row_step, col_step) = (row_stride as isize * size, col_stride as isize * size);
+    let at =
+        |r: usize, c: usize| src.wrapping_offset(r as isize * row_step + c as isize * col_step);
     let along_rows = row_stride.unsigned_abs() < col_stride.unsigned_abs();
     for r0 in (0..rows).step_by(TILE) {
         let r1 = (r0 + TILE).min(rows);
@@ -206,22 +190,37 @@ unsafe fn tiles<T: Copy>(
             let c1 = (c0 + TILE).min(cols);
             if along_rows {
                 for c in c0..c1 {
-                    for r in r0..r1 {
-                        let value = read(r, c);
-                        // SAFETY: r < rows, c < cols: inside `dst` (the contract).
-                        unsafe { dst.wrapping_add(r * cols + c).write_unaligned(value) };
-                    }
+                    let to = dst.wrapping_add(r0 * cols + c);
+                    // SAFETY: elements (r0..r1, c) of the plane and of `dst`
+                    // (r1 <= rows, c < cols: the contract).
+                    unsafe { line::<T>(at(r0, c), row_step, to, cols, r1 - r0) };
                 }
             } else {
                 for r in r0..r1 {
-                    for c in c0..c1 {
-                        let value = read(r, c);
-                        // SAFETY: as above.
-                        unsafe { dst.wrapping_add(r * cols + c).write_unaligned(value) };
-                    }
+                    let to = dst.wrapping_add(r * cols + c0);
+                    // SAFETY: elements (r, c0..c1), as above.
+                    unsafe { line::<T>(at(r, c0), col_step, to, 1, c1 - c0) };
                 }
             }
         }
+    }
+}
+
+/// `len` elements `from_step` bytes apart from `from`, to `to`, `to_step`
+/// elements apart (both any alignment).
+///
+/// # Safety
+///
+/// The `len` source elements are readable and the `len` destination
+/// elements writable.
+#[inline(always)]
+unsafe fn line<T: Copy>(from: *const u8, from_step: isize, to: *mut T, to_step: usize, len: usize) {
+    for k in 0..len {
+        let element = from.wrapping_offset(k as isize * from_step).cast::<T>();
+        // SAFETY: source element `k` (the contract).
+        let value = unsafe { element.read_unaligned() };
+        // SAFETY: destination element `k` (the contract).
+        unsafe { to.wrapping_add(k * to_step).write_unaligned(value) };
     }
 }
 

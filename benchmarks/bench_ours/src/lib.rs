@@ -204,6 +204,13 @@ fn noop(_obj: &Bound<'_, PyAny>) -> usize {
     0
 }
 
+/// `PyTensor::to_vec::<f32>()` of a float32 host tensor of any layout,
+/// dropped at once: the host-copy rows (`../copies.py`). Returns its length.
+#[pyfunction]
+fn copy_to_vec(t: PyTensor) -> PyResult<usize> {
+    Ok(t.to_vec::<f32>().map_err(to_py_err)?.len())
+}
+
 #[pymodule]
 fn bench_ours(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CRATE", "pyo3-dlpack (this repository, path dependency)")?;
@@ -219,5 +226,6 @@ fn bench_ours(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(native_torch, m)?)?;
     m.add_function(wrap_pyfunction!(torch_floor, m)?)?;
     m.add_function(wrap_pyfunction!(torch_floor_checked, m)?)?;
+    m.add_function(wrap_pyfunction!(copy_to_vec, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)
 }

@@ -1,0 +1,101 @@
+"""Host copies: pyo3-dlpack's one copy routine against NumPy's, in one process.
+
+Rows (issue 30): contiguous float32 copies of 1 MiB and 400 MiB through
+`PyTensor::to_vec` and through `__dlpack__(copy=True)`, against NumPy's
+`a.copy()`; transposed float32 squares gathered row-major (1, 64 and 400 MiB)
+through `to_vec`, against `np.ascontiguousarray(a.T)` and
+`a.T.astype("f4", order="C")`. Each cell is the best of `--repeat` timings of
+one call, the cells of a row timed round-robin; GB/s counts the bytes copied.
+
+    python benchmarks/copies.py [--repeat N] [--before PATH/bench_ours.so]
+
+`--before` loads a second build of `bench_ours` (another commit's) into the same
+process, for a before/after column. `make copies-bench` runs it twice.
+"""
+
+import argparse
+import gc
+import importlib.machinery
+import importlib.util
+import sys
+import time
+
+import numpy as np
+
+
+def load(path):
+    loader = importlib.machinery.ExtensionFileLoader("bench_ours", path)
+    spec = importlib.util.spec_from_file_location("bench_ours", path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def best(f, repeat):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def row(name, nbytes, cells, repeat):
+    """Times the cells round-robin; prints GB/s per cell."""
+    results = {label: [] for label in cells}
+    for _ in range(repeat):
+        for label, f in cells.items():
+            results[label].append(best(f, 1))
+    speeds = {label: nbytes / min(ts) / 1e9 for label, ts in results.items()}
+    print(f"| {name} | " + " | ".join(f"{speeds[label]:.2f}" for label in cells) + " |")
+    return speeds
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--before", help="another build of bench_ours.so, for a before column")
+    args = parser.parse_args()
+    import bench_ours as ours
+
+    before = load(args.before) if args.before else None
+    sys.modules["bench_ours"] = ours
+    gc.disable()
+    print(f"NumPy {np.__version__}; best of {args.repeat}; GB/s (bytes copied / time)\n")
+
+    header = ["ours to_vec", "ours copy=True", "NumPy a.copy()"]
+    if before:
+        header.insert(1, "before to_vec")
+    print("| contiguous float32 | " + " | ".join(header) + " |")
+    print("|---|" + "---:|" * len(header))
+    for mib in (1, 400):
+        a = np.ones(mib * 2**18, np.float32)
+        t = ours.export_object(a.size)  # a DLPackTensor over as many float32s
+        np.from_dlpack(t)[...] = 1  # touched, as `a` is (untouched pages read as faults)
+        cells = {"ours to_vec": lambda: ours.copy_to_vec(a)}
+        if before:
+            cells["before to_vec"] = lambda: before.copy_to_vec(a)
+        cells["ours copy=True"] = lambda: t.__dlpack__(max_version=(1, 3), copy=True)
+        cells["NumPy a.copy()"] = lambda: a.copy()
+        row(f"{mib} MiB", a.nbytes, cells, args.repeat)
+        del a, t
+
+    header = ["ours to_vec", "NumPy ascontiguousarray", "NumPy astype(order=C)"]
+    if before:
+        header.insert(1, "before to_vec")
+    print("\n| transposed float32 square | " + " | ".join(header) + " |")
+    print("|---|" + "---:|" * len(header))
+    for side, mib in ((512, 1), (4096, 64), (10240, 400)):
+        a = np.ones((side, side), np.float32)
+        at = a.T
+        cells = {"ours to_vec": lambda: ours.copy_to_vec(at)}
+        if before:
+            cells["before to_vec"] = lambda: before.copy_to_vec(at)
+        cells["NumPy ascontiguousarray"] = lambda: np.ascontiguousarray(at)
+        cells["NumPy astype(order=C)"] = lambda: at.astype("f4", order="C")
+        row(f"{side}² ({mib} MiB)", a.nbytes, cells, args.repeat)
+        del a, at
+
+
+if __name__ == "__main__":
+    main()
