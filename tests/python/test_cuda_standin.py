@@ -627,8 +627,15 @@ def test_what_the_crate_does_while_a_stream_captures():
             except BufferError as err:
                 return str(err)
             return "ok"
+        names = {900: "UNSUPPORTED", 905: "ISOLATION", 906: "IMPLICIT"}
         def failed(call, code):
-            return f"the CUDA driver's {call} failed with CUresult {code}"
+            # The driver's name for the code, and what the Python user can do.
+            return (
+                f"the CUDA driver's {call} failed with CUresult {code} "
+                f"(CUDA_ERROR_STREAM_CAPTURE_{names[code]}: a stream is being captured into "
+                "a CUDA graph; export or import outside the capture (or export with "
+                "stream=-1 and order the streams yourself))"
+            )
 
         # The value's stream captures; a consumer names no stream (the legacy stream):
         # the legacy stream cannot wait for a capture (906).

@@ -153,12 +153,88 @@ impl fmt::Display for InterfaceError {
                  {reason}"
             ),
             Self::Cuda { call, code } => {
-                write!(f, "the CUDA driver's {call} failed with CUresult {code}")
+                write!(f, "the CUDA driver's {call} failed with CUresult {code}")?;
+                if let Some((name, hint)) = cuda_error_name(*code) {
+                    write!(f, " ({name}{hint})")?;
+                }
+                Ok(())
             }
             Self::BufferUnavailable => f.write_str(
                 "the buffer protocol is not in the limited API before CPython 3.11: \
                  build the extension for abi3-py311 or later, or without abi3",
             ),
         }
+    }
+}
+
+/// The driver's name of the `CUresult`s this crate's calls can return (the
+/// names `cuGetErrorName` gives), and what a Python user can do about the
+/// stream-capture ones: the crate's ordering calls (an event wait, a
+/// synchronisation) are illegal while a stream is being captured into a
+/// CUDA graph.
+fn cuda_error_name(code: i32) -> Option<(&'static str, &'static str)> {
+    const CAPTURE: &str = ": a stream is being captured into a CUDA graph; export or import \
+                           outside the capture (or export with stream=-1 and order the streams \
+                           yourself)";
+    Some(match code {
+        1 => ("CUDA_ERROR_INVALID_VALUE", ""),
+        2 => ("CUDA_ERROR_OUT_OF_MEMORY", ""),
+        3 => ("CUDA_ERROR_NOT_INITIALIZED", ""),
+        4 => ("CUDA_ERROR_DEINITIALIZED", ""),
+        100 => ("CUDA_ERROR_NO_DEVICE", ""),
+        101 => ("CUDA_ERROR_INVALID_DEVICE", ""),
+        201 => ("CUDA_ERROR_INVALID_CONTEXT", ""),
+        400 => (
+            "CUDA_ERROR_INVALID_HANDLE",
+            ": not a live stream or event of this driver",
+        ),
+        401 => ("CUDA_ERROR_ILLEGAL_STATE", ""),
+        700 => ("CUDA_ERROR_ILLEGAL_ADDRESS", ""),
+        900 => ("CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", CAPTURE),
+        901 => ("CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", CAPTURE),
+        902 => ("CUDA_ERROR_STREAM_CAPTURE_MERGE", CAPTURE),
+        903 => ("CUDA_ERROR_STREAM_CAPTURE_UNMATCHED", CAPTURE),
+        904 => ("CUDA_ERROR_STREAM_CAPTURE_UNJOINED", CAPTURE),
+        905 => ("CUDA_ERROR_STREAM_CAPTURE_ISOLATION", CAPTURE),
+        906 => ("CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", CAPTURE),
+        907 => ("CUDA_ERROR_CAPTURED_EVENT", CAPTURE),
+        999 => ("CUDA_ERROR_UNKNOWN", ""),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod cuda_names {
+    use super::*;
+
+    #[test]
+    fn driver_errors_are_named_and_capture_ones_explained() {
+        let err = InterfaceError::Cuda {
+            call: "cuStreamWaitEvent",
+            code: 906,
+        };
+        assert_eq!(
+            err.to_string(),
+            "the CUDA driver's cuStreamWaitEvent failed with CUresult 906 \
+             (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: a stream is being captured into a CUDA graph; \
+             export or import outside the capture (or export with stream=-1 and order the \
+             streams yourself))"
+        );
+        let err = InterfaceError::Cuda {
+            call: "cuEventCreate",
+            code: 201,
+        };
+        assert_eq!(
+            err.to_string(),
+            "the CUDA driver's cuEventCreate failed with CUresult 201 (CUDA_ERROR_INVALID_CONTEXT)"
+        );
+        let err = InterfaceError::Cuda {
+            call: "cuInit",
+            code: 12345,
+        };
+        assert_eq!(
+            err.to_string(),
+            "the CUDA driver's cuInit failed with CUresult 12345"
+        );
     }
 }
