@@ -614,11 +614,12 @@ def test_the_stand_in_enforces_the_drivers_capture_rules():
     assert out == "ok\n"
 
 
-def test_what_the_crate_does_while_a_stream_captures():
-    # The crate under CUDA graph capture, as it is today (each case its own capture):
-    # every refusal is the driver's, surfaced as a BufferError naming the call and its
-    # CUresult, with no context left pushed; where the driver invalidates the capture,
-    # the capturer learns it at cuStreamEndCapture (901).
+def test_the_crate_refuses_ordering_across_a_capture_and_leaves_the_capture_intact():
+    # Under CUDA graph capture the crate's ordering calls (an event wait, a host
+    # synchronisation) are refused before the driver sees them, as BufferErrors that say
+    # so, and the user's capture survives (cuStreamEndCapture succeeds). Before, the
+    # driver refused them itself and invalidated the capture (901 at EndCapture), or a
+    # consumer's stream silently joined the capture (904 at EndCapture).
     out = run(
         """
         def attempt(f):
@@ -627,66 +628,76 @@ def test_what_the_crate_does_while_a_stream_captures():
             except BufferError as err:
                 return str(err)
             return "ok"
-        names = {900: "UNSUPPORTED", 905: "ISOLATION", 906: "IMPLICIT"}
-        def failed(call, code):
-            # The driver's name for the code, and what the Python user can do.
+        def capturing_refusal(call, stream):
             return (
-                f"the CUDA driver's {call} failed with CUresult {code} "
-                f"(CUDA_ERROR_STREAM_CAPTURE_{names[code]}: a stream is being captured into "
-                "a CUDA graph; export or import outside the capture (or export with "
-                "stream=-1 and order the streams yourself))"
+                f"CUDA stream {stream:#x} is being captured into a CUDA graph, where {call} "
+                "is not allowed; export or import outside the capture (or export with "
+                "stream=-1 and order the streams yourself): the capture is left as it was"
             )
+        legacy_refusal = (
+            "the CUDA driver's cuStreamIsCapturing failed with CUresult 906 "
+            "(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: a stream is being captured into a CUDA "
+            "graph; export or import outside the capture (or export with stream=-1 and "
+            "order the streams yourself))"
+        )
 
-        # The value's stream captures; a consumer names no stream (the legacy stream):
-        # the legacy stream cannot wait for a capture (906).
+        # The value's stream captures; a consumer names no stream (the legacy stream,
+        # which cannot be used while a blocking stream of its context captures): the
+        # query says so, and the capture goes on.
         s = cuda.standin_stream_create(0)
         t = ext.on_device(4, 2, 0, stream=s)
         assert begin_capture(s) == 0
-        assert attempt(lambda: t.__dlpack__(max_version=(1, 3))) == failed(
-            "cuStreamWaitEvent", 906)
-        assert end_capture(s) == (901, False)
+        assert attempt(lambda: t.__dlpack__(max_version=(1, 3))) == legacy_refusal
+        assert end_capture(s) == (0, True)
 
         # Another blocking stream of the device captures: the same, for any value.
         other = cuda.standin_stream_create(0)
         assert begin_capture(other) == 0
-        assert attempt(lambda: t.__dlpack__(max_version=(1, 3))) == failed(
-            "cuStreamWaitEvent", 906)
-        assert end_capture(other) == (901, False)
+        assert attempt(lambda: t.__dlpack__(max_version=(1, 3))) == legacy_refusal
+        assert end_capture(other) == (0, True)
 
-        # A consumer's stream waits for the capturing value's stream: the export
-        # succeeds, and the consumer's stream joins the capture (its later work is
-        # captured, not run) until the capturer joins it back.
+        # A consumer's stream outside the capture would join it: refused.
         consumer = cuda.standin_stream_create(0)
         assert begin_capture(s) == 0
-        assert attempt(lambda: t.__dlpack__(max_version=(1, 3), stream=consumer)) == "ok"
-        assert capturing(consumer) == 1
-        assert end_capture(s) == (904, False) and capturing(consumer) == 0
-        # So does a __cuda_array_interface__ import given a consumer stream.
+        assert attempt(lambda: t.__dlpack__(max_version=(1, 3), stream=consumer)) == (
+            capturing_refusal("cuStreamWaitEvent", s))
+        assert capturing(consumer) == 0
+        # So is a __cuda_array_interface__ import given a consumer stream.
         memory = cuda.standin_alloc(0, 64, 0)
-        assert begin_capture(s) == 0
-        assert attempt(lambda: ext.import_with(CudaArray(memory, 16, s), stream=consumer)) == "ok"
-        assert capturing(consumer) == 1
-        assert end_capture(s) == (904, False)
+        assert attempt(lambda: ext.import_with(CudaArray(memory, 16, s), stream=consumer)) == (
+            capturing_refusal("cuStreamWaitEvent", s))
+        assert capturing(consumer) == 0
+        assert end_capture(s) == (0, True)
 
-        # The consumer's stream captures, the value's stream does not: a capture cannot
-        # wait for uncaptured work (905).
+        # The consumer's stream captures, the value's does not: a capture cannot wait
+        # for work outside it.
         assert begin_capture(consumer) == 0
-        assert attempt(lambda: t.__dlpack__(max_version=(1, 3), stream=consumer)) == failed(
-            "cuStreamWaitEvent", 905)
-        assert end_capture(consumer) == (901, False)
+        assert attempt(lambda: t.__dlpack__(max_version=(1, 3), stream=consumer)) == (
+            capturing_refusal("cuStreamWaitEvent", consumer))
+        assert end_capture(consumer) == (0, True)
+
+        # Both in one capture (the consumer's stream joined through an event): the wait
+        # is an edge of the graph, as the driver allows.
+        assert begin_capture(s) == 0
+        join = event(0)
+        assert record(join, s) == 0 and wait(consumer, join) == 0
+        assert attempt(lambda: t.__dlpack__(max_version=(1, 3), stream=consumer)) == "ok"
+        rejoin = event(0)
+        assert record(rejoin, consumer) == 0 and wait(s, rejoin) == 0
+        assert end_capture(s) == (0, True)
 
         # The host reads pinned or managed memory whose stream captures, or imports
-        # from a producer whose stream captures: synchronising it is unsupported (900).
+        # from a producer whose stream captures: refused, the capture intact.
         for device_type in (3, 13):
             s = cuda.standin_stream_create(0)
             t = ext.on_device(4, device_type, 0, stream=s)
             assert begin_capture(s) == 0
-            assert attempt(lambda: memoryview(t)) == failed("cuStreamSynchronize", 900)
-            assert end_capture(s) == (901, False)
+            assert attempt(lambda: memoryview(t)) == capturing_refusal("cuStreamSynchronize", s)
+            assert end_capture(s) == (0, True)
         assert begin_capture(s) == 0
-        assert attempt(lambda: ext.describe(CudaArray(memory, 16, s))) == failed(
-            "cuStreamSynchronize", 900)
-        assert end_capture(s) == (901, False)
+        assert attempt(lambda: ext.describe(CudaArray(memory, 16, s))) == (
+            capturing_refusal("cuStreamSynchronize", s))
+        assert end_capture(s) == (0, True)
         assert cuda.standin_context_depth() == 0
         print("ok")
         """

@@ -54,6 +54,7 @@ struct Driver {
     contexts: Mutex<Vec<(i32, usize)>>,
     pointer_get_attribute: unsafe extern "C" fn(*mut c_void, c_int, u64) -> CuResult,
     stream_synchronize: unsafe extern "C" fn(*mut c_void) -> CuResult,
+    stream_is_capturing: unsafe extern "C" fn(*mut c_void, *mut c_int) -> CuResult,
     event_create: unsafe extern "C" fn(*mut *mut c_void, c_uint) -> CuResult,
     event_record: unsafe extern "C" fn(*mut c_void, *mut c_void) -> CuResult,
     stream_wait_event: unsafe extern "C" fn(*mut c_void, *mut c_void, c_uint) -> CuResult,
@@ -180,10 +181,11 @@ impl Cuda for Driver {
 
     fn synchronize(&self, device: i32, stream: usize) -> Result<(), InterfaceError> {
         self.in_context(device, stream, || {
-            // SAFETY: a resolved `cuStreamSynchronize`; the handle is the
-            // producer's promise (a live stream as its interface gave it; 1
-            // and 2 are CUDA's legacy and per-thread default streams of the
-            // current context, the device's).
+            // The handle is the producer's promise (a live stream as its
+            // interface gave it; 1 and 2 are CUDA's legacy and per-thread
+            // default streams of the current context, the device's).
+            self.refuse_if_capturing(stream, "cuStreamSynchronize")?;
+            // SAFETY: a resolved `cuStreamSynchronize`; the handle as above.
             let code = unsafe { (self.stream_synchronize)(stream as *mut c_void) };
             check("cuStreamSynchronize", code)
         })
@@ -193,12 +195,46 @@ impl Cuda for Driver {
         // The event is made in the producer stream's context, as the driver
         // records an event only on a stream of its own context.
         self.in_context(device, producer, || {
+            // Within one capture the wait is a graph edge; across its edge it
+            // would pull the other stream into the capture, or fail and
+            // invalidate it: refused before the driver sees it.
+            let (from, to) = (self.capturing(producer)?, self.capturing(consumer)?);
+            if from != to {
+                let stream = if from { producer } else { consumer };
+                return Err(InterfaceError::CudaCapturing {
+                    call: "cuStreamWaitEvent",
+                    stream,
+                });
+            }
             self.wait_in_context(producer, consumer)
         })
     }
 }
 
 impl Driver {
+    /// Whether `stream` is being captured into a CUDA graph (a query: it
+    /// changes no capture; on the legacy stream while another stream of the
+    /// context captures, the driver answers with an error, 906).
+    fn capturing(&self, stream: usize) -> Result<bool, InterfaceError> {
+        let mut status: c_int = 0;
+        // SAFETY: a resolved `cuStreamIsCapturing` writing a live local; the
+        // handle is the producer's or consumer's promise (1 and 2: the
+        // default streams of the current context).
+        let code = unsafe { (self.stream_is_capturing)(stream as *mut c_void, &raw mut status) };
+        check("cuStreamIsCapturing", code)?;
+        // CU_STREAM_CAPTURE_STATUS_NONE is 0; ACTIVE and INVALIDATED are captures.
+        Ok(status != 0)
+    }
+
+    /// Refuses `call` on a stream being captured, which the driver would
+    /// refuse too, but only after invalidating the user's capture.
+    fn refuse_if_capturing(&self, stream: usize, call: &'static str) -> Result<(), InterfaceError> {
+        if self.capturing(stream)? {
+            return Err(InterfaceError::CudaCapturing { call, stream });
+        }
+        Ok(())
+    }
+
     /// [`Cuda::wait`] with the device's context current (events are made in
     /// the current context, and recorded on streams of its device).
     fn wait_in_context(&self, producer: usize, consumer: usize) -> Result<(), InterfaceError> {
@@ -308,6 +344,8 @@ fn load() -> Result<Driver, String> {
         pointer_get_attribute: unsafe { function(symbol(c"cuPointerGetAttribute")?) },
         // SAFETY: see above.
         stream_synchronize: unsafe { function(symbol(c"cuStreamSynchronize")?) },
+        // SAFETY: see above (CUDA 10 and later).
+        stream_is_capturing: unsafe { function(symbol(c"cuStreamIsCapturing")?) },
         // SAFETY: see above.
         event_create: unsafe { function(symbol(c"cuEventCreate")?) },
         // SAFETY: see above.

@@ -95,6 +95,15 @@ pub enum InterfaceError {
         /// Its `CUresult`.
         code: i32,
     },
+    /// A stream is being captured into a CUDA graph, where the crate's
+    /// ordering call `call` is not allowed (the driver would refuse it and
+    /// invalidate the capture); refused first, the capture left as it was.
+    CudaCapturing {
+        /// The driver call that was not made.
+        call: &'static str,
+        /// The capturing stream's handle (DLPack's number).
+        stream: usize,
+    },
     /// The buffer protocol is not in the limited API this extension was
     /// built for (abi3 before CPython 3.11).
     BufferUnavailable,
@@ -159,6 +168,12 @@ impl fmt::Display for InterfaceError {
                 }
                 Ok(())
             }
+            Self::CudaCapturing { call, stream } => write!(
+                f,
+                "CUDA stream {stream:#x} is being captured into a CUDA graph, where {call} is \
+                 not allowed; export or import outside the capture (or export with stream=-1 \
+                 and order the streams yourself): the capture is left as it was"
+            ),
             Self::BufferUnavailable => f.write_str(
                 "the buffer protocol is not in the limited API before CPython 3.11: \
                  build the extension for abi3-py311 or later, or without abi3",
