@@ -77,19 +77,7 @@ impl<T: Element> AlignedBuffer<T> {
     /// If `len * size_of::<T>()` overflows `isize`, like `Vec::with_capacity`.
     pub fn zeroed(len: usize) -> Self {
         let layout = Self::layout(len);
-        if layout.size() == 0 {
-            return Self {
-                ptr: Self::dangling(),
-                len,
-            };
-        }
-        // SAFETY: the layout has a non-zero size (checked above).
-        let raw = unsafe { alloc::alloc_zeroed(layout) };
-        let Some(ptr) = NonNull::new(raw.cast::<T>()) else {
-            alloc::handle_alloc_error(layout)
-        };
-        crate::gather::advise_huge_pages(raw, layout.size());
-        Self { ptr, len }
+        Self::allocate(layout, len, true).unwrap_or_else(|| alloc::handle_alloc_error(layout))
     }
 
     /// `len` elements whose bytes `write` writes, all of them, given the
@@ -103,36 +91,37 @@ impl<T: Element> AlignedBuffer<T> {
     /// for `T`.
     pub(crate) unsafe fn from_writer(len: usize, write: impl FnOnce(*mut u8)) -> Self {
         let layout = Self::layout(len);
-        if layout.size() == 0 {
-            return Self {
-                ptr: Self::dangling(),
-                len,
-            };
-        }
-        // SAFETY: the layout has a non-zero size (checked above).
-        let raw = unsafe { alloc::alloc(layout) };
-        let Some(ptr) = NonNull::new(raw.cast::<T>()) else {
-            alloc::handle_alloc_error(layout)
-        };
-        crate::gather::advise_huge_pages(raw, layout.size());
+        let buffer =
+            Self::allocate(layout, len, false).unwrap_or_else(|| alloc::handle_alloc_error(layout));
         // Every byte is written here (the caller's promise) before the
-        // buffer is read or dropped.
-        write(raw);
-        Self { ptr, len }
+        // buffer is read; dropping it reads nothing (`Element`s have no drop).
+        write(buffer.ptr.as_ptr().cast());
+        buffer
     }
 
     /// Like [`zeroed`](Self::zeroed), but `None` instead of a panic or an
     /// abort when the size overflows or the memory cannot be allocated.
     pub(crate) fn try_zeroed(len: usize) -> Option<Self> {
-        let layout = Self::try_layout(len)?;
+        Self::allocate(Self::try_layout(len)?, len, true)
+    }
+
+    /// `len` elements in fresh memory of `layout` (theirs), zero-filled or
+    /// not; `None` when the allocation fails. Large buffers are advised to use
+    /// huge pages before they are first written.
+    fn allocate(layout: Layout, len: usize, zeroed: bool) -> Option<Self> {
         if layout.size() == 0 {
             return Some(Self {
                 ptr: Self::dangling(),
                 len,
             });
         }
-        // SAFETY: the layout has a non-zero size (checked above).
-        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let raw = if zeroed {
+            // SAFETY: the layout has a non-zero size (checked above).
+            unsafe { alloc::alloc_zeroed(layout) }
+        } else {
+            // SAFETY: as above; the caller initialises the memory.
+            unsafe { alloc::alloc(layout) }
+        };
         let ptr = NonNull::new(raw.cast::<T>())?;
         crate::gather::advise_huge_pages(raw, layout.size());
         Some(Self { ptr, len })
@@ -157,7 +146,8 @@ impl<T: Element> AlignedBuffer<T> {
     /// The elements.
     pub fn as_slice(&self) -> &[T] {
         // SAFETY: `ptr` is valid for `len` initialized, aligned `T`s (allocated
-        // zeroed, and every `Element` accepts all-zero bytes) or dangling with
+        // zeroed, and every `Element` accepts all-zero bytes, or written whole
+        // by `from_writer`'s caller) or dangling with
         // `len * size_of::<T>() == 0`; `&self` forbids concurrent mutation.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
