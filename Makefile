@@ -77,11 +77,14 @@ py-test: $(VENV_STAMP)
 	# The stand-in CUDA driver (tests/cuda-standin) for test_cuda_standin.py.
 	cargo build --quiet -p cuda-standin
 	CUDA_STANDIN=$(abspath target/debug/libcuda.so) $(VENV_PY) -m pytest -q tests/python examples
-	# The shipped type stub (DLPackTensor::PYI) against the installed image_buffer example:
-	# stubtest, then mypy and pyright over a user's module (tests/typing/run.sh).
-	PYTHON=$(abspath $(VENV_PY)) tests/typing/run.sh
-	# The frameworks' own DLPack test files, unchanged, with every from_dlpack relayed through Rust.
-	$(VENV_PY) tests/frameworks/run.py
+	# Side by side (each runs on one core): the shipped type stub (DLPackTensor::PYI) against
+	# the installed image_buffer example (stubtest, then mypy and pyright over a user's module:
+	# tests/typing/run.sh, its output shown after), and the frameworks' own DLPack test files,
+	# unchanged, with every from_dlpack relayed through Rust.
+	PYTHON=$(abspath $(VENV_PY)) tests/typing/run.sh > target/typing.log 2>&1 & typing=$$!; \
+	$(VENV_PY) tests/frameworks/run.py; frameworks=$$?; \
+	wait $$typing; typed=$$?; cat target/typing.log; \
+	test $$frameworks -eq 0 -a $$typed -eq 0
 
 # Criterion (Rust side) and the Python-side timings and memory checks, each
 # run twice; see BENCHMARKS.md. Release builds; takes a few minutes.
