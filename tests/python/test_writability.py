@@ -17,7 +17,7 @@ JAX_DTYPES = [
 
 @pytest.fixture(scope="module")
 def jax():
-    import jax
+    jax = pytest.importorskip("jax")
 
     jax.config.update("jax_enable_x64", True)
     yield jax
