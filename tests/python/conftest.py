@@ -51,6 +51,17 @@ def version_of(module):
     return tuple(parts)
 
 
+def old_torch_refuses_read_only(torch, export):
+    """torch before 2.9 asks for legacy capsules only, which a read-only export refuses (a
+    legacy capsule cannot say it is read-only): there the refusal is checked and the rest of
+    the test, which needs torch to import it, is skipped."""
+    if version_of(torch)[:2] >= (2, 9):
+        return
+    with pytest.raises(BufferError, match=r"legacy \(unversioned\) DLPack capsule cannot say so"):
+        torch.from_dlpack(export)
+    pytest.skip(f"torch {torch.__version__} imports no read-only export (legacy capsules only)")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda: needs a CUDA GPU (skipped without one; `make gpu-bundle`)")
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import dlpack_testext as ext
-from conftest import NOT_A_TENSOR, READ_ONLY
+from conftest import NOT_A_TENSOR, READ_ONLY, old_torch_refuses_read_only
 
 
 
@@ -159,6 +159,7 @@ def test_a_pyclass_extending_dlpack_tensor(drops):
     assert isinstance(s, ext.DLPackTensor)
     assert s.total() == 10.0, "its own methods read the shared value"
     a = np.from_dlpack(s)
+    old_torch_refuses_read_only(torch, s)
     t = torch.from_dlpack(s)
     assert a.ctypes.data == t.data_ptr() == s.data_ptr
     assert s.read_only and not a.flags.writeable, "shared with Rust methods: read-only"
