@@ -205,7 +205,8 @@ def test_pyarrow_is_read_only():
     arr = pa.array([1.5, 2.5, 3.5], type=pa.float64())
     d = ext.describe(arr)
     assert d["read_only"] is True
-    assert d["version"] is not None
+    # pyarrow 18.1 exports legacy capsules only (26.0: versioned, flagged read-only).
+    assert d["version"] is not None or version_of(pa)[0] <= 18
     assert ext.to_list(arr, "float64") == [1.5, 2.5, 3.5]
 
 

@@ -11,6 +11,11 @@ import torch
 import dlpack_testext as ext
 
 jax = pytest.importorskip("jax")
+
+# torch's C exchange table (and its allocator) exists from 2.10.
+needs_exchange_table = pytest.mark.skipif(
+    not hasattr(torch.Tensor, "__dlpack_c_exchange_api__"), reason="torch < 2.10 has no C exchange table"
+)
 jnp = jax.numpy
 
 
@@ -200,6 +205,7 @@ def test_an_argument_of_no_framework_gives_a_dlpack_tensor(drops):
 
 # --- Outputs allocated by the caller's framework (`allocate_like`) ---------
 
+@needs_exchange_table
 def test_torch_outputs_come_from_torchs_exchange_table_allocator(monkeypatch):
     like = torch.zeros(2)
     # The table's allocator, not the Python constructor, makes it.
@@ -240,6 +246,7 @@ def test_a_negative_extent_is_our_value_error_before_any_framework_sees_it():
     assert str(info.value) == "shape [2, -1] has a negative extent -1 in dimension 1"
 
 
+@needs_exchange_table
 def test_what_torchs_allocator_refuses_is_the_exception_it_reports():
     # torch has no float8_e3m4: its allocator reports the failure through SetError,
     # naming MemoryError as the kind, which becomes that exception (first line only).
