@@ -29,7 +29,7 @@ fi
     "$wheels"/dlpack_testext-*-abi3-*.whl
 echo "== matrix entry $entry: CPython $("$venv/bin/python" -c 'import sys; print(sys.version.split()[0])');" \
     "$("$venv/bin/python" -m pip list --disable-pip-version-check --format=freeze 2>/dev/null |
-        grep -i -E '^(numpy|torch|jax|jaxlib|tensorflow-cpu|tensorflow|paddlepaddle|mlx|mlx-cpu|ml.dtypes|pytest)==' |
+        grep -i -E '^(numpy|torch|jax|jaxlib|tensorflow[-_]cpu|paddlepaddle|mlx|mlx[-_]cpu|ml.dtypes|pyarrow|array[-_]api[-_]strict|apache[-_]tvm[-_]ffi|pytest)==' |
         tr '\n' ' ')"
 # shellcheck disable=SC2086
 "$venv/bin/python" -m pytest -q -p no:cacheprovider -rfEx $tests

@@ -155,3 +155,12 @@ def test_torchs_lazy_negative_bit_is_refused_through_dlpack_too(options):
     with pytest.raises(BufferError, match="^the torch tensor has its lazy negative bit set"):
         ext.import_with(x, **options)
     assert ext.import_with(x.resolve_neg(), **options)["shape"] == (2,)
+
+
+def test_native_torch_results_are_never_writable_aliases_of_read_only_values(drops):
+    # test_native.py's test, here too because that file needs JAX and the torch entries of
+    # `make test-matrix` have none. torch has no read-only tensors, so a read-only value
+    # must not become one (torch ignores DLPack's READ_ONLY flag on import).
+    with pytest.raises(BufferError):
+        ext.native_arange("torch", "float32", 3, read_only=True)
+    assert (drops.created, drops.dropped) == (1, 1)
