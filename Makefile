@@ -14,7 +14,7 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test package abi3-test abi3-bench bench copies-bench head-to-head sanitize fuzz gpu-bundle venv lint rust-test py-test clean-venv
+.PHONY: demo test package abi3-test test-matrix abi3-bench bench copies-bench head-to-head sanitize fuzz gpu-bundle venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
@@ -59,6 +59,23 @@ abi3-test: $(VENV_STAMP)
 		tests/abi3/run.sh $(PYENV_VERSIONS)/$$version/bin/python target/abi3-wheel \
 			target/abi3-venvs/$$version || exit 1; \
 	done
+
+# Not in `make test` (the torch venvs take ~4 GB each): the same abi3-py39 wheel against older
+# and other frameworks. Each entry is a file tests/matrix/ENTRY.txt: its CPython, its pins and
+# the suites it runs (tests/matrix/run.sh). Each entry's venv, target/matrix-venvs/ENTRY, is
+# made once and reused until the entry's CPython or pins change. MATRIX picks entries
+# (`make test-matrix MATRIX="numpy-1.26 jax-0.4"`); every entry named runs, and the target
+# fails if any did. README, "Support matrix", says what each entry ran and found.
+MATRIX ?= numpy-1.26 numpy-2.0 numpy-2.2 numpy-2.4 torch-2.5 torch-2.9 jax-0.4 current \
+	tensorflow-2.21 paddle-3.3 mlx-0.32
+test-matrix: $(VENV_STAMP)
+	rm -rf target/matrix-wheel
+	maturin build --quiet -m tests/extension/Cargo.toml --features abi3 \
+		--target-dir target/abi3 -o target/matrix-wheel
+	failed=; for entry in $(MATRIX); do \
+		PYENV_VERSIONS=$(PYENV_VERSIONS) tests/matrix/run.sh $$entry target/matrix-wheel \
+			target/matrix-venvs || failed="$$failed $$entry"; \
+	done; test -z "$$failed" || { echo "test-matrix: failed:$$failed"; exit 1; }
 
 # What `cargo publish` would upload: both crates packaged and built as a workspace publish
 # (the derive crate first), then the packaged runtime crate's doc tests, README included,

@@ -18,6 +18,50 @@ def numpy_arange(dtype, n):
     return np.arange(n).astype(dtype)
 
 
+def _has_buffer_protocol():
+    try:
+        memoryview(ext.arange("uint8", 1))
+    except TypeError:
+        return False
+    return True
+
+
+# An abi3 build for CPython < 3.11 (`make abi3-test`, `make test-matrix`) has no buffer
+# protocol, either way: it is not in the limited API before 3.11.
+BUFFER_PROTOCOL = _has_buffer_protocol()
+needs_buffer_protocol = pytest.mark.skipif(
+    not BUFFER_PROTOCOL, reason="an abi3 build for CPython < 3.11 has no buffer protocol"
+)
+# What `describe` and friends say of a non-tensor, with and without the buffer protocol.
+NOT_A_TENSOR = (
+    "expected an object with __dlpack__, __cuda_array_interface__, __array_interface__ or the "
+    "buffer protocol, or a DLPack capsule"
+    if BUFFER_PROTOCOL
+    else "expected an object with __dlpack__, __cuda_array_interface__ or __array_interface__, "
+    "or a DLPack capsule"
+)
+
+
+def version_of(module):
+    """`module.__version__` as a tuple of ints ("2.9.1+cpu" is (2, 9, 1), "0.4.38" (0, 4, 38))."""
+    parts = []
+    for part in module.__version__.split("+")[0].split(".")[:3]:
+        digits = part[: len(part) - len(part.lstrip("0123456789"))]
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def old_torch_refuses_read_only(torch, export):
+    """torch before 2.9 asks for legacy capsules only, which a read-only export refuses (a
+    legacy capsule cannot say it is read-only): there the refusal is checked and the rest of
+    the test, which needs torch to import it, is skipped."""
+    if version_of(torch)[:2] >= (2, 9):
+        return
+    with pytest.raises(BufferError, match=r"legacy \(unversioned\) DLPack capsule cannot say so"):
+        torch.from_dlpack(export)
+    pytest.skip(f"torch {torch.__version__} imports no read-only export (legacy capsules only)")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda: needs a CUDA GPU (skipped without one; `make gpu-bundle`)")
 

@@ -11,6 +11,7 @@ import torch
 
 import dlpack_testext as ext
 
+from conftest import needs_buffer_protocol
 class Py_buffer(ctypes.Structure):
     _fields_ = [
         ("buf", ctypes.c_void_p), ("obj", ctypes.py_object), ("len", ctypes.c_ssize_t),
@@ -41,6 +42,7 @@ FORMATS = {
 }  # fmt: skip
 
 
+@needs_buffer_protocol
 @pytest.mark.parametrize("dtype", sorted(FORMATS))
 def test_memoryview_of_every_dtype_with_a_format(dtype):
     t = ext.arange(dtype, 6)
@@ -62,6 +64,7 @@ def test_numpy_asarray_is_zero_copy_and_writes_reach_rust():
     assert ext.read_byte(t, 3) == np.float32(42.0).tobytes()[3]
 
 
+@needs_buffer_protocol
 def test_strided_and_negative_stride_exports_keep_their_layout():
     data = np.arange(12, dtype="<f4").tobytes()
     t = ext.from_bytes(data, "float32", [3, 2], strides=[1, 3])  # a transposed 2x3
@@ -84,6 +87,7 @@ def test_strided_and_negative_stride_exports_keep_their_layout():
     assert get_buffer(ext.arange("float64", 3), PyBUF_SIMPLE) == (24, 8, 0, None, None, None)
 
 
+@needs_buffer_protocol
 def test_a_read_only_export_gives_a_read_only_buffer():
     t = ext.arange("int16", 3, storage="arc")  # Arc<[T]> exports read-only
     m = memoryview(t)
@@ -96,6 +100,7 @@ def test_a_read_only_export_gives_a_read_only_buffer():
         (ctypes.c_int16 * 3).from_buffer(t)
 
 
+@needs_buffer_protocol
 def test_array_and_pil_read_the_buffer():
     t = ext.arange("float64", 3)
     assert array.array("d", memoryview(t)).tolist() == [0.0, 1.0, 2.0]
@@ -109,6 +114,7 @@ def test_array_and_pil_read_the_buffer():
     assert image.getpixel((1, 2)) == 9
 
 
+@needs_buffer_protocol
 def test_dtypes_without_a_format_and_device_memory_are_refused():
     with pytest.raises(
         BufferError,
@@ -120,6 +126,7 @@ def test_dtypes_without_a_format_and_device_memory_are_refused():
         memoryview(ext.on_device(4, 2, 1))
 
 
+@needs_buffer_protocol
 def test_the_value_lives_while_a_view_does_and_drops_once(drops):
     t = ext.arange("uint8", 5, storage="vec")
     m = memoryview(t)
@@ -144,6 +151,7 @@ def test_cuda_array_interface_of_a_cuda_export_only():
         ext.arange("float32", 2).__cuda_array_interface__
 
 
+@needs_buffer_protocol
 def test_asdlpack_makes_any_producer_a_dlpack_tensor():
     b = bytearray(b"\x01\x02\x03\x04")
     t = ext.asdlpack(b)

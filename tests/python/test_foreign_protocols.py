@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import dlpack_testext as ext
+from conftest import needs_buffer_protocol
 
 LITTLE = sys.byteorder == "little"
 FOREIGN = ">" if LITTLE else "<"
@@ -31,6 +32,7 @@ ARRAY_CODES = {
 }  # fmt: skip
 
 
+@needs_buffer_protocol
 @pytest.mark.parametrize("code", sorted(ARRAY_CODES))
 def test_array_array_of_every_typecode_is_imported_in_place(code):
     a = array.array(code, [0, 1, 2, 3, 5])
@@ -46,6 +48,7 @@ def test_array_array_of_every_typecode_is_imported_in_place(code):
     "dtype", ["bool", "int8", "uint16", "int32", "uint64", "float16", "float32", "float64",
               "complex64", "complex128"],
 )  # fmt: skip
+@needs_buffer_protocol
 def test_numpy_buffers_of_every_struct_format(dtype):
     a = (np.arange(6) % 3).astype(dtype).reshape(2, 3)
     view = memoryview(a)
@@ -60,6 +63,7 @@ def test_numpy_buffers_of_every_struct_format(dtype):
         assert ext.to_list(view, dtype) == expected
 
 
+@needs_buffer_protocol
 def test_strided_and_negative_strides_arrive_as_the_buffer_has_them():
     base = np.arange(24.0).reshape(4, 6)
     for a in (base.T, base[::-1], base[:, ::-2], base[1:3, 2:5], base[::2, ::3]):
@@ -71,6 +75,7 @@ def test_strided_and_negative_strides_arrive_as_the_buffer_has_them():
         assert ext.to_list(view, "float64") == a.ravel().tolist()
 
 
+@needs_buffer_protocol
 def test_a_zero_dimensional_buffer_is_a_scalar():
     x = ctypes.c_double(3.5)
     d = ext.describe(x)
@@ -78,6 +83,7 @@ def test_a_zero_dimensional_buffer_is_a_scalar():
     assert ext.to_list(x, "float64") == [3.5]
 
 
+@needs_buffer_protocol
 def test_writability_comes_from_the_buffer():
     assert ext.describe(b"abc")["writability"] == "ReadOnly"
     with pytest.raises(ValueError, match="^expected a writable tensor, got a read-only one"):
@@ -93,6 +99,7 @@ def test_writability_comes_from_the_buffer():
     assert a.tolist() == [1.5, 1.5]
 
 
+@needs_buffer_protocol
 def test_a_bytearray_cannot_be_resized_while_imported_and_is_released_once():
     b = bytearray(b"abcdef")
     first = ext.reexport(b)  # a DLPackTensor holding the import, so the view
@@ -111,6 +118,7 @@ def test_a_bytearray_cannot_be_resized_while_imported_and_is_released_once():
     assert b == bytearray(b"abcdefx")
 
 
+@needs_buffer_protocol
 def test_an_mmap_stays_open_while_imported(tmp_path):
     path = tmp_path / "data.bin"
     path.write_bytes(bytes(range(16)))
@@ -125,6 +133,7 @@ def test_an_mmap_stays_open_while_imported(tmp_path):
     mm.close()
 
 
+@needs_buffer_protocol
 def test_foreign_byte_order_and_formats_without_a_dtype_are_refused():
     big = np.arange(3, dtype=FOREIGN + "f4")
     with pytest.raises(
@@ -147,6 +156,7 @@ def test_foreign_byte_order_and_formats_without_a_dtype_are_refused():
                 ext.describe(unsupported)
 
 
+@needs_buffer_protocol
 def test_the_buffer_protocol_can_be_turned_off():
     assert ext.import_with(b"ab", protocols=["buffer"])["dtype"] == "uint8"
     with pytest.raises(
@@ -193,6 +203,7 @@ def test_array_interface_read_only_and_strides_are_honoured():
     assert (d["shape"], d["strides"]) == ((4, 3), (1, 4))
 
 
+@needs_buffer_protocol
 def test_array_interface_data_may_be_a_buffer_with_an_offset():
     raw = bytearray(np.arange(8, dtype="<u2").tobytes())
     p = ArrayInterface(np.zeros(0), data=raw, offset=4, shape=(3,), typestr="<u2", strides=None)
@@ -285,6 +296,7 @@ def test_dlpack_comes_first():
     assert ext.describe(a)["version"] == (1, 0)
 
 
+@needs_buffer_protocol
 def test_locate_gives_a_host_view_or_a_device_description_in_one_match():
     assert ext.locate(np.ones(3, "f4")) == ("host", 3.0, None)
     assert ext.locate(array.array("f", [1.0, 2.0])) == ("host", 3.0, None)

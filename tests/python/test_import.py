@@ -7,12 +7,9 @@ import numpy as np
 import pytest
 
 import dlpack_testext as ext
+from conftest import NOT_A_TENSOR, version_of
 from handmade import HandMade
 
-NOT_A_TENSOR = (
-    "expected an object with __dlpack__, __cuda_array_interface__, __array_interface__ or the "
-    "buffer protocol, or a DLPack capsule"
-)
 
 import torch
 
@@ -103,7 +100,9 @@ def test_numpy_complex():
 def test_torch_zero_d_has_an_empty_shape():
     d = ext.describe(torch.tensor(3.5))
     assert (d["shape"], d["strides"], d["numel"]) == ((), (), 1)
-    assert d["version"] == (1, 3)
+    # torch exports DLPack 1.3 from 2.10 (its C exchange table), 1.0 in 2.9, legacy before.
+    torch_version = version_of(torch)[:2]
+    assert d["version"] == ((1, 3) if torch_version >= (2, 10) else (1, 0) if torch_version >= (2, 9) else None)
     assert ext.to_list(torch.tensor(3.5), "float32") == [3.5]
 
 
@@ -183,11 +182,11 @@ def test_torch_writes_through_as_slice_mut():
 
 
 def test_jax_legacy_capsule_even_when_versioned_is_asked():
-    import jax.numpy as jnp
+    jnp = pytest.importorskip("jax.numpy")
     x = jnp.arange(6, dtype=jnp.float32).reshape(2, 3)
     d = ext.describe(x)
     assert d["shape"] == (2, 3)
-    import jax
+    jax = pytest.importorskip("jax")
 
     if tuple(int(p) for p in jax.__version__.split(".")[:2]) < (0, 12):
         assert d["version"] is None, "JAX < 0.12 always sends a legacy capsule"
@@ -195,18 +194,19 @@ def test_jax_legacy_capsule_even_when_versioned_is_asked():
 
 
 def test_array_api_strict():
-    import array_api_strict as xp
+    xp = pytest.importorskip("array_api_strict")
     x = xp.reshape(xp.arange(6, dtype=xp.int32), (3, 2))
     assert ext.describe(x)["shape"] == (3, 2)
     assert ext.to_list(x, "int32") == list(range(6))
 
 
 def test_pyarrow_is_read_only():
-    import pyarrow as pa
+    pa = pytest.importorskip("pyarrow")
     arr = pa.array([1.5, 2.5, 3.5], type=pa.float64())
     d = ext.describe(arr)
     assert d["read_only"] is True
-    assert d["version"] is not None
+    # pyarrow 18.1 exports legacy capsules only (26.0: versioned, flagged read-only).
+    assert d["version"] is not None or version_of(pa)[0] <= 18
     assert ext.to_list(arr, "float64") == [1.5, 2.5, 3.5]
 
 

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import dlpack_testext as ext
+from conftest import version_of
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -105,9 +106,10 @@ def test_round_trip_through_rust(producer, consumer, dtype, strided, read_only):
     obj, pointer, values = make(producer, dtype, strided, read_only)
     described = ext.describe(obj)
     assert described["data_ptr"] == pointer
-    if consumer == "jax" and described["writability"] == "ReadOnly":
-        # JAX 0.10 asks for a legacy capsule, which cannot say read-only: a
-        # tensor its producer declared read-only is refused, as NumPy refuses
+    legacy_consumer = consumer == "jax" or (consumer == "torch" and version_of(torch)[:2] < (2, 9))
+    if legacy_consumer and described["writability"] == "ReadOnly":
+        # JAX 0.10 (and torch before 2.9) asks for a legacy capsule, which cannot say
+        # read-only: a tensor its producer declared read-only is refused, as NumPy refuses
         # its own read-only arrays (pyarrow would hand one over regardless).
         with pytest.raises(BufferError, match="the tensor is read-only and the legacy"):
             consume(consumer, ext.reexport(obj))
@@ -118,7 +120,8 @@ def test_round_trip_through_rust(producer, consumer, dtype, strided, read_only):
         for source in (obj, ext.reexport(obj)):
             with pytest.raises(Exception, match=re.escape(refusal)) as info:
                 consume(consumer, source)
-            assert type(info.value).__name__ == "JaxRuntimeError"
+            # JAX 0.4 names it XlaRuntimeError.
+            assert type(info.value).__name__ in ("JaxRuntimeError", "XlaRuntimeError")
         return
     y, y_pointer, y_values, writable = consume(consumer, ext.reexport(obj))
     np.testing.assert_array_equal(np.asarray(y_values), values)
@@ -134,7 +137,8 @@ def test_round_trip_through_rust(producer, consumer, dtype, strided, read_only):
         "torch": "Writable",
         "jax": "Unknown",
         "array_api_strict": "Writable",
-        "pyarrow": "ReadOnly",
+        # pyarrow 18.1 exports legacy capsules only, which say nothing (26.0: versioned).
+        "pyarrow": "ReadOnly" if described["version"] is not None else "Unknown",
     }[producer]
     assert described["writability"] == expected
     if writable is not None:

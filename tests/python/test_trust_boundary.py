@@ -12,6 +12,7 @@ import pytest
 
 import dlpack_testext as ext
 
+from conftest import needs_buffer_protocol
 
 def run_fresh(code):
     """`code` in a new interpreter (the fast paths' caches are per process), with its
@@ -201,6 +202,7 @@ def reach(buf, length, itemsize, shape, strides):
     return lo, hi
 
 
+@needs_buffer_protocol
 @pytest.mark.parametrize("name, base, array", list(layouts()), ids=[l[0] for l in layouts()])
 def test_every_buffer_request_is_answered_as_memoryview_answers_it(name, base, array):
     """The oracle is CPython's own exporter: a memoryview of the same layout. Where a view
@@ -222,6 +224,7 @@ def test_every_buffer_request_is_answered_as_memoryview_answers_it(name, base, a
             assert got is BufferError, (hex(flags), got, expected)
 
 
+@needs_buffer_protocol
 def test_the_out_of_bounds_requests_of_the_report_are_refused():
     """Reported: negative strides with `len` 32 handed to a C-contiguous request (24 bytes
     read past the allocation); zero strides; row-major 2x3 for a Fortran request."""
@@ -245,6 +248,7 @@ def answer_or_raise(obj, flags):
     Release(ctypes.byref(view))
 
 
+@needs_buffer_protocol
 def test_ctypes_arrays_are_c_contiguous_without_strides():
     ints = (ctypes.c_int32 * 3)(7, 8, 9)
     d = ext.describe(ints)

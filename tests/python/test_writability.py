@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import dlpack_testext as ext
-from conftest import READ_ONLY
+from conftest import READ_ONLY, version_of
 
 import torch
 
@@ -17,7 +17,7 @@ JAX_DTYPES = [
 
 @pytest.fixture(scope="module")
 def jax():
-    import jax
+    jax = pytest.importorskip("jax")
 
     jax.config.update("jax_enable_x64", True)
     yield jax
@@ -147,6 +147,20 @@ def test_torchs_lazy_negative_bit_is_refused_through_dlpack_too(options):
     # torch's own __dlpack__ exports the negative bit's memory as is (its values negated).
     x = torch.tensor([1 + 2j, 3 + 4j]).conj().imag
     assert x.is_neg()
+    if "dl_device" in options and version_of(torch)[:2] < (2, 9):
+        # torch's __dlpack__ takes max_version (which dl_device needs) from 2.9.
+        with pytest.raises(TypeError, match="max_version"):
+            ext.import_with(x, **options)
+        return
     with pytest.raises(BufferError, match="^the torch tensor has its lazy negative bit set"):
         ext.import_with(x, **options)
     assert ext.import_with(x.resolve_neg(), **options)["shape"] == (2,)
+
+
+def test_native_torch_results_are_never_writable_aliases_of_read_only_values(drops):
+    # test_native.py's test, here too because that file needs JAX and the torch entries of
+    # `make test-matrix` have none. torch has no read-only tensors, so a read-only value
+    # must not become one (torch ignores DLPack's READ_ONLY flag on import).
+    with pytest.raises(BufferError):
+        ext.native_arange("torch", "float32", 3, read_only=True)
+    assert (drops.created, drops.dropped) == (1, 1)
