@@ -161,6 +161,11 @@ def test_native_torch_results_are_never_writable_aliases_of_read_only_values(dro
     # test_native.py's test, here too because that file needs JAX and the torch entries of
     # `make test-matrix` have none. torch has no read-only tensors, so a read-only value
     # must not become one (torch ignores DLPack's READ_ONLY flag on import).
-    with pytest.raises(BufferError):
+    with pytest.raises(BufferError) as info:
         ext.native_arange("torch", "float32", 3, read_only=True)
+    assert str(info.value) == (
+        "a torch.Tensor cannot hold this float32 tensor on cpu:0: torch has no read-only "
+        "tensors, and this value may not be written; export it writable, or return a copy"
+    )
+    del info
     assert (drops.created, drops.dropped) == (1, 1)

@@ -81,7 +81,7 @@ impl Framework {
     }
 
     /// The module whose `from_dlpack` makes this framework's arrays.
-    fn module(self) -> &'static str {
+    pub(crate) fn module(self) -> &'static str {
         match self {
             Self::NumPy => "numpy",
             Self::Torch => "torch",

@@ -15,7 +15,7 @@ use crate::export::managed::{IntoBlock, call_deleter};
 use crate::export::plan::{CapsuleFormat, ExportRequest};
 use crate::export::{Described, IntoDLPack};
 use crate::ffi::DLManagedTensorVersioned;
-use crate::frameworks::native::{Framework, through_from_dlpack};
+use crate::frameworks::native::Framework;
 use crate::{DLPackError, DataType, Device};
 
 /// `value` as a `torch.Tensor` over its memory (imports torch). What
@@ -25,8 +25,51 @@ use crate::{DLPackError, DataType, Device};
 pub(crate) fn tensor_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {
     match torch_table(py)? {
         Some(api) => to_torch(py, api, value),
-        None => through_from_dlpack(py, value, Framework::Torch),
+        None => through_torch_from_dlpack(py, value),
     }
+}
+
+/// torch before 2.10 (no exchange table): `torch.from_dlpack` of a
+/// `DLPackTensor`, under the table path's rules: a value that may not be
+/// written is refused (torch 2.9 takes a versioned capsule and ignores its
+/// read-only flag: its tensor would be a writable alias), and what torch
+/// refuses is a `BufferError` naming the tensor.
+fn through_torch_from_dlpack<T: IntoDLPack>(
+    py: Python<'_>,
+    value: T,
+) -> PyResult<Bound<'_, PyAny>> {
+    let tensor = crate::export::DLPackTensor::new(value)?;
+    let info = tensor.info();
+    let (dtype, device) = (info.dtype(), info.device());
+    writable_for_torch(info)?;
+    let torch = py.import(Framework::Torch.module())?;
+    torch
+        .call_method1(pyo3::intern!(py, "from_dlpack"), (tensor,))
+        .map_err(|err| {
+            if err.is_instance_of::<pyo3::exceptions::PyBufferError>(py) {
+                // torch 2.9 raises BufferError where 2.10's table raises RuntimeError.
+                let runtime = PyRuntimeError::new_err(err.value(py).to_string());
+                return refused(py, runtime, dtype, device);
+            }
+            refused(py, err, dtype, device)
+        })
+}
+
+/// torch has no read-only tensors: a tensor over memory that may not be
+/// written could be written while Rust still reads it.
+fn writable_for_torch(info: &TensorInfo<'_>) -> Result<(), DLPackError> {
+    if info.writability() == crate::Writability::Writable {
+        return Ok(());
+    }
+    Err(ExportError::FrameworkRefused {
+        array: "torch.Tensor".into(),
+        dtype: info.dtype(),
+        device: Some(info.device()),
+        reason: "torch has no read-only tensors, and this value may not be written; \
+                 export it writable, or return a copy"
+            .into(),
+    }
+    .into())
 }
 
 /// torch's refusal (a `RuntimeError`) of a `dtype` tensor on `device` as a
@@ -122,19 +165,7 @@ fn versioned_block<T: IntoDLPack>(
 ) -> Result<std::ptr::NonNull<DLManagedTensorVersioned>, DLPackError> {
     let described = Described::new(Watched { value, token })?;
     let info = described.info();
-    if info.writability() != crate::Writability::Writable {
-        // torch has no read-only tensors: its tensor over this memory could
-        // be written while Rust still reads it.
-        return Err(ExportError::FrameworkRefused {
-            array: "torch.Tensor".into(),
-            dtype: info.dtype(),
-            device: Some(info.device()),
-            reason: "torch has no read-only tensors, and this value may not be written; \
-                     export it writable, or return a copy"
-                .into(),
-        }
-        .into());
-    }
+    writable_for_torch(info)?;
     let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(info)?;
     if let Some(stream) = plan.sync_stream {
         crate::export::synchronize(described.owner(), info, stream)?;
