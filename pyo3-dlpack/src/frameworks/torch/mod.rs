@@ -64,11 +64,33 @@ fn is_built_on_torchs_c_type(ty: &Bound<'_, PyType>) -> bool {
     static_owner && unsafe { ffi::PyType_IsSubtype(ty.as_type_ptr(), owner) } != 0
 }
 
-/// In the limited API no descriptor can be inspected, and none of torch's C
-/// functions is called directly: every question goes through Python.
+/// The same question through Python, where the descriptor's struct cannot
+/// be read (the limited API): `requires_grad` is of the type of a C getter
+/// (`int.real`'s, `getset_descriptor`), and its `__objclass__` is a static
+/// type that `ty` derives from.
 #[cfg(any(Py_LIMITED_API, PyPy, GraalPy))]
-fn is_built_on_torchs_c_type(_: &Bound<'_, PyType>) -> bool {
-    true
+fn is_built_on_torchs_c_type(ty: &Bound<'_, PyType>) -> bool {
+    let py = ty.py();
+    let Ok(descriptor) = ty.getattr(pyo3::intern!(py, "requires_grad")) else {
+        return false;
+    };
+    let c_getter = py
+        .get_type::<pyo3::types::PyInt>()
+        .getattr(pyo3::intern!(py, "real"))
+        .map(|real| real.get_type());
+    if !c_getter.is_ok_and(|getter| descriptor.get_type().is(&getter)) {
+        return false;
+    }
+    let Ok(owner) = descriptor
+        .getattr(pyo3::intern!(py, "__objclass__"))
+        .and_then(|owner| owner.cast_into::<PyType>().map_err(Into::into))
+    else {
+        return false;
+    };
+    // SAFETY: attached; `owner` is a live type (`PyType_GetFlags` is in the
+    // limited API).
+    let flags = unsafe { pyo3::ffi::PyType_GetFlags(owner.as_type_ptr()) };
+    flags & pyo3::ffi::Py_TPFLAGS_HEAPTYPE == 0 && ty.is_subclass(&owner).unwrap_or(false)
 }
 
 /// `torch.Tensor`, importing torch.
