@@ -4,13 +4,70 @@
 //! outside their field's range `OverflowError` (as NumPy's `__dlpack__`
 //! does), never `TypeError` (see `plan.rs`).
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyInt, PyTuple};
+use pyo3::types::{PyBool, PyInt, PyString, PyTuple};
 
 use crate::error::ArgumentError;
 use crate::export::plan::ExportRequest;
 use crate::python::int_in_range;
 use crate::{DLPackError, Device, DeviceType};
+
+/// `__dlpack__`'s keyword parameters, in the order of [`ExportRequest::from_python`].
+pub(crate) const NAMES: [&str; 4] = ["stream", "max_version", "dl_device", "copy"];
+
+/// The parameter a keyword names, by its characters (a `str` subclass's own
+/// methods are not called).
+pub(crate) fn keyword_index(name: &Bound<'_, PyAny>) -> Option<usize> {
+    let text = name.cast::<PyString>().ok()?.to_cow().ok()?;
+    NAMES.iter().position(|known| *known == text)
+}
+
+/// The error for an unknown keyword, naming it by its characters (a `str`
+/// subclass's own `__str__` is not called: it could raise, and the error
+/// would go to stderr as unraisable).
+pub(crate) fn unexpected(name: &Bound<'_, PyAny>) -> PyErr {
+    let name = name
+        .cast::<PyString>()
+        .map_or_else(|_| "?".into(), |name| name.to_string_lossy().into_owned());
+    PyTypeError::new_err(format!(
+        "DLPackTensor.__dlpack__() got an unexpected keyword argument '{name}'"
+    ))
+}
+
+/// The error for positional arguments (every parameter is keyword-only).
+pub(crate) fn positional(nargs: usize) -> PyErr {
+    let was = if nargs == 1 { "was" } else { "were" };
+    PyTypeError::new_err(format!(
+        "DLPackTensor.__dlpack__() takes 0 positional arguments but {nargs} {was} given"
+    ))
+}
+
+/// The request of a `__dlpack__(*args, **kwargs)` call, for builds without
+/// the fast calling convention (`method.rs`: the limited API before 3.10),
+/// with the same errors (PyO3's own parsing would call an unknown keyword's
+/// `__str__`).
+#[cfg(all(Py_LIMITED_API, not(Py_3_10)))]
+pub(crate) fn request_of_call(
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+) -> PyResult<ExportRequest> {
+    if !args.is_empty() {
+        return Err(positional(args.len()));
+    }
+    let mut values: [Option<Bound<'_, PyAny>>; 4] = Default::default();
+    for (name, value) in kwargs.into_iter().flat_map(|kwargs| kwargs.iter()) {
+        let index = keyword_index(&name).ok_or_else(|| unexpected(&name))?;
+        values[index] = Some(value);
+    }
+    let [stream, max_version, dl_device, copy] = &values;
+    Ok(ExportRequest::from_python(
+        stream.as_ref(),
+        max_version.as_ref(),
+        dl_device.as_ref(),
+        copy.as_ref(),
+    )?)
+}
 
 impl ExportRequest {
     /// Parses the keyword values of `__dlpack__`. Inlined: a request

@@ -86,7 +86,7 @@ unsafe extern "C" fn dlpack(
 }
 
 /// The parameters, in the order of [`Keywords`]'s fields.
-const NAMES: [&str; 4] = ["stream", "max_version", "dl_device", "copy"];
+use super::args::{NAMES, keyword_index, positional, unexpected};
 
 /// The keyword values of one call, borrowed from its arguments.
 #[derive(Default)]
@@ -174,20 +174,7 @@ fn parameter(interned: &[Py<PyString>; 4], name: &Bound<'_, PyAny>) -> Option<us
     {
         return Some(index);
     }
-    let text = name.cast::<PyString>().ok()?.to_str().ok()?;
-    NAMES.iter().position(|known| *known == text)
-}
-
-/// The error for an unknown keyword, naming it by its characters (a `str`
-/// subclass's own `__str__` is not called: it could raise, and the error
-/// would go to stderr as unraisable).
-fn unexpected(name: &Bound<'_, PyAny>) -> PyErr {
-    let name = name
-        .cast::<PyString>()
-        .map_or_else(|_| "?".into(), |name| name.to_string_lossy().into_owned());
-    PyTypeError::new_err(format!(
-        "DLPackTensor.__dlpack__() got an unexpected keyword argument '{name}'"
-    ))
+    keyword_index(name)
 }
 
 /// `PyVectorcall_NARGS`, which the limited API has only from 3.12: the
@@ -195,11 +182,4 @@ fn unexpected(name: &Bound<'_, PyAny>) -> PyErr {
 fn positional_count(nargsf: ffi::Py_ssize_t) -> usize {
     const ARGUMENTS_OFFSET: usize = 1 << (usize::BITS - 1);
     nargsf as usize & !ARGUMENTS_OFFSET
-}
-
-fn positional(nargs: usize) -> PyErr {
-    let was = if nargs == 1 { "was" } else { "were" };
-    PyTypeError::new_err(format!(
-        "DLPackTensor.__dlpack__() takes 0 positional arguments but {nargs} {was} given"
-    ))
 }

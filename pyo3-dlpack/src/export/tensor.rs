@@ -266,16 +266,17 @@ impl DLPackTensor {
     /// (Elsewhere a method of CPython's fast calling convention, `method.rs`;
     /// the limited API of Python 3.9 has none.)
     #[cfg(all(Py_LIMITED_API, not(Py_3_10)))]
-    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    #[pyo3(
+        signature = (*args, **kwargs),
+        text_signature = "($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)"
+    )]
     fn __dlpack__<'py>(
         &self,
         py: Python<'py>,
-        stream: Option<&Bound<'py, PyAny>>,
-        max_version: Option<&Bound<'py, PyAny>>,
-        dl_device: Option<&Bound<'py, PyAny>>,
-        copy: Option<&Bound<'py, PyAny>>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        let request = ExportRequest::from_python(stream, max_version, dl_device, copy)?;
+        let request = crate::export::args::request_of_call(args, kwargs)?;
         self.export(py, &request)
     }
 
