@@ -79,12 +79,13 @@ test-matrix: $(VENV_STAMP)
 
 # What `cargo publish` would upload: both crates packaged and built as a workspace publish
 # (the derive crate first), then the packaged runtime crate's doc tests, README included,
-# against the packaged derive crate.
+# against the packaged derive crate, in the workspace's target directory (the packaged crates
+# build apart, by their own paths; their dependencies, locked alike, are reused).
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 package: $(VENV_STAMP)
 	cargo publish --workspace --dry-run --allow-dirty --quiet -p pyo3-dlpack-derive -p pyo3-dlpack
 	cd target/package/pyo3-dlpack-$(VERSION) && PYTHONPATH=$(VENV_SITE) \
-		CARGO_TARGET_DIR=$(abspath target/package-test) cargo test --doc --all-features --quiet \
+		CARGO_TARGET_DIR=$(abspath target) cargo test --doc --all-features --quiet \
 		--config 'patch.crates-io.pyo3-dlpack-derive.path="../pyo3-dlpack-derive-$(VERSION)"'
 
 # pytest against real frameworks, over the test extension and the examples.
