@@ -158,9 +158,12 @@ def test_torchs_lazy_negative_bit_is_refused_through_dlpack_too(options):
 
 
 def test_native_torch_results_are_never_writable_aliases_of_read_only_values(drops):
-    # test_native.py's test, here too because that file needs JAX and the torch entries of
-    # `make test-matrix` have none. torch has no read-only tensors, so a read-only value
-    # must not become one (torch ignores DLPack's READ_ONLY flag on import).
+    # Here, not in test_native.py (which needs JAX), so that the torch entries of `make
+    # test-matrix` run it. torch has no read-only tensors, so a read-only value must not
+    # become one (torch ignores DLPack's READ_ONLY flag on import). The same refusal on
+    # every torch version: through torch's exchange table (2.10+), and before it ahead of
+    # torch.from_dlpack (torch 2.9 took the versioned capsule and ignored its read-only
+    # flag: a writable alias; 2.5 refused the legacy export).
     with pytest.raises(BufferError) as info:
         ext.native_arange("torch", "float32", 3, read_only=True)
     assert str(info.value) == (
