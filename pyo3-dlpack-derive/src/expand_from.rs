@@ -5,7 +5,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::ast::Field;
-use crate::expand::krate;
+use crate::tokens::krate;
 use crate::validate::FromPlan;
 
 pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {

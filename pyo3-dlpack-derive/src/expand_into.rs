@@ -4,7 +4,7 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::expand::{exportable_where_clause, krate, respan};
+use crate::tokens::{exportable_where_clause, krate, respan};
 use crate::validate::IntoPlan;
 
 pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {

@@ -14,7 +14,8 @@
 //! - `expand_into` and `expand_from` turn a plan into safe code that calls
 //!   the runtime crate's hidden `__private` module; they cannot fail.
 //!   `expand` runs the pipeline and, when there are errors, emits them with
-//!   stub impls so that they do not cascade.
+//!   stub impls so that they do not cascade; `tokens` holds what every
+//!   expansion emits (the runtime crate's path, spans, where clauses).
 
 mod ast;
 mod attr;
@@ -26,6 +27,7 @@ mod expand_into;
 #[cfg(test)]
 mod snapshots;
 mod symbol;
+mod tokens;
 mod validate;
 
 use proc_macro::TokenStream;

@@ -20,7 +20,7 @@
 
 use std::ptr;
 
-use crate::dims::DimsBuf;
+use crate::layout::DimsBuf;
 
 /// Tile edge, in elements, of the blocked copy: a 32 × 32 tile of 8-byte
 /// elements is 8 KiB, so the tile read and the tile written stay in L1

@@ -256,7 +256,6 @@ pub mod __private;
 mod adapters;
 mod cuda;
 mod device;
-mod dims;
 mod dtype;
 mod element;
 pub mod error;

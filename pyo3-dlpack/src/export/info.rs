@@ -4,10 +4,10 @@
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
-pub use crate::dims::Dims;
-use crate::dims::DimsBuf;
 use crate::error::{LayoutDesc, LayoutError, SizeOverflow};
 use crate::export::data::TensorData;
+pub use crate::layout::Dims;
+use crate::layout::DimsBuf;
 use crate::layout::{self, MAX_NDIM};
 use crate::protocol;
 use crate::{DLPackError, DataType, Device, Writability};

@@ -7,17 +7,14 @@
 //! the plan.
 
 mod aligned;
-mod args;
 #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
 mod buffer;
-mod capsule;
 mod copy;
 mod cuda_array_interface;
 mod data;
 mod info;
 mod into;
 pub(crate) mod managed;
-#[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
 mod method;
 #[cfg(feature = "ndarray")]
 mod ndarray;
@@ -217,10 +214,10 @@ fn seal<'py>(
 ) -> PyResult<Bound<'py, PyCapsule>> {
     match plan.format {
         CapsuleFormat::Legacy => {
-            capsule::new_capsule(py, described.into_block::<DLManagedTensor>(plan))
+            managed::new_capsule(py, described.into_block::<DLManagedTensor>(plan))
         }
         CapsuleFormat::Versioned => {
-            capsule::new_capsule(py, described.into_block::<DLManagedTensorVersioned>(plan))
+            managed::new_capsule(py, described.into_block::<DLManagedTensorVersioned>(plan))
         }
     }
 }

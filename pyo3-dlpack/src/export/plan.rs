@@ -1,5 +1,5 @@
 //! What a consumer asks of an export, and what the export will do: the
-//! pure plan, apart from the parsing of Python arguments (`args.rs`).
+//! pure plan, apart from the parsing of Python arguments (`method.rs`).
 //!
 //! Exports that cannot be done are [`ExportError`]s (`BufferError`), never
 //! a `TypeError`, which NumPy and torch read as "old producer" and silently

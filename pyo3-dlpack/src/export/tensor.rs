@@ -276,7 +276,7 @@ impl DLPackTensor {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        let request = crate::export::args::request_of_call(args, kwargs)?;
+        let request = crate::export::method::request_of_call(args, kwargs)?;
         self.export(py, &request)
     }
 

@@ -11,10 +11,10 @@ use pyo3::exceptions::{PyException, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
+use super::framework::Framework;
 use crate::error::ExportError;
 use crate::exchange::{self, ExchangeApi};
 use crate::ffi::DLTensor;
-use crate::frameworks::native::Framework;
 use crate::{DLPackError, DataType, Device, PyTensor};
 
 /// A tensor a framework allocated: its own object, for Python, and a

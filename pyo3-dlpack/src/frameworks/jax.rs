@@ -10,13 +10,13 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 
-use super::native::{Framework, through_from_dlpack};
+use super::framework::Framework;
 use crate::export::IntoDLPack;
 use crate::{DLPackError, TensorInfo};
 
 /// `value` as a `jax.Array` (imports JAX).
 pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {
-    through_from_dlpack(py, ForImmutableConsumer(value), Framework::Jax)
+    Framework::Jax.through_from_dlpack(py, ForImmutableConsumer(value))
 }
 
 /// A `DLPackTensor`'s shared value as a `jax.Array` (`DLPackTensor.__jax_array__`,

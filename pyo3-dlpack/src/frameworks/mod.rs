@@ -10,15 +10,17 @@
 //!   made through its exchange table;
 //! - [`jax`]: `Native::jax` results (read-only values included: JAX arrays
 //!   are immutable);
-//! - [`native`]: [`Framework`] and [`Native`] (CuPy is reached through its
-//!   `from_dlpack` there), and [`allocate`]: outputs allocated by the
-//!   caller's framework.
+//! - [`framework`]: [`Framework`], which framework an object belongs to, and
+//!   the public `from_dlpack` route (JAX, CuPy); [`native`]: [`Native`]
+//!   results; [`allocate`]: outputs allocated by the caller's framework.
 
 pub(crate) mod allocate;
+pub(crate) mod framework;
 pub(crate) mod jax;
 pub(crate) mod native;
 pub(crate) mod numpy;
 pub(crate) mod torch;
 
 pub use allocate::{Allocated, allocate_like};
-pub use native::{Framework, Native, to_framework};
+pub use framework::Framework;
+pub use native::{Native, to_framework};

@@ -9,11 +9,11 @@ use std::sync::OnceLock;
 
 use crate::DataType;
 use crate::Device;
-use crate::dims::DimsBuf;
 use crate::ffi::DLTensor;
 use crate::foreign::Checked;
 use crate::import::consume::Managed;
 use crate::import::registry::Registration;
+use crate::layout::DimsBuf;
 use crate::spare;
 
 thread_local! {

@@ -8,7 +8,6 @@ use std::sync::OnceLock;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
-use crate::dims::DimsBuf;
 use crate::error::LayoutError;
 use crate::ffi::{
     DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion, DLTensor,
@@ -18,6 +17,7 @@ use crate::frameworks::numpy;
 use crate::import::consume::{Managed, Owned, take_from_capsule};
 use crate::import::registry::Registration;
 use crate::import::state::State;
+use crate::layout::DimsBuf;
 use crate::{DLPackError, DataType, Device, Writability, protocol};
 
 /// A tensor imported from any DLPack producer (a NumPy array, a torch or JAX

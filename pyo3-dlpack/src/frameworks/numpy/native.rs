@@ -12,8 +12,8 @@ use super::api::api;
 use super::{WRITEABLE, type_number};
 use crate::DLPackError;
 use crate::error::ExportError;
+use crate::export::managed::drop_owner;
 use crate::export::{Described, IntoDLPack};
-use crate::frameworks::native::CatchDrop;
 
 /// `value` as a `numpy.ndarray` over its own memory: shape and strides from
 /// its description, writable unless the description says otherwise (or
@@ -103,4 +103,16 @@ pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Boun
         return Err(PyErr::fetch(py));
     }
     Ok(array)
+}
+
+/// Drops a value without letting a panic escape (a base object's destructor
+/// runs from C).
+struct CatchDrop<T>(Option<T>);
+
+impl<T> Drop for CatchDrop<T> {
+    fn drop(&mut self) {
+        if let Some(value) = self.0.take() {
+            drop_owner(value);
+        }
+    }
 }

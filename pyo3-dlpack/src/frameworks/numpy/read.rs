@@ -142,7 +142,7 @@ impl Array<'_> {
 
     /// Writes the shape, then the strides in elements, into `dims` (made by
     /// `DimsBuf::pair(self.ndim())`).
-    pub(crate) fn write_dims(&self, dims: &mut crate::dims::DimsBuf) {
+    pub(crate) fn write_dims(&self, dims: &mut crate::layout::DimsBuf) {
         // Every dtype read here is 1, 2, 4, 8 or 16 bytes: strides in whole
         // elements (checked by `recognise`) are shifts, not divisions.
         let shift = self.dtype.itemsize().trailing_zeros();

@@ -18,6 +18,9 @@ use pyo3::types::PyType;
 
 pub(crate) use native::tensor_of;
 
+/// The name of torch's module.
+pub(crate) const MODULE: &str = "torch";
+
 /// `torch.Tensor`, once found.
 static TENSOR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
@@ -35,7 +38,7 @@ pub(crate) fn tensor_type(py: Python<'_>) -> Option<Bound<'_, PyType>> {
     }
     let modules = py.import("sys").ok()?.getattr("modules").ok()?;
     let modules = modules.cast_into::<pyo3::types::PyDict>().ok()?;
-    let torch = modules.get_item("torch").ok()??;
+    let torch = modules.get_item(MODULE).ok()??;
     let ty = torch.getattr("Tensor").ok()?.cast_into::<PyType>().ok()?;
     if !is_built_on_torchs_c_type(&ty) {
         return None;
@@ -95,7 +98,7 @@ fn is_built_on_torchs_c_type(ty: &Bound<'_, PyType>) -> bool {
 
 /// `torch.Tensor`, importing torch.
 pub(crate) fn import_tensor_type(py: Python<'_>) -> PyResult<Bound<'_, PyType>> {
-    py.import("torch")?;
+    py.import(MODULE)?;
     tensor_type(py)
         .ok_or_else(|| pyo3::exceptions::PyImportError::new_err("torch has no Tensor type"))
 }

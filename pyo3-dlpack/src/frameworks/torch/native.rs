@@ -15,7 +15,6 @@ use crate::export::managed::{IntoBlock, call_deleter};
 use crate::export::plan::{CapsuleFormat, ExportRequest};
 use crate::export::{Described, IntoDLPack};
 use crate::ffi::DLManagedTensorVersioned;
-use crate::frameworks::native::Framework;
 use crate::{DLPackError, DataType, Device};
 
 /// `value` as a `torch.Tensor` over its memory (imports torch). What
@@ -42,7 +41,7 @@ fn through_torch_from_dlpack<T: IntoDLPack>(
     let info = tensor.info();
     let (dtype, device) = (info.dtype(), info.device());
     writable_for_torch(info)?;
-    let torch = py.import(Framework::Torch.module())?;
+    let torch = py.import(super::MODULE)?;
     torch
         .call_method1(pyo3::intern!(py, "from_dlpack"), (tensor,))
         .map_err(|err| {

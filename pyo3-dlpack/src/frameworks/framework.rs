@@ -1,0 +1,93 @@
+//! [`Framework`]: which array framework an object belongs to (NumPy and
+//! torch by type identity, from their homes), and the module whose public
+//! `from_dlpack` makes its arrays.
+
+use pyo3::prelude::*;
+
+use crate::export::{DLPackTensor, IntoDLPack};
+
+/// An array framework a result can be returned in.
+///
+/// ```
+/// use pyo3::prelude::*;
+/// use pyo3_dlpack::Framework;
+///
+/// # Python::attach(|py| -> PyResult<()> {
+/// let np = py.import("numpy")?;
+/// let a = np.call_method1("zeros", (3,))?;
+/// assert_eq!(Framework::of(&a)?, Some(Framework::NumPy));
+/// assert_eq!(Framework::of(3i32.into_pyobject(py)?.as_any())?, None);
+/// # Ok(()) }).unwrap();
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Framework {
+    /// `numpy.ndarray` (host memory only).
+    NumPy,
+    /// `torch.Tensor`.
+    Torch,
+    /// `jax.Array`.
+    Jax,
+    /// `cupy.ndarray`.
+    CuPy,
+}
+
+impl Framework {
+    /// The framework whose array `obj` is; `None` for anything else. For
+    /// "return a result of the same kind as this argument".
+    ///
+    /// NumPy and torch are recognised by identity: an instance (subclasses
+    /// included) of NumPy's array type or of `torch.Tensor`, never by a
+    /// name a class can take. JAX and CuPy arrays, which this crate
+    /// handles through their public `from_dlpack` only, by the top-level
+    /// module of their type (`jax`/`jaxlib`, `cupy`). A type whose
+    /// `__module__` is missing or not a string is none of these.
+    pub fn of(obj: &Bound<'_, PyAny>) -> PyResult<Option<Self>> {
+        if super::numpy::is_ndarray(obj) {
+            return Ok(Some(Self::NumPy));
+        }
+        if let Some(tensor) = super::torch::tensor_type(obj.py()) {
+            // The object's own type, not `isinstance` (which a `__class__`
+            // property can answer).
+            // SAFETY: attached; `obj` and the type are live.
+            if unsafe { pyo3::ffi::PyObject_TypeCheck(obj.as_ptr(), tensor.as_type_ptr()) } != 0 {
+                return Ok(Some(Self::Torch));
+            }
+        }
+        let Ok(module) = obj.get_type().module() else {
+            return Ok(None);
+        };
+        // `to_cow`, not `to_str`: the latter is not in the limited API before 3.10.
+        let Ok(module) = module.to_cow() else {
+            return Ok(None);
+        };
+        let top = module.split('.').next().unwrap_or(&module);
+        Ok(match top {
+            "jax" | "jaxlib" => Some(Self::Jax),
+            "cupy" => Some(Self::CuPy),
+            _ => None,
+        })
+    }
+
+    /// The module whose `from_dlpack` makes this framework's arrays.
+    pub(crate) fn module(self) -> &'static str {
+        match self {
+            Self::NumPy => "numpy",
+            Self::Torch => super::torch::MODULE,
+            Self::Jax => "jax.numpy",
+            Self::CuPy => "cupy",
+        }
+    }
+
+    /// The framework's public `from_dlpack` on a [`DLPackTensor`] of the
+    /// value: the route of frameworks without a faster one (JAX, CuPy).
+    pub(crate) fn through_from_dlpack<T: IntoDLPack>(
+        self,
+        py: Python<'_>,
+        value: T,
+    ) -> PyResult<Bound<'_, PyAny>> {
+        let tensor = DLPackTensor::new(value)?;
+        py.import(self.module())?
+            .call_method1(pyo3::intern!(py, "from_dlpack"), (tensor,))
+    }
+}
