@@ -1,14 +1,14 @@
 //! The import entry: what `PyTensor::from_pyany` does with an object, in
 //! order. Framework fast paths first (a NumPy array read in place, a
-//! producer's C exchange table), then DLPack negotiation (`__dlpack__`, or
-//! a capsule), then the other protocols.
+//! producer's C exchange table, a `jax.Array`'s C++ export), then DLPack
+//! negotiation (`__dlpack__`, or a capsule), then the other protocols.
 
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::exchange;
 use crate::ffi::DLPackVersion;
-use crate::frameworks::numpy;
+use crate::frameworks::{jax, numpy};
 use crate::import::negotiate::{legacy_writability, probe_dlpack, request_capsule};
 use crate::import::options::ImportOptions;
 use crate::import::protocols;
@@ -53,6 +53,14 @@ impl PyTensor {
     /// gradient ("use tensor.detach()"), meta, sparse and quantized tensors,
     /// and tensors with the lazy conjugate bit; so are tensors with the lazy
     /// negative bit, as their memory does not hold their values.
+    ///
+    /// A `jax.Array` on one device (jaxlib's own array type, by identity)
+    /// imported with the default options is exported by the C++ function
+    /// JAX's `__dlpack__` ends in, without JAX's Python `__dlpack__` and
+    /// `__dlpack_device__`: the same legacy capsule, with jaxlib's error for
+    /// a deleted array. Arrays sharded or replicated over several devices
+    /// take `__dlpack__` (which refuses them), and so do arrays whose memory
+    /// has streams (GPU), asked again for the stream they are read on.
     pub fn from_pyany_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
         if options.is_plain() {
             if let Some(array) = numpy::read::recognise(obj, versioned_export) {
@@ -90,6 +98,13 @@ impl PyTensor {
                         }
                     }
                 }
+            }
+            if let Some(capsule) = jax::export_capsule(obj)? {
+                let tensor = Self::from_requested(obj, &capsule, options)?;
+                if !tensor.device().device_type.uses_streams() {
+                    return Ok(tensor);
+                }
+                // Made for no stream: given back (dropped), and asked again.
             }
         }
         let Some(capsule) = request_capsule(obj, options)? else {

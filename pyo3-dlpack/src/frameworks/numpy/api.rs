@@ -73,10 +73,7 @@ pub(crate) fn api_if_imported(py: Python<'_>) -> Option<&'static Api> {
     if let Some(api) = API.get(py) {
         return Some(api);
     }
-    let modules = py.import("sys").ok()?.getattr("modules").ok()?;
-    if !modules.contains("numpy").unwrap_or(false) {
-        return None;
-    }
+    crate::python::imported_module(py, pyo3::intern!(py, "numpy"))?;
     api(py).ok()
 }
 

@@ -36,9 +36,7 @@ pub(crate) fn tensor_type(py: Python<'_>) -> Option<Bound<'_, PyType>> {
     if let Some(ty) = TENSOR.get(py) {
         return Some(ty.bind(py).clone());
     }
-    let modules = py.import("sys").ok()?.getattr("modules").ok()?;
-    let modules = modules.cast_into::<pyo3::types::PyDict>().ok()?;
-    let torch = modules.get_item(MODULE).ok()??;
+    let torch = crate::python::imported_module(py, pyo3::intern!(py, MODULE))?;
     let ty = torch.getattr("Tensor").ok()?.cast_into::<PyType>().ok()?;
     if !is_built_on_torchs_c_type(&ty) {
         return None;
