@@ -38,6 +38,35 @@ impl Access {
 }
 
 impl State {
+    /// The host makes `what`, an access of `[start, len)` (a write, or a
+    /// read): a race with each access the host has not waited for that it
+    /// conflicts with (any, for a write; writes, for a read); how many.
+    pub(crate) fn host_access(
+        &mut self,
+        what: &str,
+        start: usize,
+        len: usize,
+        write: bool,
+    ) -> usize {
+        let racing: Vec<Access> = self
+            .unobserved
+            .iter()
+            .filter(|a| (a.write || write) && a.overlaps(start, len))
+            .copied()
+            .collect();
+        for earlier in &racing {
+            let message = format!(
+                "{what} of [{start:#x}, +{len}) is not ordered after the {} of [{:#x}, +{}) on {:?}",
+                if earlier.write { "write" } else { "read" },
+                earlier.start,
+                earlier.len,
+                self.queues[earlier.stream].key
+            );
+            self.race(&message);
+        }
+        racing.len()
+    }
+
     /// Operation `position` of `queue`, ordered after `clock`, accesses
     /// `(start, len, write)`: a race with each earlier access of that memory
     /// on another stream (a write, or any access for a write) it is not

@@ -173,3 +173,65 @@ pub unsafe extern "C" fn cuCtxGetCurrent(context: *mut *mut c_void) -> CuResult 
         Ok(())
     })
 }
+
+/// # Safety
+///
+/// None (`context` is compared, never read).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuCtxSetCurrent(context: *mut c_void) -> CuResult {
+    entry(|| {
+        // The driver: NULL pops the current context (if any); another
+        // replaces the top of the stack, or is pushed on an empty one.
+        let device = if context.is_null() {
+            None
+        } else {
+            Some(context_device(context).ok_or(CUDA_ERROR_INVALID_CONTEXT)?)
+        };
+        CURRENT
+            .try_with(|stack| {
+                let mut stack = stack.borrow_mut();
+                stack.pop();
+                stack.extend(device);
+            })
+            .map_err(|_| CUDA_ERROR_INVALID_CONTEXT)
+    })
+}
+
+const CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: c_int = 115;
+
+/// Whether the devices have memory pools (`cuMemAllocAsync`): yes, unless
+/// `STANDIN_MEMORY_POOLS=0` (a driver or GPU without them).
+fn memory_pools() -> bool {
+    std::env::var("STANDIN_MEMORY_POOLS").map_or(true, |v| v != "0")
+}
+
+/// The attributes asked of a device (cudarc: memory pools), others refused
+/// with `CUDA_ERROR_INVALID_VALUE` so that a new caller shows.
+///
+/// # Safety
+///
+/// `value` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGetAttribute(
+    value: *mut c_int,
+    attribute: c_int,
+    device: c_int,
+) -> CuResult {
+    entry(|| {
+        initialized()?;
+        usize::try_from(device)
+            .ok()
+            .filter(|&d| d < DEVICES)
+            .ok_or(CUDA_ERROR_INVALID_DEVICE)?;
+        let answer = match attribute {
+            CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED => c_int::from(memory_pools()),
+            _ => return Err(CUDA_ERROR_INVALID_VALUE),
+        };
+        if value.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        // SAFETY: non-NULL and writable (the caller's contract).
+        unsafe { value.write(answer) };
+        Ok(())
+    })
+}

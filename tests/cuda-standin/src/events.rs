@@ -120,7 +120,7 @@ pub unsafe extern "C" fn cuStreamWaitEvent(
             let own = state.queues[queue].capture;
             match (recorded, own) {
                 (Recorded::Never, _) => {}
-                (Recorded::At(clock), None) => state.enqueue(queue, Some(&clock), None, None)?,
+                (Recorded::At(clock), None) => state.enqueue(queue, Some(&clock), &[], None)?,
                 (Recorded::At(_), Some(capture)) => {
                     // An event from outside the capture.
                     state.invalidate(capture);

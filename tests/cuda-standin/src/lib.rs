@@ -67,7 +67,8 @@
 //! stack), `memory` (allocations, pointer attributes), `state` (streams
 //! as queues, enqueueing) and `scheduler` (running them), `clock` (vector
 //! clocks and race detection), `streams`, `events`, `capture` (the
-//! entry points of each), and `testing` (the `standin_*` entry points).
+//! entry points of each), `transfers` (allocation, freeing and copies, as
+//! cudarc makes them), and `testing` (the `standin_*` entry points).
 
 use std::ffi::{c_int, c_uint};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -82,6 +83,7 @@ mod scheduler;
 mod state;
 mod streams;
 mod testing;
+mod transfers;
 
 pub(crate) type CuResult = c_int;
 pub(crate) const CUDA_SUCCESS: CuResult = 0;

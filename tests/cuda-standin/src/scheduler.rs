@@ -2,8 +2,8 @@
 //! event the host waits for), in dependency order; with `STANDIN_SEED`, a
 //! seeded scheduler also runs ready work early.
 
-use crate::memory::in_device_memory;
-use crate::state::State;
+use crate::memory::driver_address;
+use crate::state::{State, Work};
 use crate::{CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, CuResult};
 
 impl State {
@@ -24,18 +24,27 @@ impl State {
         }
     }
 
-    /// Runs the next operation of `queue` (its dependencies have run).
+    /// Runs the next operation of `queue` (its dependencies have run); its
+    /// memory is accessed where the driver accesses it (device memory
+    /// through its readable mapping).
     pub(crate) fn execute(&mut self, queue: usize) {
         let q = &mut self.queues[queue];
         let index = q.done;
         q.done += 1;
-        if let Some((address, bytes)) = q.ops[index].write.take() {
-            if !in_device_memory(address, bytes.len()) {
-                // SAFETY: the promise of `standin_enqueue_write`'s caller:
-                // writable host memory, alive until the write has run.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), address as *mut u8, bytes.len());
-                }
+        match q.ops[index].work.take() {
+            None => {}
+            Some(Work::Write { to, bytes }) => {
+                let to = driver_address(to, bytes.len());
+                // SAFETY: writable for `bytes.len()` bytes until the work has
+                // run: the promise of `standin_enqueue_write`'s caller, or of
+                // a copy's (the driver's contract), or stand-in memory.
+                unsafe { std::ptr::copy(bytes.as_ptr(), to as *mut u8, bytes.len()) };
+            }
+            Some(Work::Copy { from, to, len }) => {
+                let (from, to) = (driver_address(from, len), driver_address(to, len));
+                // SAFETY: as above: both readable and writable for `len`
+                // bytes until the copy has run (a copy's contract).
+                unsafe { std::ptr::copy(from as *const u8, to as *mut u8, len) };
             }
         }
     }

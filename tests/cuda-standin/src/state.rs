@@ -25,13 +25,23 @@ pub(crate) enum Key {
     PerThread(usize, u64),
 }
 
+/// What an operation does to memory when it runs.
+#[derive(Debug)]
+pub(crate) enum Work {
+    /// "Write these bytes at this address" (a simulated kernel, a copy from
+    /// pageable memory, whose bytes the driver took at the call).
+    Write { to: usize, bytes: Vec<u8> },
+    /// A copy of `len` bytes, read when it runs (device or pinned memory).
+    Copy { from: usize, to: usize, len: usize },
+}
+
 /// An enqueued operation: it runs after everything its clock names.
 #[derive(Debug)]
 pub(crate) struct Op {
     pub(crate) clock: Clock,
-    /// "Write these bytes at this address" (a simulated kernel), or nothing
-    /// (a read, a wait).
-    pub(crate) write: Option<(usize, Vec<u8>)>,
+    /// Its work, if any (none: a read, a wait, an allocation or a free),
+    /// taken when it runs.
+    pub(crate) work: Option<Work>,
 }
 
 /// A stream's queue: its operations, how many have run, and its clock after
@@ -47,6 +57,9 @@ pub(crate) struct Queue {
     pub(crate) capture: Option<usize>,
     pub(crate) syncs: usize,
     pub(crate) waits: usize,
+    /// Destroyed (`cuStreamDestroy_v2`): its handle is refused; its queued
+    /// work stays, to run when something orders it.
+    pub(crate) destroyed: bool,
 }
 
 #[derive(Debug, Default)]
@@ -66,6 +79,8 @@ pub(crate) struct State {
     /// default streams.
     pub(crate) default_syncs: [usize; DEVICES],
     pub(crate) default_waits: [usize; DEVICES],
+    /// `cuCtxSynchronize` calls per device.
+    pub(crate) context_syncs: [usize; DEVICES],
 }
 
 pub(crate) static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -94,6 +109,7 @@ impl State {
             capture: None,
             syncs: 0,
             waits: 0,
+            destroyed: false,
         });
         self.keys.insert(key, index);
         index
@@ -115,6 +131,7 @@ impl State {
         self.keys
             .get(&Key::Created(handle))
             .copied()
+            .filter(|&queue| !self.queues[queue].destroyed)
             .ok_or(CUDA_ERROR_INVALID_HANDLE)
     }
 
@@ -131,14 +148,14 @@ impl State {
         self.keys.get(&Key::Legacy(device)).copied()
     }
 
-    /// Enqueues an operation on `queue` ordered after `after` too, accessing
-    /// `access` (start, len, write); bytes to write, if any.
+    /// Enqueues an operation on `queue` ordered after `after` too, making
+    /// `accesses` (start, len, write) and doing `work` when it runs.
     pub(crate) fn enqueue(
         &mut self,
         queue: usize,
         after: Option<&Clock>,
-        access: Option<(usize, usize, bool)>,
-        bytes: Option<Vec<u8>>,
+        accesses: &[(usize, usize, bool)],
+        work: Option<Work>,
     ) -> Result<(), CuResult> {
         self.check_legacy_use(queue)?;
         if let Some(capture) = self.queues[queue].capture {
@@ -172,16 +189,13 @@ impl State {
             }
         }
         let position = self.queues[queue].ops.len() + 1;
-        if let Some(access) = access {
+        for &access in accesses {
             self.access(queue, position, &clock, access);
         }
         let mut tail = clock.clone();
         tail.insert(queue, position);
         let q = &mut self.queues[queue];
-        q.ops.push(Op {
-            clock,
-            write: bytes.map(|b| (access.map_or(0, |a| a.0), b)),
-        });
+        q.ops.push(Op { clock, work });
         q.tail = tail;
         Ok(())
     }

@@ -1,11 +1,13 @@
-//! Stream entry points: creation, host synchronisation, a stream's context.
+//! Stream entry points: creation and destruction, host synchronisation (of
+//! a stream, of a context's device), a stream's context.
 
 use std::ffi::{c_uint, c_void};
 
 use crate::context::{context_handle, current_device};
 use crate::state::{Key, stream_device, with_state};
 use crate::{
-    CU_STREAM_NON_BLOCKING, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_VALUE, CuResult, entry,
+    CU_STREAM_NON_BLOCKING, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_HANDLE,
+    CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, CuResult, entry,
 };
 
 /// A new stream of `device` (non-blocking: it does not synchronise with the
@@ -68,5 +70,61 @@ pub unsafe extern "C" fn cuStreamGetCtx(
         // SAFETY: non-NULL and writable (the caller's contract).
         unsafe { context.write(context_handle(device)) };
         Ok(())
+    })
+}
+
+/// # Safety
+///
+/// None (the handle is looked up, never dereferenced).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamDestroy_v2(handle: *mut c_void) -> CuResult {
+    entry(|| {
+        with_state(|state| {
+            // Only created streams (a default stream's handle is refused).
+            let handle = handle as usize;
+            if handle <= 2 {
+                return Err(CUDA_ERROR_INVALID_HANDLE);
+            }
+            let queue = state.resolve(handle)?;
+            // The driver: work already queued still runs.
+            state.queues[queue].destroyed = true;
+            Ok(())
+        })
+    })
+}
+
+/// Waits for all work of the current context's device: every stream of it
+/// runs, and the host has waited for each (refused while one captures).
+///
+/// # Safety
+///
+/// None.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuCtxSynchronize() -> CuResult {
+    entry(|| {
+        let device = current_device().ok_or(CUDA_ERROR_INVALID_CONTEXT)?;
+        with_state(|state| {
+            let queues: Vec<usize> = (0..state.queues.len())
+                .filter(|&q| state.queues[q].device == device)
+                .collect();
+            let capturing: Vec<usize> = queues
+                .iter()
+                .filter_map(|&q| state.queues[q].capture)
+                .collect();
+            if !capturing.is_empty() {
+                for capture in capturing {
+                    state.invalidate(capture);
+                }
+                return Err(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+            }
+            state.context_syncs[device] += 1;
+            for queue in queues {
+                let count = state.queues[queue].ops.len();
+                state.run(queue, count);
+                let tail = state.queues[queue].tail.clone();
+                state.observe(&tail);
+            }
+            Ok(())
+        })
     })
 }

@@ -5,10 +5,9 @@
 use std::ffi::{c_int, c_uint};
 use std::sync::atomic::Ordering;
 
-use crate::clock::Access;
 use crate::context::CURRENT;
-use crate::memory::{ALLOCATIONS, Allocation, mmap};
-use crate::state::{Key, with_state};
+use crate::memory::{allocate, driver_address, freed, live};
+use crate::state::{Key, Work, with_state};
 use crate::streams::new_stream;
 use crate::{
     CU_STREAM_NON_BLOCKING, CUDA_ERROR_INVALID_VALUE, CuResult, DEVICES, REFUSALS, entry,
@@ -20,45 +19,12 @@ use crate::{
 /// 2 (managed memory); 0 on failure. Never freed.
 #[unsafe(no_mangle)]
 pub extern "C" fn standin_alloc(device: c_int, bytes: usize, kind: c_int) -> usize {
-    const PROT_NONE: c_int = 0;
-    const PROT_READ_WRITE: c_int = 3;
-    const MAP_PRIVATE_ANONYMOUS: c_int = 0x02 | 0x20;
-    let Ok(device) = usize::try_from(device) else {
-        return 0;
-    };
-    if device >= DEVICES || !(0..=2).contains(&kind) || bytes == 0 {
-        return 0;
-    }
-    let prot = if kind == 0 {
-        PROT_NONE
-    } else {
-        PROT_READ_WRITE
-    };
-    // SAFETY: an anonymous private mapping of `bytes`, kept for the process.
-    let start = unsafe {
-        mmap(
-            std::ptr::null_mut(),
-            bytes,
-            prot,
-            MAP_PRIVATE_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if start as isize == -1 {
-        return 0;
-    }
-    let start = start as usize;
-    ALLOCATIONS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(Allocation {
-            start,
-            len: bytes,
-            device,
-            kind,
-        });
-    start
+    test_entry(0, || match usize::try_from(device) {
+        Ok(device) if device < DEVICES && (0..=2).contains(&kind) => {
+            allocate(device, bytes, kind).unwrap_or(0)
+        }
+        _ => 0,
+    })
 }
 
 /// Test entry: a new blocking stream of `device` (no context needed); 0 for
@@ -104,7 +70,15 @@ pub unsafe extern "C" fn standin_enqueue_write(
         let data = unsafe { std::slice::from_raw_parts(bytes, len) }.to_vec();
         with_state(|state| {
             let queue = state.resolve(stream)?;
-            state.enqueue(queue, None, Some((address, len, true)), Some(data))
+            state.enqueue(
+                queue,
+                None,
+                &[(address, len, true)],
+                Some(Work::Write {
+                    to: address,
+                    bytes: data,
+                }),
+            )
         })
     })
 }
@@ -116,7 +90,7 @@ pub extern "C" fn standin_enqueue_read(stream: usize, address: usize, len: usize
     entry(|| {
         with_state(|state| {
             let queue = state.resolve(stream)?;
-            state.enqueue(queue, None, Some((address, len, false)), None)
+            state.enqueue(queue, None, &[(address, len, false)], None)
         })
     })
 }
@@ -127,22 +101,54 @@ pub extern "C" fn standin_enqueue_read(stream: usize, address: usize, len: usize
 #[unsafe(no_mangle)]
 pub extern "C" fn standin_host_read(address: usize, len: usize) -> usize {
     test_entry(0, || {
+        with_state(|state| state.host_access("a host read", address, len, false))
+    })
+}
+
+/// Test entry: the host reads `[address, address + len)` through the
+/// driver's mapping (device memory too: what a copy to the host would
+/// give) into `out`, now; returns the races this read makes, as
+/// `standin_host_read` does. Stand-in memory only: `usize::MAX` for an
+/// address in no live allocation.
+///
+/// # Safety
+///
+/// `out` is writable for `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn standin_read(address: usize, out: *mut u8, len: usize) -> usize {
+    test_entry(usize::MAX, || {
+        if out.is_null() || live(address, len).is_none() {
+            return usize::MAX;
+        }
         with_state(|state| {
-            let racing: Vec<Access> = state
-                .unobserved
-                .iter()
-                .filter(|a| a.write && a.overlaps(address, len))
-                .copied()
-                .collect();
-            for write in &racing {
-                let what = format!(
-                    "a host read of [{address:#x}, +{len}) is not ordered after the write of [{:#x}, +{}) on {:?}",
-                    write.start, write.len, state.queues[write.stream].key
-                );
-                state.race(&what);
-            }
-            racing.len()
+            let races = state.host_access("a host read", address, len, false);
+            let from = driver_address(address, len);
+            // SAFETY: `from` is readable for `len` bytes (a live stand-in
+            // allocation, through the driver's mapping), `out` writable
+            // (the caller's contract).
+            unsafe { std::ptr::copy(from as *const u8, out, len) };
+            races
         })
+    })
+}
+
+/// Test entry: whether `address` is the start of a live allocation (1), of
+/// a freed one (0), or of none (`usize::MAX`).
+#[unsafe(no_mangle)]
+pub extern "C" fn standin_allocated(address: usize) -> usize {
+    test_entry(usize::MAX, || match live(address, 0) {
+        Some(a) if a.start == address => 1,
+        _ if freed(address) => 0,
+        _ => usize::MAX,
+    })
+}
+
+/// Test entry: how many `cuCtxSynchronize` calls `device` had.
+#[unsafe(no_mangle)]
+pub extern "C" fn standin_context_syncs(device: c_int) -> usize {
+    test_entry(usize::MAX, || {
+        let device = usize::try_from(device).ok().filter(|&d| d < DEVICES);
+        device.map_or(0, |d| with_state(|state| state.context_syncs[d]))
     })
 }
 
@@ -162,10 +168,13 @@ pub extern "C" fn standin_pending(address: usize, len: usize) -> usize {
                 .queues
                 .iter()
                 .flat_map(|q| &q.ops[q.done..])
-                .filter_map(|op| op.write.as_ref())
-                .filter(|(start, bytes)| {
-                    *start < address.saturating_add(len)
-                        && address < start.saturating_add(bytes.len())
+                .filter_map(|op| match &op.work {
+                    Some(Work::Write { to, bytes }) => Some((*to, bytes.len())),
+                    Some(Work::Copy { to, len, .. }) => Some((*to, *len)),
+                    None => None,
+                })
+                .filter(|&(start, written)| {
+                    start < address.saturating_add(len) && address < start.saturating_add(written)
                 })
                 .count()
         })
