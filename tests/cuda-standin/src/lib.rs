@@ -11,8 +11,9 @@
 //!   recording it on a stream of another device fails with
 //!   `CUDA_ERROR_INVALID_HANDLE`, as the driver does;
 //! - device memory (`standin_alloc`, kind 0) is mapped `PROT_NONE`: any host
-//!   read or write of it crashes the test at once; pinned (1) and managed (2)
-//!   memory is readable; `cuPointerGetAttribute` answers the device ordinal,
+//!   read or write of it crashes the test at once (the driver's work reaches
+//!   it through a second, readable mapping of the same pages, which
+//!   `standin_read` reads); pinned (1) and managed (2) memory is readable; `cuPointerGetAttribute` answers the device ordinal,
 //!   whether memory is managed, and its memory type.
 //!
 //! **Stream work.** Every stream is a queue: each created stream, and per

@@ -53,8 +53,8 @@ pub extern "C" fn standin_stream_create_with_flags(device: c_int, flags: c_uint)
 /// # Safety
 ///
 /// `bytes` is readable for `len` bytes; `[address, address + len)` is
-/// writable host memory (or stand-in device memory, whose writes are not
-/// applied) until the write has run.
+/// writable host memory (or stand-in memory, device memory written through
+/// the driver's mapping) until the write has run.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn standin_enqueue_write(
     stream: usize,
