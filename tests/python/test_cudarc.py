@@ -19,7 +19,7 @@ pytestmark = [
 
 def test_a_cudarc_slice_reaches_torch_in_place_and_drops_once():
     created, dropped, _ = ext.drop_counts()
-    tensor, address = ext.cudarc_arange(1000)
+    tensor, address, _ = ext.cudarc_arange(1000)
     t = torch.from_dlpack(tensor)
     assert t.device == torch.device("cuda", 0) and t.dtype == torch.float32
     assert t.data_ptr() == address
@@ -35,7 +35,7 @@ def test_a_cudarc_slice_reaches_torch_in_place_and_drops_once():
 
 def test_a_cudarc_slice_reaches_cupy_in_place():
     cupy = pytest.importorskip("cupy")
-    tensor, address = ext.cudarc_arange(16)
+    tensor, address, _ = ext.cudarc_arange(16)
     a = cupy.from_dlpack(tensor)
     assert a.data.ptr == address
     assert a.tolist() == list(range(16))

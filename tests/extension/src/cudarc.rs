@@ -1,11 +1,12 @@
-//! cudarc (feature `cudarc`, in the GPU bundle): `CudaSlice` exports and
-//! typed cudarc views of CUDA imports. Every function needs a CUDA GPU;
-//! the tests that call them skip without one.
+//! cudarc (feature `cudarc`, in the GPU bundle and `make test`): `CudaSlice`
+//! exports and typed cudarc views of CUDA imports. Every function needs a
+//! CUDA driver: a GPU's (test_cudarc.py), or the stand-in's
+//! (test_cudarc_standin.py).
 
 #[allow(unused_imports)]
 use super::*;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3_dlpack::StreamMode;
@@ -15,9 +16,16 @@ fn driver(err: DriverError) -> PyErr {
     PyRuntimeError::new_err(err.to_string())
 }
 
-/// A new non-blocking stream on GPU `device`; a `RuntimeError` without a
-/// CUDA driver (cudarc itself would panic).
-fn new_stream(device: usize) -> PyResult<Arc<CudaStream>> {
+/// Per device, a first stream of its cudarc context, kept for the process.
+/// cudarc synchronises the whole context when a `CudaContext` makes its
+/// first stream (`CudaContext::new_stream`), which would order everything
+/// queued so far and hide a missing wait: with one context per device, made
+/// once ([`cudarc_context`]), only that first call does.
+static CONTEXTS: Mutex<Vec<(usize, Arc<CudaStream>)>> = Mutex::new(Vec::new());
+
+/// The first stream of GPU `device`'s context, made once; a `RuntimeError`
+/// without a CUDA driver (cudarc itself would panic).
+fn first_stream(device: usize) -> PyResult<Arc<CudaStream>> {
     // SAFETY: only tries to load the driver library (its initialisers run,
     // as they would on first use).
     if !unsafe { pyo3_dlpack::cudarc::driver::sys::is_culib_present() } {
@@ -25,42 +33,78 @@ fn new_stream(device: usize) -> PyResult<Arc<CudaStream>> {
             "no CUDA driver (libcuda) on this machine",
         ));
     }
-    CudaContext::new(device)
+    let mut contexts = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, stream)) = contexts.iter().find(|(d, _)| *d == device) {
+        return Ok(stream.clone());
+    }
+    let stream = CudaContext::new(device)
         .and_then(|ctx| ctx.new_stream())
-        .map_err(driver)
+        .map_err(driver)?;
+    contexts.push((device, stream.clone()));
+    Ok(stream)
 }
 
-/// `(tensor, address)`: 0..n as float32 in a cudarc slice on GPU `device`,
-/// copied there on a stream of its own (not yet finished, maybe: consumers
-/// must wait for it), exported with a drop counter.
+/// Makes GPU `device`'s cudarc context and its first stream (cudarc
+/// synchronises the device then): call before queuing work whose ordering
+/// a test checks.
+#[pyfunction]
+#[pyo3(signature = (device=0))]
+pub(crate) fn cudarc_context(device: usize) -> PyResult<()> {
+    first_stream(device).map(drop)
+}
+
+/// A new non-blocking stream on GPU `device`.
+fn new_stream(device: usize) -> PyResult<Arc<CudaStream>> {
+    first_stream(device)?.context().new_stream().map_err(driver)
+}
+
+/// `(tensor, address, stream)`: 0..n as float32 in a cudarc slice on GPU
+/// `device`, copied there on a stream of its own (its handle; not yet
+/// finished, maybe: consumers must wait for it), exported with a drop
+/// counter.
 #[pyfunction]
 #[pyo3(signature = (n, device=0))]
-pub(crate) fn cudarc_arange(n: usize, device: usize) -> PyResult<(DLPackTensor, usize)> {
+pub(crate) fn cudarc_arange(n: usize, device: usize) -> PyResult<(DLPackTensor, usize, usize)> {
     let stream = new_stream(device)?;
     let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let slice = stream.clone_htod(&values).map_err(driver)?;
     let (address, _read) = slice.device_ptr(&stream);
     let address = address as usize;
     drop(_read);
-    Ok((DLPackTensor::new(Tracked::new(slice))?, address))
+    let handle = stream.cu_stream() as usize;
+    Ok((DLPackTensor::new(Tracked::new(slice))?, address, handle))
 }
 
-/// Imports `tensor`, optionally stream-ordered.
-fn import_tensor(tensor: &Bound<'_, PyAny>, stream_ordered: bool) -> PyResult<PyTensor> {
+/// Imports `tensor`, optionally stream-ordered, or made ready on the
+/// consumer's `stream`.
+fn import_tensor(
+    tensor: &Bound<'_, PyAny>,
+    stream_ordered: bool,
+    stream: Option<i64>,
+) -> PyResult<PyTensor> {
     let mode = if stream_ordered {
         StreamMode::StreamOrdered
     } else {
         StreamMode::Synchronize
     };
-    PyTensor::from_pyany_with(tensor, &ImportOptions::new().stream_mode(mode))
+    let mut options = ImportOptions::new().stream_mode(mode);
+    if let Some(stream) = stream {
+        options = options.stream(stream);
+    }
+    PyTensor::from_pyany_with(tensor, &options)
 }
 
 /// The sum of a contiguous float32 CUDA tensor, read through a cudarc view
-/// on a new stream of its device.
+/// on a new stream of its device (the import: stream-ordered, or ready on
+/// the consumer's `stream`).
 #[pyfunction]
-#[pyo3(signature = (tensor, *, stream_ordered=false))]
-pub(crate) fn cudarc_sum(tensor: &Bound<'_, PyAny>, stream_ordered: bool) -> PyResult<f64> {
-    let tensor = import_tensor(tensor, stream_ordered)?;
+#[pyo3(signature = (tensor, *, stream_ordered=false, stream=None))]
+pub(crate) fn cudarc_sum(
+    tensor: &Bound<'_, PyAny>,
+    stream_ordered: bool,
+    stream: Option<i64>,
+) -> PyResult<f64> {
+    let tensor = import_tensor(tensor, stream_ordered, stream)?;
     let stream = new_stream(tensor.device().device_id as usize)?;
     let view = tensor.cuda_view::<f32>(&stream)?;
     let host = stream.clone_dtoh(&view.as_view()).map_err(driver)?;
@@ -71,13 +115,14 @@ pub(crate) fn cudarc_sum(tensor: &Bound<'_, PyAny>, stream_ordered: bool) -> PyR
 /// through a mutable cudarc view, on a new stream of its device, and
 /// returns without synchronising: the producer's stream is made to wait.
 #[pyfunction]
-#[pyo3(signature = (tensor, value, *, stream_ordered=false))]
+#[pyo3(signature = (tensor, value, *, stream_ordered=false, stream=None))]
 pub(crate) fn cudarc_fill(
     tensor: &Bound<'_, PyAny>,
     value: f32,
     stream_ordered: bool,
+    stream: Option<i64>,
 ) -> PyResult<()> {
-    let mut tensor = import_tensor(tensor, stream_ordered)?;
+    let mut tensor = import_tensor(tensor, stream_ordered, stream)?;
     let stream = new_stream(tensor.device().device_id as usize)?;
     let mut view = tensor.cuda_view_mut::<f32>(&stream)?;
     let values = vec![value; view.len()];

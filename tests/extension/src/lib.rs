@@ -92,6 +92,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(drop_on_thread, m)?)?;
     #[cfg(feature = "cudarc")]
     {
+        m.add_function(wrap_pyfunction!(cudarc_context, m)?)?;
         m.add_function(wrap_pyfunction!(cudarc_arange, m)?)?;
         m.add_function(wrap_pyfunction!(cudarc_sum, m)?)?;
         m.add_function(wrap_pyfunction!(cudarc_fill, m)?)?;

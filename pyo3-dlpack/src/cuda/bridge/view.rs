@@ -26,7 +26,11 @@ impl PyTensor {
     /// said otherwise), and when the view is dropped that stream waits for
     /// `stream`, so the producer's later work (a torch op on its current
     /// stream) comes after yours. Both are events: nothing blocks the host.
-    /// A tensor ready on every stream (`stream()` is `None`) gets no waits.
+    /// A tensor ready on every stream (`stream()` is `None`: a
+    /// `__cuda_array_interface__` import, synchronised) has no stream to
+    /// wait for, nor one to make wait: when the view is dropped, the host
+    /// waits for `stream` (cudarc's streams are non-blocking, so nothing
+    /// else would order your work before the producer's next).
     ///
     /// ```no_run
     /// use pyo3::prelude::*;
@@ -161,13 +165,18 @@ impl<T> Drop for Lent<T> {
         let stream = slice.stream().clone();
         // Not ours to free: `leak` ends cudarc's tracking (its events) only.
         let _address = slice.leak();
-        // SAFETY: as in `PyTensor::lend`: the producer's stream is alive.
-        let rejoined = unsafe { make_wait(self.device, &stream, self.ready_on) };
+        // Data ready on every stream (a host-synchronised import) has no
+        // stream to make wait, and the view's stream is cudarc's
+        // non-blocking one, which nothing orders implicitly: the host waits
+        // for it, which orders whatever comes next.
+        let rejoined = self.ready_on.is_some()
+            // SAFETY: as in `PyTensor::lend`: the producer's stream is alive.
+            && unsafe { make_wait(self.device, &stream, self.ready_on) }.is_ok();
         // Drop cannot fail: a wait that could not be queued becomes a wait
         // of the host for the view's stream, which orders the producer's
         // later work as well. If that fails too, the context is broken and
         // cudarc's next call on it reports the driver's (sticky) error.
-        if rejoined.is_err() {
+        if !rejoined {
             stream.context().record_err(stream.synchronize());
         }
     }

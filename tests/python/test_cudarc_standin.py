@@ -1,0 +1,255 @@
+"""cudarc (the extension's `cudarc` feature) against the stand-in driver: the same
+`CudaSlice` exports and cudarc views test_cudarc.py checks on a GPU, here with every
+stream's work queued and run only when something orders it, and every unordered access
+recorded as a race (see test_cuda_standin.py, whose `run` and helpers these tests share).
+
+cudarc loads `libcuda.so` by name; the stand-in's soname is `libcuda.so`, so once the
+prelude has loaded it by its path, cudarc is handed that same library (nothing is put on
+the library path: torch, JAX and CuPy never see it). Device memory stays `PROT_NONE` to
+the host: values are read back through the stand-in's own mapping (`device_floats`)."""
+
+import textwrap
+
+import pytest
+
+from test_cuda_standin import STANDIN, run
+
+pytestmark = [
+    pytest.mark.skipif(
+        not STANDIN, reason="CUDA_STANDIN names no stand-in driver (make test builds and names it)"
+    ),
+]
+
+ext = pytest.importorskip("dlpack_testext")
+if not hasattr(ext, "cudarc_arange"):
+    pytestmark.append(pytest.mark.skip(reason="extension built without cudarc"))
+
+# Run after the shared prelude: the stand-in's readers, and cudarc's context on device 0
+# made first (cudarc synchronises the whole device when a context makes its first stream,
+# which would order whatever a test queued before).
+CUDARC = """
+import gc
+cuda.standin_read.argtypes = [ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+for name in ["standin_read", "standin_allocated", "standin_context_syncs"]:
+    getattr(cuda, name).restype = ctypes.c_size_t
+cuda.standin_allocated.argtypes = [ctypes.c_size_t]
+
+def device_floats(address, n):
+    "The `n` float32s at `address`, through the driver's mapping; the read must not race."
+    out = ctypes.create_string_buffer(4 * n)
+    races = cuda.standin_read(address, out, 4 * n)
+    assert races == 0, f"{races} races (or no such memory)"
+    return list(np.frombuffer(out.raw, np.float32))
+
+def context():
+    "The current context's handle (None without one)."
+    made = ctypes.c_void_p()
+    assert cuda.cuCtxGetCurrent(ctypes.byref(made)) == 0
+    return made.value
+
+ext.cudarc_context(0)
+assert cuda.standin_context_syncs(0) == 1
+"""
+
+
+def run_cudarc(code, races=0, seed=None):
+    return run(CUDARC + textwrap.dedent(code), races=races, seed=seed)
+
+
+@pytest.mark.parametrize("seed", [None, 1, 2, 3])
+def test_a_cudarc_slice_is_exported_in_place_and_its_consumers_stream_waits_for_its_copy(seed):
+    out = run_cudarc(
+        """
+        created, dropped, _ = ext.drop_counts()
+        tensor, address, stream = ext.cudarc_arange(64)
+        assert cuda.standin_allocated(address) == 1
+        assert ext.drop_counts()[:2] == (created + 1, dropped)
+        consumer = cuda.standin_stream_create(0)
+        d = ext.import_with(tensor, stream=consumer)
+        assert (d["device"], d["shape"], d["data_ptr"]) == ((2, 0), (64,), address), d
+        assert cuda.standin_waits(consumer) == 1, "the consumer's stream waits for the slice's"
+        read(consumer, address, 64)  # the consumer's kernel: after cudarc's copy
+        assert sync(consumer) == 0
+        assert cuda.standin_pending(address, 4 * 64) == 0
+        assert device_floats(address, 64) == list(range(64))
+        del d, tensor
+        gc.collect()
+        assert ext.drop_counts()[:2] == (created + 1, dropped + 1), "dropped exactly once"
+        assert cuda.standin_allocated(address) == 0, "freed by cudarc"
+        assert cuda.standin_refusals() == 0
+        assert cuda.standin_context_syncs(0) == 1
+        print("ok")
+        """,
+        seed=seed,
+    )
+    assert out == "ok\n"
+
+
+def test_cudarcs_copy_is_queued_until_something_orders_it():
+    # Without a consumer stream nothing orders the copy: it is still queued, and the
+    # host's read of the memory is a race (reads what the copy has not written yet).
+    out = run_cudarc(
+        """
+        tensor, address, stream = ext.cudarc_arange(8)
+        assert cuda.standin_pending(address, 32) == 1
+        out = ctypes.create_string_buffer(32)
+        assert cuda.standin_read(address, out, 32) == 1
+        assert list(np.frombuffer(out.raw, np.float32)) != list(range(8))
+        assert sync(stream) == 0
+        assert device_floats(address, 8) == list(range(8))
+        print("ok")
+        """,
+        races=1,
+    )
+    assert out == "ok\n"
+
+
+def test_a_consumer_that_lets_go_with_work_still_queued_races_with_the_free():
+    # README: a slice is freed on its own stream when the last consumer lets go; a
+    # consumer must order its pending work first. Here it does not: cudarc's free on
+    # the slice's stream is not ordered after the consumer's read.
+    out = run_cudarc(
+        """
+        tensor, address, stream = ext.cudarc_arange(16)
+        consumer = cuda.standin_stream_create(0)
+        ext.import_with(tensor, stream=consumer)
+        read(consumer, address, 16)
+        del tensor
+        gc.collect()
+        assert cuda.standin_allocated(address) == 0
+        print("ok")
+        """,
+        races=1,
+    )
+    assert out == "ok\n"
+
+
+def test_cudarcs_stream_is_non_blocking_so_the_legacy_stream_waits_by_an_event():
+    # cudarc's streams are CU_STREAM_NON_BLOCKING: the legacy default stream does not
+    # synchronise with them, so a consumer on it (stream=1) is ordered by an event wait.
+    out = run_cudarc(
+        """
+        tensor, address, stream = ext.cudarc_arange(16)
+        ext.import_with(tensor, stream=LEGACY)
+        assert cuda.standin_default_stream_waits(0) == 1
+        read(LEGACY, address, 16)
+        assert sync(LEGACY) == 0
+        assert device_floats(address, 16) == list(range(16))
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+    # stream=-1 (no ordering): the legacy stream's implicit synchronisation does not
+    # cover cudarc's stream, so its read races with the copy.
+    run_cudarc(
+        """
+        tensor, address, stream = ext.cudarc_arange(16)
+        ext.import_with(tensor, stream=-1)
+        assert cuda.standin_default_stream_waits(0) == 0
+        read(LEGACY, address, 16)
+        assert sync(LEGACY) == 0
+        """,
+        races=1,
+    )
+
+
+@pytest.mark.parametrize("consumer", [False, True])
+def test_a_cudarc_view_reads_a_producers_memory_after_its_pending_work(consumer):
+    # A `__cuda_array_interface__` producer with work pending on its stream: the import
+    # synchronises it, or (given a consumer's stream) makes that stream wait for it, and
+    # the view's stream waits for that one.
+    out = run_cudarc(
+        f"""
+        memory = cuda.standin_alloc(0, 64, 0)
+        producer = cuda.standin_stream_create(0)
+        consumer = cuda.standin_stream_create(0) if {consumer} else None
+        write(producer, memory, range(16))  # pending on the producer's stream
+        total = ext.cudarc_sum(CudaArray(memory, 16, producer), stream=consumer)
+        assert total == sum(range(16)), total
+        if consumer:
+            # The consumer's stream waited for the producer's, and for the view's once
+            # it was dropped.
+            assert (cuda.standin_syncs(producer), cuda.standin_waits(consumer)) == (0, 2)
+        else:
+            assert cuda.standin_syncs(producer) == 1
+        assert cuda.standin_context_syncs(0) == 1
+        assert cuda.standin_refusals() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_a_mutable_cudarc_view_orders_the_consumers_next_work_after_its_writes():
+    out = run_cudarc(
+        """
+        memory = cuda.standin_alloc(0, 64, 0)
+        producer, consumer = cuda.standin_stream_create(0), cuda.standin_stream_create(0)
+        write(producer, memory, [1.0] * 16)
+        ext.cudarc_fill(CudaArray(memory, 16, producer), 2.5, stream=consumer)
+        # The fill is queued on the view's stream, not run: nothing blocked the host.
+        assert cuda.standin_pending(memory, 64) == 1
+        # The import made the consumer's stream wait for the producer's; dropping the
+        # view made it wait for the view's: its next kernel reads the fill's values.
+        assert cuda.standin_waits(consumer) == 2
+        read(consumer, memory, 16)
+        assert sync(consumer) == 0
+        assert device_floats(memory, 16) == [2.5] * 16
+        assert cuda.standin_refusals() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_a_mutable_view_of_memory_ready_on_every_stream_is_waited_for_when_dropped():
+    # Synchronised on the host, a `__cuda_array_interface__` import is ready on every
+    # stream: there is no stream to make wait for the view's, and cudarc's stream is
+    # non-blocking (nothing implicit orders it), so the host waits for the view's work.
+    out = run_cudarc(
+        """
+        memory = cuda.standin_alloc(0, 64, 0)
+        producer = cuda.standin_stream_create(0)
+        write(producer, memory, [1.0] * 16)
+        ext.cudarc_fill(CudaArray(memory, 16, producer), 2.5)
+        assert cuda.standin_pending(memory, 64) == 0
+        read(producer, memory, 16)  # the producer's next kernel
+        with current(0):
+            read(LEGACY, memory, 16)  # or anyone's
+        assert device_floats(memory, 16) == [2.5] * 16
+        assert cuda.standin_refusals() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_cudarc_views_refuse_another_devices_memory_without_a_driver_call():
+    out = run_cudarc(
+        """
+        memory = cuda.standin_alloc(1, 64, 0)
+        kind, message = ext.cudarc_view_error(CudaArray(memory, 16, None))
+        assert (kind, message) == ("ValueError", "expected a tensor on cuda:0, got one on cuda:1")
+        assert ext.cudarc_view_error(CudaArray(cuda.standin_alloc(0, 64, 0), 16, None)) is None
+        assert cuda.standin_refusals() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_exporting_a_cudarc_slice_leaves_the_threads_current_context_alone():
+    # The crate's own driver calls push the device's context and pop it; cudarc's calls
+    # (the slice's read tracking when it is exported) must not leave another current.
+    out = run_cudarc(
+        """
+        tensor, address, stream = ext.cudarc_arange(16)
+        consumer = cuda.standin_stream_create(0)
+        with current(1):
+            mine = context()
+            ext.import_with(tensor, stream=consumer)
+            assert context() == mine, "device 1's context is still current"
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
