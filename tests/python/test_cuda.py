@@ -50,6 +50,26 @@ def test_torch_cuda_through_rust_and_back_is_zero_copy_and_drops_once():
     assert t[0].item() == 42
 
 
+def test_a_cuda_export_asked_for_the_cpu_is_a_host_copy():
+    t = torch.arange(24, device="cuda", dtype=torch.float32).reshape(4, 6)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        t.mul_(2)  # pending on `s` when exported
+    tensor = ext.reexport(t)
+    a = np.from_dlpack(tensor, device="cpu")
+    assert a.tolist() == (torch.arange(24, dtype=torch.float32).reshape(4, 6) * 2).tolist()
+    strided = np.from_dlpack(ext.reexport(t[:, ::2].T), device="cpu")
+    assert strided.tolist() == t[:, ::2].T.cpu().tolist()
+    with pytest.raises(BufferError, match="not with copy=False"):
+        tensor.__dlpack__(dl_device=(1, 0), copy=False, max_version=(1, 3))
+
+
+def test_to_vec_of_a_cuda_import_copies_through_the_driver():
+    t = torch.arange(12, device="cuda", dtype=torch.float32).reshape(3, 4)
+    assert ext.to_list(t, "float32") == list(range(12))
+    assert ext.to_list(t.T, "float32") == t.T.cpu().flatten().tolist()
+
+
 def test_every_stream_the_spec_allows_for_cuda_is_accepted():
     t = torch.ones(4, device="cuda")
     s = torch.cuda.Stream()

@@ -724,3 +724,103 @@ def test_work_the_seeded_scheduler_ran_early_is_still_unordered():
         seed=7,
     )
     assert out == "ok\n"
+
+
+# Host copies of CUDA device memory: an export asked for the CPU (`dl_device=(1, 0)`,
+# NumPy's `from_dlpack(x, device="cpu")`), and `PyTensor::to_vec` of a device import, read
+# through the driver after the value's stream; what they read is checked against the
+# stand-in's record of who wrote it.
+
+
+def test_an_export_asked_for_the_cpu_is_a_host_copy_made_after_the_values_stream():
+    out = run(
+        """
+        memory = cuda.standin_alloc(1, 64, 0)  # device memory of device 1: PROT_NONE
+        producer = cuda.standin_stream_create(1)
+        write(producer, memory, range(16))  # pending until something orders it
+        t = ext.over_memory(memory, 64, 2, 1, [4, 4], stream=producer)
+        a = np.from_dlpack(t, device="cpu")  # dl_device=(1, 0), copy=None
+        assert a.tolist() == np.arange(16, dtype=np.float32).reshape(4, 4).tolist()
+        assert a.flags.writeable and a.ctypes.data != memory
+        assert cuda.standin_syncs(producer) == 1, "the host waited for the copy on its stream"
+        b = np.from_dlpack(t, device="cpu", copy=True)
+        assert b.tolist() == a.tolist() and b.ctypes.data != a.ctypes.data
+        assert ext.describe(t.__dlpack__(dl_device=(1, 0), max_version=(1, 3)))["copied"]
+        for kwargs in [dict(dl_device=(1, 0), copy=False), dict(copy=True)]:
+            try:
+                t.__dlpack__(max_version=(1, 3), **kwargs)
+            except BufferError as err:
+                print(kwargs, err)
+        # In place on the device, as before: no copy, no host wait.
+        assert ext.describe(t)["data_ptr"] == memory
+        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        print("ok")
+        """
+    )
+    refusals, ok = out.splitlines()[:2], out.splitlines()[2]
+    assert refusals == [
+        "{'dl_device': (1, 0), 'copy': False} cannot export a tensor on cuda:1 to cpu:0: "
+        "pyo3-dlpack copies across devices only from CUDA device memory to the CPU, "
+        "and not with copy=False",
+        "{'copy': True} copy=True copies to the host only, but the tensor is on cuda:1 and "
+        "dl_device does not ask for the CPU; pass dl_device=(1, 0) for a host copy of CUDA "
+        "memory, or export without copy and copy it in the consumer",
+    ]
+    assert ok == "ok"
+
+
+def test_a_host_copy_of_strided_device_memory_is_gathered_in_row_major_order():
+    out = run(
+        """
+        memory = cuda.standin_alloc(0, 24, 0)
+        producer = cuda.standin_stream_create(0)
+        write(producer, memory, range(6))
+        # (3, 2) with element strides (1, 3): the transpose of a row-major (2, 3).
+        t = ext.over_memory(memory, 24, 2, 0, [3, 2], strides=[1, 3], stream=producer)
+        print(np.from_dlpack(t, device="cpu").tolist())
+        # A column of the (2, 3): two elements, three apart, of a span of four.
+        column = ext.over_memory(memory + 4, 20, 2, 0, [2], strides=[3], stream=producer)
+        print(np.from_dlpack(column, device="cpu").tolist())
+        """
+    )
+    assert out == "[[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]\n[1.0, 4.0]\n"
+
+
+def test_to_vec_of_a_device_import_reads_through_the_driver_after_the_producers_stream():
+    out = run(
+        """
+        memory = cuda.standin_alloc(1, 64, 0)
+        producer = cuda.standin_stream_create(1)
+        write(producer, memory, [float(i) * 2 for i in range(16)])
+        # A DLPack import (through our exchange table: ready on the producer's stream).
+        t = ext.over_memory(memory, 64, 2, 1, [16], stream=producer)
+        print(ext.to_list(t, "float32") == [float(i) * 2 for i in range(16)])
+        # A __cuda_array_interface__ import (synchronised: ready on every stream).
+        write(producer, memory, [7.0] * 16)
+        print(ext.to_list(CudaArray(memory, 16, producer), "float32") == [7.0] * 16)
+        # Views of device memory are still refused: the host cannot touch it.
+        try:
+            ext.slice_values(t, "float32")
+        except ValueError as err:
+            print(err)
+        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        """
+    )
+    assert out == "True\nTrue\nexpected a tensor on cpu:0, got one on cuda:1\n"
+
+
+def test_a_host_copy_races_with_a_write_on_a_stream_the_value_did_not_name():
+    # The value says its data is ready after `producer`, but another stream writes it
+    # too, unordered: the copy (on `producer`) reads memory that write may still change.
+    out = run(
+        """
+        memory = cuda.standin_alloc(0, 16, 0)
+        producer, other = cuda.standin_stream_create(0), cuda.standin_stream_create(0)
+        write(other, memory, [1.0] * 4)
+        t = ext.over_memory(memory, 16, 2, 0, [4], stream=producer)
+        np.from_dlpack(t, device="cpu")
+        print("copied")
+        """,
+        races=1,
+    )
+    assert out == "copied\n"

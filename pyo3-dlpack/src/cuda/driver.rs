@@ -6,7 +6,8 @@
 //!
 //! Used by `__cuda_array_interface__` imports (the device of a pointer,
 //! ordering the consumer after the producer's stream), exports of device
-//! memory that names its stream, and exchange-API imports. Every call that
+//! memory that names its stream, exchange-API imports, and host copies of
+//! device memory. Every call that
 //! needs a context runs with the device's primary context current (retained
 //! once per device, pushed before, popped after), on whatever thread: a
 //! Rust thread or a fresh Python thread has none, and on a machine of
@@ -30,6 +31,22 @@ pub(crate) trait Cuda: Sync {
     /// streams of device `device`), without blocking the host (an event
     /// recorded on one, waited on by the other).
     fn wait(&self, device: i32, producer: usize, consumer: usize) -> Result<(), InterfaceError>;
+    /// Copies `len` bytes of device `device`'s memory at `src` to the host
+    /// memory at `dst`, after the work queued on `stream` (a stream of that
+    /// device) so far, and returns once they are there.
+    ///
+    /// # Safety
+    ///
+    /// `dst` is valid for writes of `len` bytes and nothing else accesses
+    /// it until this returns.
+    unsafe fn copy_to_host(
+        &self,
+        device: i32,
+        src: usize,
+        len: usize,
+        stream: usize,
+        dst: *mut u8,
+    ) -> Result<(), InterfaceError>;
 }
 
 /// The environment variable naming the driver library to load instead of
@@ -59,6 +76,7 @@ struct Driver {
     event_record: unsafe extern "C" fn(*mut c_void, *mut c_void) -> CuResult,
     stream_wait_event: unsafe extern "C" fn(*mut c_void, *mut c_void, c_uint) -> CuResult,
     event_destroy: unsafe extern "C" fn(*mut c_void) -> CuResult,
+    memcpy_dtoh_async: unsafe extern "C" fn(*mut c_void, u64, usize, *mut c_void) -> CuResult,
 }
 
 /// The loaded driver, or why it could not be loaded (remembered: loading is
@@ -209,6 +227,33 @@ impl Cuda for Driver {
             self.wait_in_context(producer, consumer)
         })
     }
+
+    unsafe fn copy_to_host(
+        &self,
+        device: i32,
+        src: usize,
+        len: usize,
+        stream: usize,
+        dst: *mut u8,
+    ) -> Result<(), InterfaceError> {
+        self.in_context(device, stream, || {
+            // Synchronising a capturing stream would invalidate the capture.
+            self.refuse_if_capturing(stream, "cuMemcpyDtoHAsync_v2")?;
+            // SAFETY: a resolved `cuMemcpyDtoHAsync_v2`; `dst` is writable
+            // for `len` bytes and untouched until this returns (the caller's
+            // contract), which is after the stream synchronisation below;
+            // the driver checks that `src` is device memory of `len` bytes;
+            // the stream handle is the value's promise (1 and 2: the default
+            // streams of the current context).
+            let code = unsafe {
+                (self.memcpy_dtoh_async)(dst.cast(), src as u64, len, stream as *mut c_void)
+            };
+            check("cuMemcpyDtoHAsync_v2", code)?;
+            // SAFETY: a resolved `cuStreamSynchronize`; the handle as above.
+            let code = unsafe { (self.stream_synchronize)(stream as *mut c_void) };
+            check("cuStreamSynchronize", code)
+        })
+    }
 }
 
 impl Driver {
@@ -354,6 +399,8 @@ fn load() -> Result<Driver, String> {
         stream_wait_event: unsafe { function(symbol(c"cuStreamWaitEvent")?) },
         // SAFETY: see above.
         event_destroy: unsafe { function(symbol(c"cuEventDestroy_v2")?) },
+        // SAFETY: see above.
+        memcpy_dtoh_async: unsafe { function(symbol(c"cuMemcpyDtoHAsync_v2")?) },
     };
     // SAFETY: `cuInit(0)` may be called any number of times.
     let code = unsafe { init(0) };

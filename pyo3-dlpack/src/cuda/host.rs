@@ -11,10 +11,21 @@
 //! [`PyTensor::stream`](crate::PyTensor::stream)) all ask it before the
 //! host reads. ROCm's
 //! pinned memory names no stream this crate can wait on: it is read at once.
+//!
+//! Host copies of the elements ([`copy_to_host`]): one routine for every
+//! device, behind `PyTensor::to_vec` and `copy=True` exports: host memory
+//! after the rule above, gathered in row-major order; CUDA device memory
+//! through the driver (`cuMemcpyDtoHAsync` on the value's stream, which the
+//! host then waits for), then gathered on the host.
 
 use pyo3::Python;
 
-use crate::{DLPackError, Device, DeviceType};
+use crate::error::SizeOverflow;
+use crate::{DLPackError, DataType, Device, DeviceType};
+
+/// CUDA's legacy default stream (`CU_STREAM_LEGACY`): where a copy of memory
+/// that names no stream (ready on every stream) is queued.
+const LEGACY_STREAM: usize = 1;
 
 /// Makes memory on `device`, written by pending work on `stream` (if any),
 /// safe for the host to read now, blocking without the GIL (work queued on
@@ -40,4 +51,110 @@ pub(crate) fn make_host_readable(
         }
         _ => Ok(()),
     }
+}
+
+/// Copies the elements of a tensor (first element at `src`, extents `shape`
+/// and element strides `strides`, of `dtype`, on `device`,
+/// written by pending work on `stream` if any) to `dst` in row-major order:
+/// host memory once the host may read it ([`make_host_readable`]), CUDA
+/// device memory through the driver (the span the elements reach copied
+/// after the work on `stream`, then gathered). Other devices are refused
+/// ([`DLPackError::Device`]). Blocks without the GIL while it waits.
+///
+/// # Safety
+///
+/// Every element the layout reaches lies inside one live allocation on
+/// `device` (an extent checked against it), which stays allocated until this
+/// returns; `dtype` is a whole number of bytes; `dst` is valid for writes of
+/// `numel * dtype.itemsize()` bytes and does not overlap the elements.
+pub(crate) unsafe fn copy_to_host(
+    device: Device,
+    stream: Option<usize>,
+    src: *const u8,
+    shape: &[i64],
+    strides: &[i64],
+    dtype: DataType,
+    dst: *mut u8,
+) -> Result<(), DLPackError> {
+    if device.device_type == DeviceType::CUDA {
+        // SAFETY: the caller's contract, passed on.
+        return unsafe { copy_from_cuda(device, stream, src, shape, strides, dtype, dst) };
+    }
+    if !device.is_host_accessible() {
+        return Err(DLPackError::Device {
+            expected: Device::cpu(),
+            found: device,
+        });
+    }
+    if device.device_type != DeviceType::CPU {
+        Python::attach(|py| make_host_readable(py, device, stream))?;
+    }
+    // SAFETY: host-readable memory now (above) holding every element the
+    // layout reaches (the caller's contract); `dst` as the caller promises.
+    unsafe { crate::gather::to_row_major(src, shape, strides, dtype.itemsize(), dst) };
+    Ok(())
+}
+
+/// [`copy_to_host`] for CUDA device memory: the bytes the elements reach,
+/// straight into `dst` when they are the elements in row-major order, else
+/// into a host buffer gathered from.
+///
+/// # Safety
+///
+/// As for [`copy_to_host`].
+unsafe fn copy_from_cuda(
+    device: Device,
+    stream: Option<usize>,
+    src: *const u8,
+    shape: &[i64],
+    strides: &[i64],
+    dtype: DataType,
+    dst: *mut u8,
+) -> Result<(), DLPackError> {
+    let itemsize = dtype.itemsize();
+    let numel = crate::layout::numel(shape)?;
+    if numel == 0 {
+        return Ok(());
+    }
+    let (low, high) = crate::layout::reach(shape, strides, itemsize)
+        .expect("a checked layout's reach fits in isize");
+    // Within ±isize::MAX (`reach`), so these fit.
+    let (before, span) = ((-low) as usize, (high - low) as usize);
+    let start = (src as usize).wrapping_sub(before);
+    let cuda = super::driver::driver("copying CUDA device memory to the host")?;
+    let stream = stream.unwrap_or(LEGACY_STREAM);
+    let copy = |to: *mut u8| {
+        // An address, to cross into the closure run without the GIL.
+        let to = to as usize;
+        Python::attach(|py| {
+            py.detach(|| {
+                // SAFETY: `to` is writable for `span` bytes and untouched
+                // until this returns (each caller below); the driver reads
+                // device memory only, and refuses a range that is not.
+                unsafe { cuda.copy_to_host(device.device_id, start, span, stream, to as *mut u8) }
+            })
+        })
+    };
+    if span == numel * itemsize && crate::layout::is_contiguous(shape, strides) {
+        copy(dst)?;
+        return Ok(());
+    }
+    let mut staged = Vec::<u8>::new();
+    staged
+        .try_reserve_exact(span)
+        .map_err(|_| SizeOverflow::Allocation {
+            shape: shape.to_vec(),
+            dtype,
+        })?;
+    copy(staged.as_mut_ptr())?;
+    // SAFETY: the driver wrote all `span` bytes (`copy` returned Ok).
+    unsafe { staged.set_len(span) };
+    // The first element's place in the staged span; every element the
+    // layout reaches lies in `[0, span)` from the span's start.
+    let first = staged.as_ptr().wrapping_add(before);
+    // SAFETY: `first` and the layout reach only bytes of `staged` (above),
+    // a host buffer alive for the call; `dst` as the caller promises, a
+    // separate allocation.
+    unsafe { crate::gather::to_row_major(first, shape, strides, itemsize, dst) };
+    Ok(())
 }

@@ -580,12 +580,15 @@ impl fmt::Display for ExportError {
             Self::CrossDevice { source, target } => write!(
                 f,
                 "cannot export a tensor on {source} to {target}: \
-                 pyo3-dlpack exports in place and does not copy across devices"
+                 pyo3-dlpack copies across devices only from CUDA device memory to \
+                 the CPU, and not with copy=False"
             ),
             Self::CopyNeedsHost { source } => write!(
                 f,
-                "copy=True needs host memory, but the tensor is on {source}; \
-                 export it without copy and copy it in the consumer"
+                "copy=True copies to the host only, but the tensor is on {source} \
+                 and dl_device does not ask for the CPU; pass dl_device=(1, 0) for \
+                 a host copy of CUDA memory, or export without copy and copy it in \
+                 the consumer"
             ),
             Self::CopyTarget { target } => write!(
                 f,

@@ -82,21 +82,26 @@ impl<T: Element> AlignedBuffer<T> {
 
     /// `len` elements whose bytes `write` writes, all of them, given the
     /// start of the new (uninitialised, 64-byte-aligned) memory: a copy
-    /// without zero-filling the buffer first.
+    /// without zero-filling the buffer first. When `write` fails, the memory
+    /// is freed unread and its error returned.
     ///
     /// # Safety
     ///
-    /// `write` writes every one of the `len * size_of::<T>()` bytes from the
-    /// pointer it is given (and nothing outside them), with values valid
-    /// for `T`.
-    pub(crate) unsafe fn from_writer(len: usize, write: impl FnOnce(*mut u8)) -> Self {
+    /// `write` writes nothing outside the `len * size_of::<T>()` bytes from
+    /// the pointer it is given, and when it returns `Ok`, it wrote every one
+    /// of them, with values valid for `T`.
+    pub(crate) unsafe fn from_writer<E>(
+        len: usize,
+        write: impl FnOnce(*mut u8) -> Result<(), E>,
+    ) -> Result<Self, E> {
         let layout = Self::layout(len);
         let buffer =
             Self::allocate(layout, len, false).unwrap_or_else(|| alloc::handle_alloc_error(layout));
         // Every byte is written here (the caller's promise) before the
-        // buffer is read; dropping it reads nothing (`Element`s have no drop).
-        write(buffer.ptr.as_ptr().cast());
-        buffer
+        // buffer is read; dropping it (on an error) reads nothing
+        // (`Element`s have no drop).
+        write(buffer.ptr.as_ptr().cast())?;
+        Ok(buffer)
     }
 
     /// Like [`zeroed`](Self::zeroed), but `None` instead of a panic or an

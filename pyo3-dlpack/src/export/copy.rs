@@ -18,16 +18,19 @@ pub(crate) struct HostTensor {
 }
 
 impl HostTensor {
-    /// Copies the elements `info` describes into a new `cpu:0` buffer.
+    /// Copies the elements `info` describes into a new `cpu:0` buffer, once
+    /// the host may read them (host memory), or through the CUDA driver
+    /// (CUDA device memory), after the value's stream
+    /// ([`crate::cuda::host::copy_to_host`]).
     ///
     /// # Panics
     ///
-    /// If the memory is not host-accessible or its extent was not checked
-    /// (the export plan refuses such copies before calling this).
-    pub(crate) fn copy_of(info: &TensorInfo<'_>) -> Self {
+    /// If the extent of the memory was not checked (the export plan refuses
+    /// such copies before calling this).
+    pub(crate) fn copy_of(info: &TensorInfo<'_>) -> Result<Self, DLPackError> {
         assert!(
-            info.device().is_host_accessible() && info.is_bounds_checked(),
-            "copy_of needs host memory of checked extent"
+            info.is_bounds_checked(),
+            "copy_of needs memory of checked extent"
         );
         let dtype = info.dtype();
         // Fits: the description was checked to lie inside a buffer.
@@ -37,18 +40,30 @@ impl HostTensor {
         let src = info.data_ptr().cast::<u8>().cast_const();
         let write = |dst| {
             // SAFETY: a live TensorInfo checked the layout to lie inside its
-            // host-readable buffer (asserted above); `dst` is a new allocation
+            // buffer on its device (asserted above), which its owner keeps
+            // allocated while `info` is borrowed; `dst` is a new allocation
             // of `nbytes`: the `numel` elements of `itemsize` bytes.
-            unsafe { crate::gather::to_row_major(src, shape, strides, dtype.itemsize(), dst) }
+            unsafe {
+                crate::cuda::host::copy_to_host(
+                    info.device(),
+                    info.stream(),
+                    src,
+                    shape,
+                    strides,
+                    dtype,
+                    dst,
+                )
+            }
         };
-        // SAFETY: `write` writes all `nbytes` bytes; any byte is a `u8`.
-        let bytes = unsafe { AlignedBuffer::<u8>::from_writer(nbytes, write) };
-        Self {
+        // SAFETY: `copy_to_host` writes all `nbytes` bytes when it succeeds,
+        // nothing outside them; any byte is a `u8`.
+        let bytes = unsafe { AlignedBuffer::<u8>::from_writer(nbytes, write) }?;
+        Ok(Self {
             bytes,
             shape: info.shape().to_vec(),
             dtype,
             device: Device::cpu(),
-        }
+        })
     }
 
     /// A zero-filled, row-major `cpu:0` tensor of `shape`; an error for
@@ -94,7 +109,7 @@ mod tests {
             .strides([1i64, 3])
             .build()
             .unwrap();
-        let copy = HostTensor::copy_of(&transposed);
+        let copy = HostTensor::copy_of(&transposed).unwrap();
         let values: Vec<i32> = copy
             .bytes
             .chunks_exact(4)
@@ -117,14 +132,17 @@ mod tests {
             .byte_offset(2)
             .build()
             .unwrap();
-        assert_eq!(&HostTensor::copy_of(&reversed).bytes[..], &[30, 20, 10]);
+        assert_eq!(
+            &HostTensor::copy_of(&reversed).unwrap().bytes[..],
+            &[30, 20, 10]
+        );
         let broadcast = TensorInfo::builder(&data)
             .shape([2usize, 3])
             .strides([0i64, 1])
             .build()
             .unwrap();
         assert_eq!(
-            &HostTensor::copy_of(&broadcast).bytes[..],
+            &HostTensor::copy_of(&broadcast).unwrap().bytes[..],
             &[10, 20, 30, 10, 20, 30]
         );
     }
@@ -133,13 +151,13 @@ mod tests {
     fn empty_and_packed() {
         let none: Vec<f64> = vec![];
         let empty = TensorInfo::new(&none, [0usize, 4]).unwrap();
-        assert!(HostTensor::copy_of(&empty).bytes.is_empty());
+        assert!(HostTensor::copy_of(&empty).unwrap().bytes.is_empty());
         let packed = vec![0xABu8, 0xCD];
         let fp4 = TensorInfo::builder(&packed)
             .shape([3usize])
             .dtype(DataType::F4_E2M1FN)
             .build()
             .unwrap();
-        assert_eq!(&HostTensor::copy_of(&fp4).bytes[..], &[0xAB, 0xCD]);
+        assert_eq!(&HostTensor::copy_of(&fp4).unwrap().bytes[..], &[0xAB, 0xCD]);
     }
 }

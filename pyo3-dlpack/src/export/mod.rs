@@ -70,16 +70,15 @@ pub(crate) fn export_shared<'py>(
     request: &ExportRequest,
 ) -> PyResult<Bound<'py, PyCapsule>> {
     let info = described.info();
-    if request.copy == Some(true) {
+    let plan = request.plan(info)?;
+    if plan.copy {
         let fresh = described.owner().tensor_info().map_err(|err| match err {
             // A user's own error reaches Python as itself.
             DLPackError::User(_) => err,
             err => DLPackError::from(ExportError::Description(Box::new(err))),
         })?;
-        let plan = request.plan(&fresh)?;
-        return seal_copy(py, &fresh, &plan);
+        return seal_copy(py, &fresh, &request.plan(&fresh)?);
     }
-    let plan = request.plan(info)?;
     ready(py, described.owner().as_ref(), info, &plan, request)?;
     seal(py, described, &plan)
 }
@@ -163,6 +162,11 @@ fn ready<O: IntoDLPack + ?Sized>(
     plan: &ExportPlan,
     request: &ExportRequest,
 ) -> Result<(), DLPackError> {
+    // In place: on the value's device, or memory the host reaches on the CPU.
+    debug_assert!(
+        !plan.copy && (plan.device == info.device() || info.device().is_host_accessible()),
+        "an in-place export of a plan that copies, or of memory on another device"
+    );
     if let Some(stream) = plan.sync_stream {
         synchronize(owner, info, stream)?;
     }
@@ -193,16 +197,16 @@ fn host_readable_for(
     crate::cuda::host::make_host_readable(py, source, info.stream())
 }
 
-/// A `copy=True` export: the elements `info` describes (checked by the plan
-/// to be host memory of known extent), copied into a buffer the capsule
-/// owns, once the value's stream is done with them.
+/// A copying export (`copy=True`, or CUDA device memory asked for on the
+/// CPU): the elements `info` describes (checked by the plan to be of known
+/// extent, on the host or a CUDA device), copied into a host buffer the
+/// capsule owns, once the value's stream is done with them.
 fn seal_copy<'py>(
     py: Python<'py>,
     info: &TensorInfo<'_>,
     plan: &ExportPlan,
 ) -> PyResult<Bound<'py, PyCapsule>> {
-    crate::cuda::host::make_host_readable(py, info.device(), info.stream())?;
-    seal(py, Described::new(HostTensor::copy_of(info))?, plan)
+    seal(py, Described::new(HostTensor::copy_of(info)?)?, plan)
 }
 
 /// The block of the planned format, in a capsule.

@@ -8,7 +8,7 @@
 use crate::error::ExportError;
 use crate::export::info::TensorInfo;
 use crate::protocol;
-use crate::{DLPackError, Device, Writability};
+use crate::{DLPackError, Device, DeviceType, Writability};
 
 /// Which managed struct a capsule carries.
 ///
@@ -95,7 +95,10 @@ impl ExportRequest {
         let source = info.device();
         let device = self.target_device(source)?;
         let sync_stream = crate::cuda::streams::stream_to_sync(self.stream, device)?;
-        let copy = self.copy == Some(true);
+        // CUDA device memory asked for on the CPU is copied there (unless
+        // `copy=False`, refused by `target_device`).
+        let to_host = device != source && !source.is_host_accessible();
+        let copy = self.copy == Some(true) || to_host;
         if copy {
             check_copyable(info, self.dl_device)?;
         }
@@ -122,23 +125,33 @@ impl ExportRequest {
     }
 
     /// `dl_device` must be the tensor's device, or the CPU for memory the CPU
-    /// can reach (pinned and managed memory) — never a copy across devices.
+    /// can reach (pinned and managed memory, in place) or CUDA device memory
+    /// (a host copy, unless `copy=False`): no other copy across devices.
     #[inline]
     fn target_device(&self, source: Device) -> Result<Device, DLPackError> {
         match self.dl_device {
             None => Ok(source),
             Some(target) if target == source => Ok(target),
             Some(target) if target == Device::cpu() && source.is_host_accessible() => Ok(target),
+            Some(target)
+                if target == Device::cpu()
+                    && source.device_type == DeviceType::CUDA
+                    && self.copy != Some(false) =>
+            {
+                Ok(target)
+            }
             Some(target) => Err(ExportError::CrossDevice { source, target }.into()),
         }
     }
 }
 
-/// `copy=True` reads the elements on the host into a new CPU buffer: the
-/// source must be host memory of checked extent, and the target the CPU.
+/// A copy reads the elements into a new CPU buffer: the source must be
+/// memory of checked extent on the host, or on a CUDA device with the copy
+/// asked for on the CPU (`dl_device=(kDLCPU, 0)`), and the target the CPU.
 fn check_copyable(info: &TensorInfo<'_>, dl_device: Option<Device>) -> Result<(), DLPackError> {
     let source = info.device();
-    if !source.is_host_accessible() {
+    let from_cuda = source.device_type == DeviceType::CUDA && dl_device == Some(Device::cpu());
+    if !source.is_host_accessible() && !from_cuda {
         return Err(ExportError::CopyNeedsHost { source }.into());
     }
     if let Some(target) = dl_device.filter(|&d| d != Device::cpu()) {
@@ -316,9 +329,27 @@ mod tests {
         let err = to(Some(Device::cuda(0)), Device::cpu()).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "cannot export a tensor on cpu:0 to cuda:0: pyo3-dlpack exports in place and does not copy across devices"
+            "cannot export a tensor on cpu:0 to cuda:0: pyo3-dlpack copies across devices \
+             only from CUDA device memory to the CPU, and not with copy=False"
         );
-        assert!(to(Some(Device::cpu()), Device::cuda(0)).is_err());
+        // CUDA device memory asked for on the CPU: a host copy, copy=None or True.
+        for copy in [None, Some(true)] {
+            let request = ExportRequest {
+                dl_device: Some(Device::cpu()),
+                copy,
+                ..versioned()
+            };
+            let planned = plan(request, Device::cuda(0), false).unwrap();
+            assert!(planned.copy && planned.device == Device::cpu() && !planned.read_only);
+        }
+        let no_copy = ExportRequest {
+            dl_device: Some(Device::cpu()),
+            copy: Some(false),
+            ..versioned()
+        };
+        assert!(plan(no_copy, Device::cuda(0), false).is_err());
+        // ROCm and other devices have no host copy; nor does any device to another.
+        assert!(to(Some(Device::cpu()), Device::new(DeviceType::ROCM, 0)).is_err());
         assert!(to(Some(Device::cuda(1)), Device::cuda(0)).is_err());
     }
 

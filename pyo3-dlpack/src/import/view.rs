@@ -171,8 +171,15 @@ impl PyTensor {
         Ok(unsafe { std::slice::from_raw_parts(self.data_ptr().cast::<u8>(), self.nbytes()) })
     }
 
-    /// A copy of the elements in row-major order, for any strides (negative,
-    /// zero, transposed) and any alignment.
+    /// A host copy of the elements in row-major order, for any strides
+    /// (negative, zero, transposed) and any alignment.
+    ///
+    /// Host memory is read once the host may read it (pinned and managed
+    /// memory after the stream the data is ready on, [`stream`](Self::stream));
+    /// CUDA device memory is copied through the CUDA driver, after the work
+    /// queued on that stream (the legacy default stream when the tensor names
+    /// none), the host waiting for the copy without the GIL. Other devices
+    /// are a [`DLPackError::Device`].
     ///
     /// ```
     /// # use pyo3::prelude::*;
@@ -190,7 +197,8 @@ impl PyTensor {
     /// # Ok(()) }).unwrap();
     /// ```
     pub fn to_vec<T: PlainElement>(&self) -> Result<Vec<T>, DLPackError> {
-        self.check_element::<T>(false)?;
+        self.check_view_access(false)?;
+        self.check_view_dtype::<T>(false)?;
         let numel = self.numel();
         let mut out = Vec::<T>::with_capacity(numel);
         if numel == 0 {
@@ -200,11 +208,26 @@ impl PyTensor {
         crate::gather::advise_huge_pages(dst, numel * size_of::<T>());
         let src = self.data_ptr().cast::<u8>().cast_const();
         let (shape, strides) = (self.shape(), self.strides());
+        let ready_on = self
+            .stream()
+            .and_then(|stream| usize::try_from(stream).ok());
+        // `T` is the dtype's Rust type (or `u8` for `bool`): one size.
+        debug_assert_eq!(self.dtype().itemsize(), size_of::<T>());
         // SAFETY: the layout was validated on import: every element it
-        // reaches is inside the producer's live, host-readable buffer (checked
-        // above), any alignment; `out` has room for the `numel` elements, a
-        // separate allocation.
-        unsafe { crate::gather::to_row_major(src, shape, strides, size_of::<T>(), dst) };
+        // reaches is inside the producer's buffer on its device, alive while
+        // `self` is; `out` has room for the `numel` elements, a separate
+        // allocation.
+        unsafe {
+            crate::cuda::host::copy_to_host(
+                self.device(),
+                ready_on,
+                src,
+                shape,
+                strides,
+                self.dtype(),
+                dst,
+            )
+        }?;
         // SAFETY: all `numel` elements were written; every bit pattern is a
         // `T` (`PlainElement`).
         unsafe { out.set_len(numel) };

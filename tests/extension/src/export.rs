@@ -133,6 +133,53 @@ pub(crate) fn on_device(
     })?)
 }
 
+/// float32 elements over memory the caller allocated (stand-in CUDA memory:
+/// `device_type`/`device_id` are DLPack codes), `nbytes` long from `address`,
+/// of `shape` and element `strides` (row-major if none); `stream`: the CUDA
+/// stream pending work writes it on. The caller keeps the memory alive while
+/// the tensor and its exports live.
+#[pyfunction]
+#[pyo3(signature = (address, nbytes, device_type, device_id, shape, strides=None, stream=None))]
+pub(crate) fn over_memory(
+    address: usize,
+    nbytes: usize,
+    device_type: i32,
+    device_id: i32,
+    shape: Vec<usize>,
+    strides: Option<Vec<i64>>,
+    stream: Option<usize>,
+) -> PyResult<DLPackTensor> {
+    let device = Device::new(pyo3_dlpack::DeviceType::from_code(device_type), device_id);
+    // SAFETY: the test's promise: `nbytes` of memory on `device` at
+    // `address`, alive while the tensor and its exports live.
+    let mut raw = unsafe { RawBuffer::new(address as *mut std::ffi::c_void, nbytes, device) }
+        .with_dtype(DataType::F32);
+    if let Some(stream) = stream {
+        raw = raw.with_stream(stream);
+    }
+    struct Over {
+        raw: RawBuffer,
+        shape: Vec<usize>,
+        strides: Option<Vec<i64>>,
+        _guard: DropGuard,
+    }
+    impl IntoDLPack for Over {
+        fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+            let builder = TensorInfo::builder(&self.raw).shape(&self.shape);
+            match &self.strides {
+                Some(strides) => builder.strides(strides).build(),
+                None => builder.build(),
+            }
+        }
+    }
+    Ok(DLPackTensor::new(Over {
+        raw,
+        shape,
+        strides,
+        _guard: DropGuard::new(),
+    })?)
+}
+
 /// A bare capsule owning a fresh `arange` of float32 (for capsule consumers).
 #[pyfunction]
 pub(crate) fn capsule(py: Python<'_>, n: usize, versioned: bool) -> PyResult<Bound<'_, PyCapsule>> {

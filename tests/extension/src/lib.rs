@@ -75,6 +75,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arange, m)?)?;
     m.add_function(wrap_pyfunction!(from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(on_device, m)?)?;
+    m.add_function(wrap_pyfunction!(over_memory, m)?)?;
     m.add_function(wrap_pyfunction!(capsule, m)?)?;
     m.add_function(wrap_pyfunction!(capsule_of, m)?)?;
     m.add_function(wrap_pyfunction!(read_byte, m)?)?;

@@ -183,6 +183,16 @@ mod tests {
                 .push(format!("wait {producer:#x} -> {consumer:#x}"));
             Ok(())
         }
+        unsafe fn copy_to_host(
+            &self,
+            _device: i32,
+            _src: usize,
+            _len: usize,
+            _stream: usize,
+            _dst: *mut u8,
+        ) -> Result<(), InterfaceError> {
+            unreachable!("imports copy nothing")
+        }
     }
 
     /// Imports a fake device array (never dereferenced) through `fake`.
