@@ -153,6 +153,26 @@ def test_jax_results_are_jax_arrays(dtype, drops):
     assert drops.dropped == drops.created == 2
 
 
+def test_jax_results_come_from_jax_dlpack_from_dlpack_the_function_jnp_calls(monkeypatch):
+    import jax.dlpack
+
+    calls = []
+    original = jax.dlpack.from_dlpack
+
+    def counting(x, *args, **kwargs):
+        calls.append(type(x).__name__)
+        return original(x, *args, **kwargs)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("jax.numpy.from_dlpack only forwards: not called")
+
+    monkeypatch.setattr(jax.dlpack, "from_dlpack", counting)
+    monkeypatch.setattr(jnp, "from_dlpack", refused)
+    x = ext.native_arange("jax", "float32", 4)
+    assert calls == ["DLPackTensor"]
+    assert np.asarray(x).tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
 def test_jax_takes_read_only_values_its_immutable_arrays_cannot_write(drops):
     # A legacy consumer of a read-only DLPackTensor is refused (NumPy's rule)...
     with pytest.raises(BufferError, match="legacy") as info:

@@ -402,7 +402,7 @@ impl DLPackTensor {
     }
 
     /// `jax.numpy.asarray(t)` and every `jax.numpy` function given `t`: the
-    /// tensor as a `jax.Array` through `jax.numpy.from_dlpack`, zero-copy
+    /// tensor as a `jax.Array` through `jax.dlpack.from_dlpack`, zero-copy
     /// where JAX does not copy (64-byte-aligned host buffers), read-only
     /// tensors included (JAX arrays are immutable).
     fn __jax_array__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {

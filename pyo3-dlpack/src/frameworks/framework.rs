@@ -74,7 +74,8 @@ impl Framework {
         match self {
             Self::NumPy => "numpy",
             Self::Torch => super::torch::MODULE,
-            Self::Jax => "jax.numpy",
+            // `jax.numpy.from_dlpack` only calls this one.
+            Self::Jax => "jax.dlpack",
             Self::CuPy => "cupy",
         }
     }

@@ -1,6 +1,6 @@
 //! JAX: imports of `jax.Array`s without JAX's Python `__dlpack__`
 //! ([`export_capsule`]), and `Native::jax` results through JAX's public
-//! `jax.numpy.from_dlpack`.
+//! `jax.dlpack.from_dlpack` (which `jax.numpy.from_dlpack` calls).
 //!
 //! JAX (up to 0.12 at least) asks `__dlpack__(stream=None)` for a legacy
 //! capsule, which cannot say "read-only", so a read-only value is refused to
