@@ -10,6 +10,7 @@ reported in ns per call. The nanobind table follows issue 13's method: the media
 
     python head_to_head.py            # appends a "Run N" section to results.md
     python head_to_head.py --fresh    # starts results.md over (machine header + run 1)
+    python head_to_head.py --rows 7-9 --nb-rounds 5   # trial: those nanobind rows, printed only
 
 The nanobind table needs `bench_nanobind` (built by `bench_nanobind/build.py`);
 its results also go to `results.json` and the chart `head_to_head.svg`.
@@ -21,6 +22,7 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")  # the JAX rows: host arrays only
 
 import argparse  # noqa: E402
 import datetime  # noqa: E402
@@ -34,6 +36,8 @@ import timeit  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 
 import bench_dlpark  # noqa: E402
 import bench_ours  # noqa: E402
@@ -46,6 +50,7 @@ except ImportError:  # not built: the nanobind table is skipped
     bench_nanobind = None
 
 torch.set_num_threads(1)
+jax.config.update("jax_platforms", "cpu")
 
 HERE = pathlib.Path(__file__).resolve().parent
 RESULTS = HERE / "results.md"
@@ -224,9 +229,12 @@ def measure():
 
 # --- Against nanobind -------------------------------------------------------
 # Rows of the "faster than nanobind" issue: (label, {library: statement maker},
-# floor label and statement, target as (ratio, against whom) or None). Each
-# statement maker returns a Cell or an NA; a library without the operation is
-# left out of the row.
+# floor label and statement, target as (ratio, against whom) or None[, options]).
+# Each statement maker returns a Cell or an NA; a library without the operation
+# is left out of the row. Options (a dict, the list rows only): "per", a divisor
+# applied to every library and the floor (ns per tensor of a list); "self",
+# (label, statement maker, ratio): ours per tensor against that statement
+# (ours importing one tensor alone), measured in the same rounds, with its target.
 NB_LIBS = ["ours", "nanobind", "dlpark", "pyo3-dlpack 0.3"]
 NB_MODULES = {"ours": bench_ours, "nanobind": bench_nanobind, "dlpark": bench_dlpark,
               "pyo3-dlpack 0.3": bench_pyo3dlpack03}
@@ -235,17 +243,45 @@ NB_MODULES = {"ours": bench_ours, "nanobind": bench_nanobind, "dlpark": bench_dl
 # The chart's labels of the rows of `nanobind_rows`, in order.
 NB_SHORT = ["NumPy → PyTensor / ndarray<>", "NumPy → derived / typed ndarray",
             "torch → argument", "fresh 1K → numpy.ndarray", "fresh 1K → torch.Tensor",
-            "np.from_dlpack(exporter)"]
+            "np.from_dlpack(exporter)", "jax (1000,) → argument", "jax (1000, 1000) → argument",
+            "fresh 1K → jax.Array", "list of 100 NumPy, per tensor", "list of 1000 NumPy, per tensor",
+            "list of 100 torch, per tensor", "list of 1000 torch, per tensor"]
 
 
 def nanobind_rows():
     a = np.zeros((1000, N // 1000), dtype=np.float32)
     t = torch.zeros((1000, N // 1000), dtype=torch.float32)
     a1k = np.zeros(1000, dtype=np.float32)
+    j1k = jnp.zeros(1000, dtype=jnp.float32).block_until_ready()
+    j1m = jnp.zeros((1000, N // 1000), dtype=jnp.float32).block_until_ready()
     m = NB_MODULES
 
     def imp(name, x):
         return lambda: cell("f(x)", f=m[name].import_tensor, x=x)
+
+    def jax_import(shape, x):
+        return (f"import a `jax.Array` float32 {shape} as an argument: `PyTensor` / `nb::ndarray<>`",
+                {lib: imp(lib, x) for lib in NB_LIBS},
+                ("`x.__dlpack__()`", lambda: cell("x.__dlpack__()", x=x)), (0.6, "nanobind"))
+
+    def import_list(kind, n, make, floor_label, floor_fn, target):
+        """A list of `n` distinct 1K float32 arrays taken as `Vec<PyTensor>` /
+        `std::vector<nb::ndarray<>>` / dlpark's per-element import; ns per tensor."""
+        xs = [make() for _ in range(n)]
+        return (f"a list of {n} {kind} float32 (1000,) arrays as `Vec<PyTensor>` / "
+                "`std::vector<nb::ndarray<>>`, ns per tensor",
+                {lib: (lambda lib=lib: cell("f(xs)", f=m[lib].import_list, xs=xs))
+                 for lib in ("ours", "nanobind", "dlpark")},
+                (floor_label, lambda: cell("f(xs)", f=floor_fn, xs=xs)), target,
+                {"per": n,
+                 "self": ("`import_tensor(xs[0])`",
+                          lambda: cell("f(x)", f=bench_ours.import_tensor, x=xs[0]), 1.05)})
+
+    def np_1k():
+        return np.zeros(1000, dtype=np.float32)
+
+    def torch_1k():
+        return torch.zeros(1000, dtype=torch.float32)
 
     return [
         ("import a NumPy float32 (1000, 1000) as an argument: `PyTensor` / untyped `nb::ndarray<>`",
@@ -274,35 +310,77 @@ def nanobind_rows():
           for lib in ("ours", "nanobind", "dlpark")},
          ("np.from_dlpack(ndarray)", lambda: cell("np.from_dlpack(a1k)", np=np, a1k=a1k)),
          (1.0, "nanobind")),
+        jax_import("(1000,)", j1k),
+        jax_import("(1000, 1000)", j1m),
+        ("a fresh 1K float32 buffer returned as a `jax.Array` (ours: `Native::jax`)",
+         {"ours": lambda: cell("f(1000)", f=bench_ours.native_jax),
+          "nanobind": lambda: cell("f(1000)", f=bench_nanobind.fresh_jax)},
+         ("jnp.from_dlpack(np.empty(1000, np.float32))",
+          lambda: cell("jnp.from_dlpack(np.empty(1000, np.float32))", jnp=jnp, np=np)),
+         (0.97, "nanobind")),
+        # Floors: the list taken as `Vec<Bound<PyAny>>` (NumPy arrays are read in
+        # place, as `noop(a)` floors the single import); torch's C export and
+        # checks of each element (`torch_floor_checked`, one call for the list).
+        import_list("NumPy", 100, np_1k, "`noop_list(xs)`: the list as `Vec<Bound<PyAny>>`", bench_ours.noop_list,
+                    (0.6, "nanobind")),
+        import_list("NumPy", 1000, np_1k, "`noop_list(xs)`: the list as `Vec<Bound<PyAny>>`", bench_ours.noop_list,
+                    (0.6, "nanobind")),
+        import_list("torch", 100, torch_1k, "`torch_floor_list(xs)`: torch's C export + checks, each element",
+                    bench_ours.torch_floor_list, (1.0, "dlpark")),
+        import_list("torch", 1000, torch_1k, "`torch_floor_list(xs)`: torch's C export + checks, each element",
+                    bench_ours.torch_floor_list, (1.0, "dlpark")),
     ]
 
 
-def measure_nanobind():
+def measure_nanobind(only=None):
     """Each row's libraries and floor timed round robin, NB_ROUNDS rounds;
     returns a list of dicts (label, median ns per library, best ns per library,
-    floor, target) for the table and the chart."""
+    floor, target) for the table and the chart. `only`: the 1-based numbers of
+    the rows to measure (all by default)."""
     out = []
-    for (label, makers, (floor_label, floor_maker), target), short in zip(nanobind_rows(), NB_SHORT):
+    rows = nanobind_rows()
+    assert len(rows) == len(NB_SHORT), "one NB_SHORT label per row"
+    for number, (spec, short) in enumerate(zip(rows, NB_SHORT), start=1):
+        if only is not None and number not in only:
+            continue
+        label, makers, (floor_label, floor_maker), target, *rest = spec
+        opts = rest[0] if rest else {}
+        per = opts.get("per", 1)
         group = {lib: make() for lib, make in makers.items()}
         group["floor"] = floor_maker()
+        if "self" in opts:
+            group["self"] = opts["self"][1]()
         done = resolve(group, rounds=NB_ROUNDS, stat="median")
-        best = {lib: v.best for lib, v in group.items() if isinstance(v, Cell) and lib != "floor"}
-        out.append({
+        scale = (lambda lib, v: v if isinstance(v, NA) or lib == "self" else v / per)
+        done = {lib: scale(lib, v) for lib, v in done.items()}
+        best = {lib: v.best / per for lib, v in group.items()
+                if isinstance(v, Cell) and lib not in ("floor", "self")}
+        result = {
             "row": label,
             "short": short,
-            "ns": {lib: (None if isinstance(v, NA) else v) for lib, v in done.items() if lib != "floor"},
+            "ns": {lib: (None if isinstance(v, NA) else v) for lib, v in done.items()
+                   if lib not in ("floor", "self")},
             "ns_best": best,
             "errors": {lib: str(v) for lib, v in done.items() if isinstance(v, NA)},
             "floor": None if isinstance(done["floor"], NA) else done["floor"],
             "floor_label": floor_label,
             "target": None if target is None else {"ratio": target[0], "against": target[1]},
-        })
+        }
+        if per != 1:
+            result["per"] = per
+        if "self" in opts:
+            v = group["self"]
+            result["self"] = {"label": opts["self"][0], "ratio": opts["self"][2],
+                              "ns": None if isinstance(v, NA) else v.median,
+                              "ns_best": None if isinstance(v, NA) else v.best,
+                              "error": str(v) if isinstance(v, NA) else None}
+        out.append(result)
     return out
 
 
 def render_nanobind(results) -> str:
     out = ["Against nanobind (`bench_nanobind`, nanobind %s, g++ -O3; same process, each row's "
-           "libraries and its floor interleaved), ns per call, the median of %d rounds (each ≥ %.1f s); "
+           "libraries and its floor interleaved), ns per call (per tensor in the list rows), the median of %d rounds (each ≥ %.1f s); "
            "the target's ratio from the best of the same rounds in the last column:"
            % (getattr(bench_nanobind, "__version__", "3.1.0"), NB_ROUNDS, MIN_REPEAT_S),
            "", "| operation | ours | nanobind | dlpark 0.10 | pyo3-dlpack 0.3 | floor (what) "
@@ -325,6 +403,24 @@ def render_nanobind(results) -> str:
         out.append(f"| {r['row']} | " + " | ".join(cells) + f" | {floor} | "
                    f"{ratio(ours, ns.get('nanobind'))} | {ratio(ours, ns.get('dlpark'))} | {tgt} | {met} | {by_best} |")
     out.append("")
+    selfs = [r for r in results if r.get("self")]
+    if selfs:
+        out += ["Ours per tensor of a list against ours importing one tensor of that list alone "
+                "(`import_tensor`, measured in the same rounds), medians; the ratio from the best of "
+                "the rounds beside it:", "",
+                "| operation | ours per tensor | ours alone (what) | ratio | target | met | best of rounds |",
+                "|---|---:|---:|---:|---|---|---:|"]
+        for r in selfs:
+            s, ours = r["self"], r["ns"].get("ours")
+            alone = s["ns"] if s["ns"] is not None else NA(s["error"])
+            got = ratio(ours, s["ns"])
+            met = "–"
+            if ours is not None and s["ns"] is not None:
+                met = "yes" if ours / s["ns"] <= s["ratio"] else f"no ({ours / s['ns']:.2f}×)"
+            out.append(f"| {r['short']} | {fmt_ns(ours) if ours is not None else '–'} | "
+                       f"{fmt_ns(alone)} ({s['label']}) | {got} | ≤ {s['ratio']:.2f}× | {met} | "
+                       f"{ratio(r['ns_best'].get('ours'), s['ns_best'])} |")
+        out.append("")
     return "\n".join(out)
 
 
@@ -355,7 +451,7 @@ def draw_chart(results, label: str, path: pathlib.Path):
     ax.set_yticks(range(len(results)))
     ax.set_yticklabels([r["short"] for r in reversed(results)], fontsize=8)
     ax.set_xscale("log")
-    ax.set_xlabel("ns per call (log scale; lower is better)")
+    ax.set_xlabel("ns per call, per tensor in the list rows (log scale; lower is better)")
     ax.set_title(f"pyo3-dlpack against nanobind and Rust crates: {label}", fontsize=9)
     top = max(v for r in results for v in r["ns"].values() if v is not None)
     ax.set_xlim(right=top * 1.8)
@@ -449,6 +545,38 @@ def machine_header() -> str:
     return "\n".join(lines)
 
 
+def parse_rows(spec: str) -> set[int]:
+    """"7-9,11" → {7, 8, 9, 11}, checked against the nanobind table's rows."""
+    rows = set()
+    for part in spec.split(","):
+        lo, _, hi = part.strip().partition("-")
+        rows.update(range(int(lo), int(hi or lo) + 1))
+    bad = sorted(r for r in rows if not 1 <= r <= len(NB_SHORT))
+    if bad:
+        raise argparse.ArgumentTypeError(f"no row {bad} (rows are 1..{len(NB_SHORT)})")
+    return rows
+
+
+def trial_rows(args):
+    """`--rows`: the chosen rows of the nanobind table alone, printed; written
+    (Markdown, JSON and chart beside it) only where --output names a file."""
+    if bench_nanobind is None:
+        sys.exit("bench_nanobind not built (bench_nanobind/build.py)")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    label = (f"trial, rows {','.join(map(str, sorted(args.rows)))} "
+             f"({datetime.datetime.now():%Y-%m-%d %H:%M}, load average {load:.2f} at start)")
+    nb_results = measure_nanobind(only=args.rows)
+    table = f"### {label}\n\n" + render_nanobind(nb_results)
+    print(table)
+    if args.output is not None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(table)
+        args.output.with_suffix(".json").write_text(
+            json.dumps([{"run": label, "nanobind": nb_results}], indent=1) + "\n")
+        draw_chart(nb_results, label, args.output.with_suffix(".svg"))
+        print(f"written to {args.output} (+ .json, .svg)", file=sys.stderr)
+
+
 def main():
     global REPEAT, MIN_REPEAT_S, NB_ROUNDS
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -458,11 +586,28 @@ def main():
                    help="rounds of the nanobind table, whose medians it shows (>= 5)")
     p.add_argument("--min-time", type=float, default=MIN_REPEAT_S,
                    help="seconds per repeat (default 0.2; lower only for a smoke test)")
-    p.add_argument("--output", type=pathlib.Path, default=RESULTS)
+    p.add_argument("--output", type=pathlib.Path, default=None,
+                   help="results file (default results.md; results.json and head_to_head.svg "
+                        "go beside it)")
+    p.add_argument("--rows", type=parse_rows, default=None,
+                   help="trial runs: only these rows of the nanobind table (1-based, e.g. 7-9,11; "
+                        "--list-rows prints them), no other table; prints the results and writes "
+                        "nothing unless --output is given")
+    p.add_argument("--list-rows", action="store_true", help="print the nanobind table's rows and exit")
     args = p.parse_args()
     REPEAT = max(5, args.repeat)
     MIN_REPEAT_S = args.min_time
     NB_ROUNDS = max(5, args.nb_rounds)
+
+    if args.list_rows:
+        for number, short in enumerate(NB_SHORT, start=1):
+            print(f"{number:3d}  {short}")
+        return
+    if args.rows is not None:
+        trial_rows(args)
+        return
+    if args.output is None:
+        args.output = RESULTS
 
     if args.fresh or not args.output.exists():
         args.output.write_text(machine_header())

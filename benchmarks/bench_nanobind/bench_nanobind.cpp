@@ -3,6 +3,7 @@
 // with g++ -O3, no cmake.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstring>
 
@@ -24,10 +25,14 @@ NB_MODULE(bench_nanobind, m) {
     m.def("noop", [](nb::handle) { return 0; });
     // Untyped import (any dtype, device, layout): ndim, as the other crates' import_tensor.
     m.def("import_tensor", [](AnyArray a) { return a.ndim(); }, nb::arg("a").noconvert());
+    // A list of arrays, each imported as an untyped nb::ndarray<> (the list
+    // rows): how many.
+    m.def("import_list", [](std::vector<AnyArray> v) { return v.size(); },
+          nb::arg("v").noconvert());
     // Typed import: float32, C-contiguous, CPU (what a derived FromDLPack with
     // dtype, contiguity and device checks does).
     m.def("import_typed", [](F32Host a) { return a.ndim(); }, nb::arg("a").noconvert());
-    // A fresh 1-D float32 buffer returned as a numpy.ndarray / torch.Tensor.
+    // A fresh 1-D float32 buffer returned as a numpy.ndarray / torch.Tensor / jax.Array.
     m.def("fresh_numpy", [](size_t n) {
         auto [data, owner] = fresh_buffer(n);
         return nb::ndarray<nb::numpy, float, nb::ndim<1>>(data, {n}, owner);
@@ -35,6 +40,10 @@ NB_MODULE(bench_nanobind, m) {
     m.def("fresh_torch", [](size_t n) {
         auto [data, owner] = fresh_buffer(n);
         return nb::ndarray<nb::pytorch, float, nb::ndim<1>>(data, {n}, owner);
+    });
+    m.def("fresh_jax", [](size_t n) {
+        auto [data, owner] = fresh_buffer(n);
+        return nb::ndarray<nb::jax, float, nb::ndim<1>>(data, {n}, owner);
     });
     // nanobind's own exporter object (nb_ndarray: __dlpack__, __dlpack_device__,
     // the buffer protocol) over a fresh buffer.

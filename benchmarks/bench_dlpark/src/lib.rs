@@ -15,8 +15,8 @@ use dlpark::{
     ffi::{DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLTensor},
     metadata::Fixed,
     python::{
-        DlpackExchangeProducer, DlpackExporter, ExportRequest, export_dlpack, from_dlpack,
-        install_exchange_api,
+        DlpackExchangeProducer, DlpackExporter, ExportRequest, ImportedDlpack, export_dlpack,
+        from_dlpack, install_exchange_api,
     },
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -177,6 +177,22 @@ fn import_tensor(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
     Ok(ndim)
 }
 
+/// Imports every element of a list as in `import_tensor`, keeping them all
+/// (`Vec<ImportedDlpack>`) until the call returns; returns how many. dlpark's
+/// tensor types implement no `FromPyObject`, so a `Vec<ImportedDlpack>` cannot
+/// be the argument itself: the list is extracted as `Vec<Bound<PyAny>>` and
+/// each element goes through `python::from_dlpack` + `validate()`.
+#[pyfunction]
+fn import_list(objs: Vec<Bound<'_, PyAny>>) -> PyResult<usize> {
+    let mut imported: Vec<ImportedDlpack> = Vec::with_capacity(objs.len());
+    for obj in &objs {
+        let one = from_dlpack(obj.as_borrowed(), None, None)?;
+        one.validate().map_err(|e| PyValueError::new_err(e.to_string()))?;
+        imported.push(one);
+    }
+    Ok(imported.len())
+}
+
 /// The floor of a `#[pyfunction]` call taking one object.
 #[pyfunction]
 fn noop(_obj: &Bound<'_, PyAny>) -> usize {
@@ -195,5 +211,6 @@ fn bench_dlpark(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(export_capsule, m)?)?;
     m.add_function(wrap_pyfunction!(export_capsule_versioned, m)?)?;
     m.add_function(wrap_pyfunction!(import_tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(import_list, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)
 }

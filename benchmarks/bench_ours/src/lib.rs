@@ -48,6 +48,13 @@ fn import_tensor(t: PyTensor) -> usize {
     t.ndim()
 }
 
+/// Imports every element of a list (any DLPack producers) as `Vec<PyTensor>`;
+/// returns how many (the list rows: ns per tensor is the call divided by it).
+#[pyfunction]
+fn import_list(ts: Vec<PyTensor>) -> usize {
+    ts.len()
+}
+
 /// A float32, C-contiguous CPU tensor of any rank: the checks of nanobind's
 /// `nb::ndarray<float, nb::c_contig, nb::device::cpu>`.
 #[derive(FromDLPack)]
@@ -80,6 +87,12 @@ fn native_numpy(n: usize) -> Native<Vec<f32>> {
 #[pyfunction]
 fn native_torch(n: usize) -> Native<Vec<f32>> {
     Native::torch(vec![0f32; n])
+}
+
+/// `n` zeroed float32 elements made in the call, returned as a `jax.Array`.
+#[pyfunction]
+fn native_jax(n: usize) -> Native<Vec<f32>> {
+    Native::jax(vec![0f32; n])
 }
 
 /// torch's C exchange table, found once (`torch.Tensor.__dlpack_c_exchange_api__`).
@@ -204,6 +217,24 @@ fn noop(_obj: &Bound<'_, PyAny>) -> usize {
     0
 }
 
+/// The floor of `import_list` over host arrays read in place: the same list
+/// extracted as `Vec<Bound<PyAny>>`, nothing imported. Returns how many.
+#[pyfunction]
+fn noop_list(objs: Vec<Bound<'_, PyAny>>) -> usize {
+    objs.len()
+}
+
+/// The floor of `import_list` over torch tensors: `torch_floor_checked` of
+/// each element of the list (extracted as `Vec<Bound<PyAny>>`), in one call.
+/// Returns how many.
+#[pyfunction]
+fn torch_floor_list(objs: Vec<Bound<'_, PyAny>>) -> PyResult<usize> {
+    for obj in &objs {
+        torch_floor_checked(obj)?;
+    }
+    Ok(objs.len())
+}
+
 /// `PyTensor::to_vec::<f32>()` of a float32 host tensor of any layout,
 /// dropped at once: the host-copy rows (`../copies.py`). Returns its length.
 #[pyfunction]
@@ -220,12 +251,16 @@ fn bench_ours(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(export_capsule, m)?)?;
     m.add_function(wrap_pyfunction!(export_capsule_versioned, m)?)?;
     m.add_function(wrap_pyfunction!(import_tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(import_list, m)?)?;
     m.add_function(wrap_pyfunction!(import_typed, m)?)?;
     m.add_function(wrap_pyfunction!(fresh, m)?)?;
     m.add_function(wrap_pyfunction!(native_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(native_torch, m)?)?;
+    m.add_function(wrap_pyfunction!(native_jax, m)?)?;
     m.add_function(wrap_pyfunction!(torch_floor, m)?)?;
     m.add_function(wrap_pyfunction!(torch_floor_checked, m)?)?;
+    m.add_function(wrap_pyfunction!(torch_floor_list, m)?)?;
+    m.add_function(wrap_pyfunction!(noop_list, m)?)?;
     m.add_function(wrap_pyfunction!(copy_to_vec, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)
 }
