@@ -1,6 +1,7 @@
 """PyTensor: imports from real and hand-made producers, validated and owned."""
 
 import gc
+import sys
 import threading
 
 import numpy as np
@@ -634,3 +635,14 @@ def test_python_threads_importing_concurrently():
     for t in threads:
         t.join()
     assert results == [99.0] * 1600
+
+
+def test_a_list_of_imports_holds_each_array_until_the_list_is_dropped():
+    # Every State of the list comes from (and goes back to) the thread's spare blocks.
+    arrays = [np.arange(i, i + 4, dtype=np.float32) for i in range(1500)]
+    counts = [sys.getrefcount(a) for a in arrays]
+    for _ in range(3):
+        assert ext.consume_list(arrays) == 1500
+    assert [sys.getrefcount(a) for a in arrays] == counts
+    values = [ext.to_list(a, "float32") for a in arrays[::500]]
+    assert values == [[i, i + 1, i + 2, i + 3] for i in (0, 500, 1000)]

@@ -56,6 +56,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(allocate_filled, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)?;
     m.add_function(wrap_pyfunction!(consume, m)?)?;
+    m.add_function(wrap_pyfunction!(consume_list, m)?)?;
     m.add_function(wrap_pyfunction!(describe_borrowed, m)?)?;
     m.add_function(wrap_pyfunction!(sum_borrowed, m)?)?;
     m.add_function(wrap_pyfunction!(consume_borrowed, m)?)?;
