@@ -31,6 +31,9 @@ pub(crate) trait Cuda: Sync {
     /// streams of device `device`), without blocking the host (an event
     /// recorded on one, waited on by the other).
     fn wait(&self, device: i32, producer: usize, consumer: usize) -> Result<(), InterfaceError>;
+    /// Whether `stream`, a stream of device `device`, is being captured into
+    /// a CUDA graph.
+    fn stream_capturing(&self, device: i32, stream: usize) -> Result<bool, InterfaceError>;
     /// Copies `len` bytes of device `device`'s memory at `src` to the host
     /// memory at `dst`, after the work queued on `stream` (a stream of that
     /// device) so far, and returns once they are there.
@@ -226,6 +229,15 @@ impl Cuda for Driver {
             }
             self.wait_in_context(producer, consumer)
         })
+    }
+
+    fn stream_capturing(&self, device: i32, stream: usize) -> Result<bool, InterfaceError> {
+        let mut capturing = false;
+        self.in_context(device, stream, || {
+            capturing = self.capturing(stream)?;
+            Ok(())
+        })?;
+        Ok(capturing)
     }
 
     unsafe fn copy_to_host(

@@ -410,8 +410,20 @@ impl ExchangeApi {
             return Ok(None);
         }
         let producer = self.current_work_stream(py, device)?;
-        let ordering =
-            streams::exchange_ordering(stream_ordered, device, producer, driver.is_some());
+        // Under graph capture, work can be ordered after the producer's only
+        // on its (capturing) stream: the import is stream-ordered there.
+        let capturing = match (driver, producer) {
+            (Some(driver), Some(stream)) if stream > 2 && streams::is_cuda(device) => driver
+                .stream_capturing(device.device_id, stream)
+                .map_err(crate::DLPackError::from)?,
+            _ => false,
+        };
+        let ordering = streams::exchange_ordering(
+            stream_ordered || capturing,
+            device,
+            producer,
+            driver.is_some(),
+        );
         Ok(match ordering {
             streams::ExchangeOrdering::Keep { ready_on } => Some(ready_on),
             streams::ExchangeOrdering::WaitThenKeep {

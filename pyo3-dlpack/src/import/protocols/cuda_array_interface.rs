@@ -97,6 +97,16 @@ pub(crate) fn import_with(
             // Ready on the producer's stream (if it named one): the consumer
             // opted out of synchronisation, or shares it.
             Ordering::Nothing => ready_on = stream.map(|s| s as i64),
+            // Under graph capture, work can be ordered after the producer's
+            // only on its (capturing) stream: ready there, as if
+            // stream-ordered (a host synchronisation cannot be captured).
+            Ordering::Synchronize { producer }
+                if cuda
+                    .stream_capturing(ordinal, producer)
+                    .map_err(DLPackError::from)? =>
+            {
+                ready_on = Some(producer as i64);
+            }
             // Blocking without the GIL: work queued on the stream may need it.
             Ordering::Synchronize { producer } => obj
                 .py()
@@ -183,6 +193,14 @@ mod tests {
                 .push(format!("wait {producer:#x} -> {consumer:#x}"));
             Ok(())
         }
+        fn stream_capturing(&self, device: i32, stream: usize) -> Result<bool, InterfaceError> {
+            assert_eq!(device, self.ordinal, "the pointer's device");
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("capturing {stream:#x}"));
+            Ok(false)
+        }
         unsafe fn copy_to_host(
             &self,
             _device: i32,
@@ -248,6 +266,7 @@ mod tests {
             *ON_THREE.calls.lock().unwrap(),
             [
                 "device 0xdead0000",
+                "capturing 0xbeef",
                 "synchronize 0xbeef",
                 "device 0xdead0000",
                 "wait 0xbeef -> 0xcafe",
