@@ -126,6 +126,135 @@ def test_a_stream_ordered_consumer_that_reads_on_another_stream_races():
     assert out == "raced\n"
 
 
+def test_a_named_consumer_stream_waits_for_the_producers_stream_through_the_table():
+    # Synchronize with ImportOptions::stream: the named stream waits (an event recorded
+    # on the producer's current stream); the table is used, __dlpack__ never called.
+    out = run_exchange(
+        """
+        p, memory, s = producer(values=range(8))
+        consumer = cuda.standin_stream_create_with_flags(0, 1)
+        d = ext.import_with(p, stream=consumer, read_as="float32")
+        assert (d["stream"], d["values"]) == (consumer, list(range(8))), d
+        assert cuda.standin_waits(consumer) == 1
+        assert cuda.standin_default_stream_waits(0) == 0
+        assert exports() == (1, 1, 0, 0, 0), exports()
+
+        # The legacy stream named explicitly is the default.
+        write(s, memory, [3.0] * 8)
+        d = ext.import_with(p, stream=LEGACY, read_as="float32")
+        assert (d["stream"], d["values"]) == (1, [3.0] * 8), d
+        assert cuda.standin_default_stream_waits(0) == 1
+
+        # StreamOrdered with a named stream: the producer's stream, no wait.
+        d = ext.import_with(p, stream=consumer, stream_ordered=True)
+        assert d["stream"] == s and cuda.standin_waits(consumer) == 1
+
+        # The producer reports its consumer's own stream: nothing to wait for.
+        ext.exchange_stream(2, 0, consumer)
+        write(consumer, memory, [4.0] * 8)
+        d = ext.import_with(p, stream=consumer, read_as="float32")
+        assert (d["stream"], d["values"]) == (consumer, [4.0] * 8), d
+        assert cuda.standin_waits(consumer) == 1
+
+        # The producer reports NULL (the legacy default stream): the named stream waits
+        # for the legacy one (non-blocking: it would not, implicitly).
+        ext.exchange_stream(2, 0, None)
+        with current(0):
+            write(LEGACY, memory, [6.0] * 8)
+        d = ext.import_with(p, stream=consumer, read_as="float32")
+        assert (d["stream"], d["values"]) == (consumer, [6.0] * 8), d
+        assert cuda.standin_waits(consumer) == 2
+        assert exports() == (5, 5, 0, 0, 0), exports()
+        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_imports_from_a_thread_without_a_context_and_of_device_1_under_device_0s_context():
+    out = run_exchange(
+        """
+        p, memory, s = producer(device=1, values=range(8))
+        ctx0 = ctypes.c_void_p()
+        assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx0), 0) == 0
+        assert cuda.cuCtxPushCurrent_v2(ctx0) == 0
+        # Device 1's legacy stream waits for s (an event made in device 1's context).
+        assert ext.to_list(p, "float32") == list(range(8))
+        assert counts("queries") == ([(2, 1)],)
+        assert cuda.standin_default_stream_waits(1) == 1
+        assert cuda.standin_default_stream_waits(0) == 0
+        now = ctypes.c_void_p()
+        assert cuda.cuCtxGetCurrent(ctypes.byref(now)) == 0 and now.value == ctx0.value
+        assert cuda.cuCtxPopCurrent_v2(None) == 0
+
+        # A thread that never had a context: both modes, a named stream of device 1.
+        consumer = cuda.standin_stream_create_with_flags(1, 1)
+        results = []
+        def worker():
+            write(s, memory, [9.0] * 8)
+            results.append(ext.import_with(p, stream=consumer, read_as="float32"))
+            write(s, memory, [8.0] * 8)
+            results.append(ext.import_with(p, stream_ordered=True, read_as="float32"))
+            results.append(cuda.standin_context_depth())
+        worker = threading.Thread(target=worker)
+        worker.start()
+        worker.join()
+        named, ordered, depth = results
+        assert (named["stream"], named["values"]) == (consumer, [9.0] * 8), named
+        assert (ordered["stream"], ordered["values"]) == (s, [8.0] * 8), ordered
+        assert depth == 0 and cuda.standin_waits(consumer) == 1
+        assert exports() == (3, 3, 0, 0, 0), exports()
+        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_a_capturing_producer_stream_is_refused_cleanly_and_the_capture_survives():
+    # Synchronize while the producer's stream is captured into a CUDA graph: the wait
+    # would cross the capture's edge, so it is refused before the driver sees it, the
+    # export is handed back (its deleter runs once), and the capture ends cleanly.
+    # StreamOrdered needs no wait: allowed, ready on the capturing stream.
+    out = run_exchange(
+        """
+        capturing_refusal = lambda stream: (
+            f"BufferError: CUDA stream {stream:#x} is being captured into a CUDA graph, where "
+            "cuStreamWaitEvent is not allowed; export or import outside the capture (or export "
+            "with stream=-1 and order the streams yourself): the capture is left as it was"
+        )
+        # A non-blocking stream captures; the legacy stream does not.
+        p, memory, s = producer()
+        assert begin_capture(s) == 0
+        print(attempt(lambda: ext.describe(p)) == capturing_refusal(s))
+        consumer = cuda.standin_stream_create(0)
+        print(attempt(lambda: ext.import_with(p, stream=consumer)) == capturing_refusal(s))
+        assert capturing(consumer) == 0 and capturing(s) == 1
+        assert ext.import_with(p, stream_ordered=True)["stream"] == s
+        assert end_capture(s) == (0, True)
+        assert exports() == (3, 3, 0, 0, 0), exports()
+
+        # A blocking stream captures: the legacy stream cannot even be asked (906).
+        p, memory, s = producer(non_blocking=False)
+        assert begin_capture(s) == 0
+        print(attempt(lambda: ext.describe(p)))
+        assert capturing(s) == 1
+        assert end_capture(s) == (0, True)
+        assert exports() == (4, 4, 0, 0, 0), exports()
+        assert cuda.standin_context_depth() == 0
+        print("ok")
+        """
+    )
+    assert out == (
+        "True\nTrue\n"
+        "BufferError: the CUDA driver's cuStreamIsCapturing failed with CUresult 906 "
+        "(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: a stream is being captured into a CUDA graph; "
+        "export or import outside the capture (or export with stream=-1 and order the streams "
+        "yourself))\nok\n"
+    )
+
+
 def test_a_failing_current_work_stream_fails_the_import_and_hands_the_export_back():
     out = run_exchange(
         """

@@ -392,13 +392,15 @@ impl ExchangeApi {
     }
 
     /// Orders an owned import of memory on `device` (a device with streams)
-    /// as `mode` says: the stream it is ready on, or `None` when it must be
-    /// imported through `__dlpack__` instead.
+    /// as `mode` says, for a consumer on stream `consumer` (`None`: CUDA's
+    /// legacy default stream): the stream it is ready on, or `None` when it
+    /// must be imported through `__dlpack__` instead.
     pub(crate) fn order(
         self,
         py: Python<'_>,
         device: crate::Device,
         mode: crate::StreamMode,
+        consumer: Option<i64>,
     ) -> PyResult<Option<i64>> {
         let stream_ordered = mode == crate::StreamMode::StreamOrdered;
         let driver = if stream_ordered {
@@ -410,8 +412,13 @@ impl ExchangeApi {
             return Ok(None);
         }
         let producer = self.current_work_stream(py, device)?;
-        let ordering =
-            streams::exchange_ordering(stream_ordered, device, producer, driver.is_some());
+        let ordering = streams::exchange_ordering(
+            stream_ordered,
+            device,
+            producer,
+            consumer,
+            driver.is_some(),
+        );
         Ok(match ordering {
             streams::ExchangeOrdering::Keep { ready_on } => Some(ready_on),
             streams::ExchangeOrdering::WaitThenKeep {
