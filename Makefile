@@ -14,7 +14,7 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test package abi3-test test-matrix abi3-bench bench copies-bench head-to-head sanitize fuzz gpu-bundle venv lint rust-test py-test clean-venv
+.PHONY: demo test package abi3-test test-matrix abi3-bench bench copies-bench head-to-head sanitize fuzz coverage-cuda gpu-bundle venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
@@ -122,6 +122,13 @@ abi3-bench: $(VENV_STAMP)
 		$(VENV_PY) -m zipfile -e target/abi3-bench/wheels/$$kind/*.whl target/abi3-bench/$$kind || exit 1; \
 	done
 	$(VENV_PY) benchmarks/abi3_cost.py target/abi3-bench/full target/abi3-bench/abi3
+
+# Line coverage of the CUDA code (not in `make test`): the runtime crate's unit tests and the
+# stand-in driver's pytest suites over a test extension built with -C instrument-coverage (its
+# own target directory, target/coverage), reported per file by the llvm-cov of rustc's LLVM
+# (`rustup component add llvm-tools`); see tests/coverage/cuda.sh.
+coverage-cuda: $(VENV_STAMP)
+	PYTHON=$(abspath $(VENV_PY)) PYTHON_SITE=$(VENV_SITE) tests/coverage/cuda.sh
 
 # AddressSanitizer (nightly, its own target directory) over the runtime crate's unit and
 # property tests and the Rust integration tests (embedded Python with NumPy and torch),

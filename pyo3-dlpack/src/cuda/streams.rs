@@ -104,14 +104,17 @@ pub(crate) enum ExchangeOrdering {
 
 /// The ordering of an exchange-API import on `device`, whose producer's
 /// current work stream is `producer` (`None` for NULL: the device's default
-/// stream). Stream-ordered imports are kept as they are, ready on the
-/// producer's stream; synchronising ones make CUDA's legacy default stream
-/// (what `__dlpack__` gets by default) wait for it through the CUDA driver,
-/// or, without one (or on ROCm), go through `__dlpack__`.
+/// stream), for a consumer on stream `consumer` (`None`: CUDA's legacy
+/// default stream, what `__dlpack__` gets by default). Stream-ordered
+/// imports are kept as they are, ready on the producer's stream (the
+/// consumer's is not waited on); synchronising ones make the consumer's
+/// stream wait for the producer's through the CUDA driver, or, without one
+/// (or on ROCm), go through `__dlpack__`.
 pub(crate) fn exchange_ordering(
     stream_ordered: bool,
     device: Device,
     producer: Option<usize>,
+    consumer: Option<i64>,
     cuda_driver: bool,
 ) -> ExchangeOrdering {
     let cuda = is_cuda(device);
@@ -124,14 +127,20 @@ pub(crate) fn exchange_ordering(
     if !cuda || !cuda_driver {
         return ExchangeOrdering::UseDlpack;
     }
-    match producer {
-        // NULL and 1 are the legacy default stream itself; 2 (per-thread) is not.
-        None | Some(0) | Some(1) => ExchangeOrdering::Keep { ready_on: 1 },
-        Some(producer) => ExchangeOrdering::WaitThenKeep {
+    // NULL (0) is the legacy default stream (1) itself; 2 (per-thread) is not.
+    let producer = match producer {
+        None | Some(0) => 1,
+        Some(stream) => stream,
+    };
+    let consumer = consumer.unwrap_or(1);
+    if producer as i64 == consumer {
+        ExchangeOrdering::Keep { ready_on: consumer }
+    } else {
+        ExchangeOrdering::WaitThenKeep {
             producer,
-            consumer: 1,
-            ready_on: 1,
-        },
+            consumer: consumer as usize,
+            ready_on: consumer,
+        }
     }
 }
 
@@ -167,20 +176,20 @@ mod tests {
         let rocm = Device::new(DeviceType::ROCM, 0);
         // Stream-ordered: kept, on the producer's stream (NULL: the default one).
         assert_eq!(
-            exchange_ordering(true, cuda, Some(0xbeef), false),
+            exchange_ordering(true, cuda, Some(0xbeef), None, false),
             Keep { ready_on: 0xbeef }
         );
         assert_eq!(
-            exchange_ordering(true, cuda, None, false),
+            exchange_ordering(true, cuda, None, None, false),
             Keep { ready_on: 1 }
         );
         assert_eq!(
-            exchange_ordering(true, rocm, None, false),
+            exchange_ordering(true, rocm, None, None, false),
             Keep { ready_on: 0 }
         );
         // Synchronising: the legacy default stream waits for the producer's.
         assert_eq!(
-            exchange_ordering(false, cuda, Some(0xbeef), true),
+            exchange_ordering(false, cuda, Some(0xbeef), None, true),
             WaitThenKeep {
                 producer: 0xbeef,
                 consumer: 1,
@@ -188,7 +197,7 @@ mod tests {
             }
         );
         assert_eq!(
-            exchange_ordering(false, cuda, Some(2), true),
+            exchange_ordering(false, cuda, Some(2), None, true),
             WaitThenKeep {
                 producer: 2,
                 consumer: 1,
@@ -197,17 +206,47 @@ mod tests {
         );
         for same in [None, Some(0), Some(1)] {
             assert_eq!(
-                exchange_ordering(false, cuda, same, true),
+                exchange_ordering(false, cuda, same, None, true),
                 Keep { ready_on: 1 }
             );
         }
+        // A named consumer stream waits for the producer's, unless it is that stream;
+        // stream-ordered imports ignore it.
+        assert_eq!(
+            exchange_ordering(false, cuda, Some(0xbeef), Some(0xcafe), true),
+            WaitThenKeep {
+                producer: 0xbeef,
+                consumer: 0xcafe,
+                ready_on: 0xcafe
+            }
+        );
+        assert_eq!(
+            exchange_ordering(false, cuda, None, Some(0xcafe), true),
+            WaitThenKeep {
+                producer: 1,
+                consumer: 0xcafe,
+                ready_on: 0xcafe
+            }
+        );
+        assert_eq!(
+            exchange_ordering(false, cuda, Some(0xcafe), Some(0xcafe), true),
+            Keep { ready_on: 0xcafe }
+        );
+        assert_eq!(
+            exchange_ordering(false, cuda, None, Some(1), true),
+            Keep { ready_on: 1 }
+        );
+        assert_eq!(
+            exchange_ordering(true, cuda, Some(0xbeef), Some(0xcafe), true),
+            Keep { ready_on: 0xbeef }
+        );
         // No driver, or ROCm: `__dlpack__` orders it.
         assert_eq!(
-            exchange_ordering(false, cuda, Some(0xbeef), false),
+            exchange_ordering(false, cuda, Some(0xbeef), None, false),
             UseDlpack
         );
         assert_eq!(
-            exchange_ordering(false, rocm, Some(0xbeef), true),
+            exchange_ordering(false, rocm, Some(0xbeef), None, true),
             UseDlpack
         );
     }

@@ -392,13 +392,15 @@ impl ExchangeApi {
     }
 
     /// Orders an owned import of memory on `device` (a device with streams)
-    /// as `mode` says: the stream it is ready on, or `None` when it must be
-    /// imported through `__dlpack__` instead.
+    /// as `mode` says, for a consumer on stream `consumer` (`None`: CUDA's
+    /// legacy default stream): the stream it is ready on, or `None` when it
+    /// must be imported through `__dlpack__` instead.
     pub(crate) fn order(
         self,
         py: Python<'_>,
         device: crate::Device,
         mode: crate::StreamMode,
+        consumer: Option<i64>,
     ) -> PyResult<Option<i64>> {
         let stream_ordered = mode == crate::StreamMode::StreamOrdered;
         let driver = if stream_ordered {
@@ -411,17 +413,24 @@ impl ExchangeApi {
         }
         let producer = self.current_work_stream(py, device)?;
         // Under graph capture, work can be ordered after the producer's only
-        // on its (capturing) stream: the import is stream-ordered there.
+        // on its (capturing) stream: an import for no named consumer stream is
+        // stream-ordered there (a named one is waited for, or refused across
+        // the capture's edge, by the wait).
         let capturing = match (driver, producer) {
-            (Some(driver), Some(stream)) if stream > 2 && streams::is_cuda(device) => driver
-                .stream_capturing(device.device_id, stream)
-                .map_err(crate::DLPackError::from)?,
+            (Some(driver), Some(stream))
+                if consumer.is_none() && stream > 2 && streams::is_cuda(device) =>
+            {
+                driver
+                    .stream_capturing(device.device_id, stream)
+                    .map_err(crate::DLPackError::from)?
+            }
             _ => false,
         };
         let ordering = streams::exchange_ordering(
             stream_ordered || capturing,
             device,
             producer,
+            consumer,
             driver.is_some(),
         );
         Ok(match ordering {

@@ -41,7 +41,8 @@ impl PyTensor {
     ///
     /// Producers whose type advertises the DLPack C exchange API (torch ≥
     /// 2.10) are imported through it, without a `__dlpack__` call, when the
-    /// options ask for nothing special. The C path does no stream
+    /// options ask for nothing special but, perhaps, a consumer stream
+    /// (a stream handle, or 1 or 2). The C path does no stream
     /// synchronisation, so CUDA tensors are ordered here as
     /// [`StreamMode`](crate::StreamMode) says (an event through the CUDA
     /// driver, or the producer's current stream carried along); without a
@@ -62,50 +63,54 @@ impl PyTensor {
     /// take `__dlpack__` (which refuses them), and so do arrays whose memory
     /// has streams (GPU), asked again for the stream they are read on.
     pub fn from_pyany_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
-        if options.is_plain() {
-            if let Some(array) = numpy::read::recognise(obj, versioned_export) {
-                return Ok(Self::from_array(obj, array)?);
-            }
-            if let Some(api) = exchange::lookup(obj)? {
-                // SAFETY: `api` is the table of `obj`'s own type, just looked up.
-                match unsafe { api.owned(obj) } {
-                    Ok(managed) => {
-                        let managed = api.check_torch_owned(obj, managed)?;
-                        let mut tensor = Self::from_versioned(managed)?;
-                        let device = tensor.device();
-                        if !device.device_type.uses_streams() {
-                            return Ok(tensor);
-                        }
-                        // The C path does no synchronisation: order it here,
-                        // or (no CUDA driver, ROCm) import through `__dlpack__`.
-                        if let Some(stream) =
-                            api.order(obj.py(), device, options.selected_stream_mode())?
-                        {
-                            tensor.set_stream(Some(stream));
-                            return Ok(tensor);
-                        }
+        let plain = options.is_plain();
+        if plain && let Some(array) = numpy::read::recognise(obj, versioned_export) {
+            return Ok(Self::from_array(obj, array)?);
+        }
+        if options.allows_exchange()
+            && let Some(api) = exchange::lookup(obj)?
+        {
+            // SAFETY: `api` is the table of `obj`'s own type, just looked up.
+            match unsafe { api.owned(obj) } {
+                Ok(managed) => {
+                    let managed = api.check_torch_owned(obj, managed)?;
+                    let mut tensor = Self::from_versioned(managed)?;
+                    let device = tensor.device();
+                    if !device.device_type.uses_streams() {
+                        return Ok(tensor);
                     }
-                    // torch's C export fails with a C++ backtrace where its
-                    // `__dlpack__` raises a clear error (meta, sparse and
-                    // quantized tensors): raise that one. A producer whose
-                    // `__dlpack__` exports after all is imported from that
-                    // capsule, unless its device has streams (it was asked
-                    // for none: ask again, below).
-                    Err(_) => {
-                        let tensor = Self::from_requested(obj, &probe_dlpack(obj)?, options)?;
-                        if !tensor.device().device_type.uses_streams() {
-                            return Ok(tensor);
-                        }
+                    // The C path does no synchronisation: order it here,
+                    // or (no CUDA driver, ROCm) import through `__dlpack__`.
+                    if let Some(stream) = api.order(
+                        obj.py(),
+                        device,
+                        options.selected_stream_mode(),
+                        options.consumer_stream(),
+                    )? {
+                        tensor.set_stream(Some(stream));
+                        return Ok(tensor);
+                    }
+                }
+                // torch's C export fails with a C++ backtrace where its
+                // `__dlpack__` raises a clear error (meta, sparse and
+                // quantized tensors): raise that one. A producer whose
+                // `__dlpack__` exports after all is imported from that
+                // capsule, unless its device has streams (it was asked
+                // for none: ask again, below).
+                Err(_) => {
+                    let tensor = Self::from_requested(obj, &probe_dlpack(obj)?, options)?;
+                    if !tensor.device().device_type.uses_streams() {
+                        return Ok(tensor);
                     }
                 }
             }
-            if let Some(capsule) = jax::export_capsule(obj)? {
-                let tensor = Self::from_requested(obj, &capsule, options)?;
-                if !tensor.device().device_type.uses_streams() {
-                    return Ok(tensor);
-                }
-                // Made for no stream: given back (dropped), and asked again.
+        }
+        if plain && let Some(capsule) = jax::export_capsule(obj)? {
+            let tensor = Self::from_requested(obj, &capsule, options)?;
+            if !tensor.device().device_type.uses_streams() {
+                return Ok(tensor);
             }
+            // Made for no stream: given back (dropped), and asked again.
         }
         let Some(capsule) = request_capsule(obj, options)? else {
             return protocols::import(obj, options);

@@ -37,7 +37,7 @@ pub enum StreamMode {
     /// producer order it (CUDA's legacy default stream, 1, unless
     /// [`ImportOptions::stream`] names another); through a producer's C
     /// exchange table (torch), an event recorded on the producer's current
-    /// stream makes the legacy default stream wait (through the CUDA driver,
+    /// stream makes that same consumer stream wait (through the CUDA driver,
     /// loaded at run time; without it, and on ROCm, `__dlpack__` is used).
     #[default]
     Synchronize,
@@ -46,7 +46,9 @@ pub enum StreamMode {
     /// caller launches its work, which is then ordered after the producer's
     /// (tvm-ffi's model; nothing blocks, so it is safe under CUDA graph
     /// capture). Work on any other stream must wait for that one first.
-    /// Applies to producers with a C exchange table; others are synchronised.
+    /// Applies to producers with a C exchange table (a consumer stream named
+    /// with [`ImportOptions::stream`] is then not waited on); others are
+    /// synchronised.
     StreamOrdered,
 }
 
@@ -133,6 +135,18 @@ impl ImportOptions {
     pub(crate) fn is_plain(&self) -> bool {
         self.max_version.0 >= 1
             && self.stream.is_none()
+            && self.dl_device.is_none()
+            && self.copy.is_none()
+    }
+
+    /// Whether a producer's C exchange table may serve this import: as
+    /// [`is_plain`](Self::is_plain), but a consumer stream may be named (a
+    /// stream handle, or 1 or 2 for CUDA's default streams), which the
+    /// import waits on itself. `-1` and `0` go through `__dlpack__`, whose
+    /// producer applies the specification's rule to them.
+    pub(crate) fn allows_exchange(&self) -> bool {
+        self.max_version.0 >= 1
+            && self.stream.is_none_or(|s| s > 0)
             && self.dl_device.is_none()
             && self.copy.is_none()
     }

@@ -32,54 +32,6 @@ pub(crate) fn describe_tensor<'py>(
     Ok(d)
 }
 
-/// `describe`, importing with explicit options.
-#[pyfunction]
-#[pyo3(signature = (obj, *, max_version=None, stream=None, dl_device=None, copy=None, protocols=None, stream_ordered=false))]
-#[allow(clippy::too_many_arguments)] // Python keywords
-pub(crate) fn import_with<'py>(
-    obj: &Bound<'py, PyAny>,
-    max_version: Option<(u32, u32)>,
-    stream: Option<i64>,
-    dl_device: Option<(i32, i32)>,
-    copy: Option<bool>,
-    protocols: Option<Vec<String>>,
-    stream_ordered: bool,
-) -> PyResult<Bound<'py, PyDict>> {
-    let mut options = ImportOptions::new();
-    if stream_ordered {
-        options = options.stream_mode(pyo3_dlpack::StreamMode::StreamOrdered);
-    }
-    if let Some(names) = protocols {
-        let mut accepted = pyo3_dlpack::Protocols::NONE;
-        for name in names {
-            accepted = accepted
-                | match name.as_str() {
-                    "cuda_array_interface" => pyo3_dlpack::Protocols::CUDA_ARRAY_INTERFACE,
-                    "array_interface" => pyo3_dlpack::Protocols::ARRAY_INTERFACE,
-                    "buffer" => pyo3_dlpack::Protocols::BUFFER,
-                    other => return Err(PyValueError::new_err(format!("no protocol {other:?}"))),
-                };
-        }
-        options = options.protocols(accepted);
-    }
-    if let Some((major, minor)) = max_version {
-        options = options.with_max_version(major, minor);
-    }
-    if let Some(stream) = stream {
-        options = options.stream(stream);
-    }
-    if let Some((device_type, id)) = dl_device {
-        options = options.dl_device(Device::new(
-            pyo3_dlpack::DeviceType::from_code(device_type),
-            id,
-        ));
-    }
-    if let Some(copy) = copy {
-        options = options.copy(copy);
-    }
-    describe_tensor(obj.py(), &PyTensor::from_pyany_with(obj, &options)?)
-}
-
 /// Runs `$body` with `$T` bound to the Rust type named `$name`, converting
 /// each element to a Python-friendly value with `$to_py`.
 macro_rules! with_type {
@@ -146,6 +98,70 @@ macro_rules! with_type {
             ))),
         }
     };
+}
+
+/// `describe`, importing with explicit options; with `read_as`, also the
+/// elements (`to_vec` of that type) under "values"; with `keep`, the import
+/// itself under "held" (dropped with it).
+#[pyfunction]
+#[pyo3(signature = (obj, *, max_version=None, stream=None, dl_device=None, copy=None, protocols=None, stream_ordered=false, read_as=None, keep=false))]
+#[allow(clippy::too_many_arguments)] // Python keywords
+pub(crate) fn import_with<'py>(
+    obj: &Bound<'py, PyAny>,
+    max_version: Option<(u32, u32)>,
+    stream: Option<i64>,
+    dl_device: Option<(i32, i32)>,
+    copy: Option<bool>,
+    protocols: Option<Vec<String>>,
+    stream_ordered: bool,
+    read_as: Option<&str>,
+    keep: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut options = ImportOptions::new();
+    if stream_ordered {
+        options = options.stream_mode(pyo3_dlpack::StreamMode::StreamOrdered);
+    }
+    if let Some(names) = protocols {
+        let mut accepted = pyo3_dlpack::Protocols::NONE;
+        for name in names {
+            accepted = accepted
+                | match name.as_str() {
+                    "cuda_array_interface" => pyo3_dlpack::Protocols::CUDA_ARRAY_INTERFACE,
+                    "array_interface" => pyo3_dlpack::Protocols::ARRAY_INTERFACE,
+                    "buffer" => pyo3_dlpack::Protocols::BUFFER,
+                    other => return Err(PyValueError::new_err(format!("no protocol {other:?}"))),
+                };
+        }
+        options = options.protocols(accepted);
+    }
+    if let Some((major, minor)) = max_version {
+        options = options.with_max_version(major, minor);
+    }
+    if let Some(stream) = stream {
+        options = options.stream(stream);
+    }
+    if let Some((device_type, id)) = dl_device {
+        options = options.dl_device(Device::new(
+            pyo3_dlpack::DeviceType::from_code(device_type),
+            id,
+        ));
+    }
+    if let Some(copy) = copy {
+        options = options.copy(copy);
+    }
+    let py = obj.py();
+    let tensor = PyTensor::from_pyany_with(obj, &options)?;
+    let d = describe_tensor(py, &tensor)?;
+    if let Some(as_type) = read_as {
+        d.set_item(
+            "values",
+            with_type!(as_type, |T| list(py, tensor.to_vec::<T>()?))?,
+        )?;
+    }
+    if keep {
+        d.set_item("held", HeldView { _tensor: tensor })?;
+    }
+    Ok(d)
 }
 
 /// A value Python can compare: numbers as float or int, complex as (re, im).

@@ -20,6 +20,7 @@ mod adapters;
 #[cfg(feature = "cudarc")]
 mod cudarc;
 mod derive;
+mod exchange;
 mod export;
 mod import;
 mod native;
@@ -30,6 +31,7 @@ use adapters::*;
 #[cfg(feature = "cudarc")]
 use cudarc::*;
 use derive::*;
+use exchange::*;
 use export::*;
 use import::*;
 use native::*;
@@ -73,6 +75,9 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hold_view, m)?)?;
     m.add_class::<HeldView>()?;
     m.add_class::<FailingExchange>()?;
+    m.add_class::<ExchangeProducer>()?;
+    m.add_function(wrap_pyfunction!(exchange_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(exchange_counts, m)?)?;
     m.add_function(wrap_pyfunction!(arange, m)?)?;
     m.add_function(wrap_pyfunction!(from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(on_device, m)?)?;

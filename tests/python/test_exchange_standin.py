@@ -1,0 +1,286 @@
+"""Imports through a producer's DLPack C exchange table (DLPack 1.3, torch >= 2.10's way in),
+against the stand-in driver (see test_cuda_standin.py, whose `run` and helpers these tests
+share). The producer is the test extension's `ExchangeProducer`: its type's
+`__dlpack_c_exchange_api__` is a static table whose `current_work_stream` reports the stream
+the test chose (`ext.exchange_stream`), whose owning export hands out float32 tensors over
+stand-in device memory (PROT_NONE to the host) with a counted deleter
+(`ext.exchange_counts`), and whose `__dlpack__` only counts the call and refuses.
+
+Each case queues the producer's writes on the stream it reports, pending until something
+orders them, imports in one `StreamMode`, reads the values back through the driver (`to_vec`:
+a copy queued on the stream the import is ready on) and ends with zero races: a missing or
+misdirected wait shows up as a race or as values not written yet. The producer's stream is
+non-blocking unless said otherwise, so CUDA's legacy default stream does not order it
+implicitly."""
+
+import textwrap
+
+import pytest
+
+from test_cuda_standin import STANDIN, run
+
+pytestmark = pytest.mark.skipif(
+    not STANDIN, reason="CUDA_STANDIN names no stand-in driver (make test builds and names it)"
+)
+
+EXCHANGE = """
+import threading
+
+def producer(device=0, n=8, values=None, non_blocking=True):
+    '''Stand-in device memory of `n` float32s on `device`, an ExchangeProducer over it, and
+    a new stream it reports as current on that device, with `values` written on it (pending).'''
+    memory = cuda.standin_alloc(device, 4 * n, 0)
+    stream = cuda.standin_stream_create_with_flags(device, 1 if non_blocking else 0)
+    ext.exchange_stream(2, device, stream)
+    if values is not None:
+        write(stream, memory, values)
+        assert cuda.standin_pending(memory, 4 * n) == 1
+    return ext.ExchangeProducer(memory, [n], 2, device), memory, stream
+
+def counts(*names):
+    c = ext.exchange_counts()
+    return tuple(c[name] for name in names)
+
+def exports():
+    "(exported, deleted, live, bad deletes, __dlpack__ calls)"
+    return counts("exported", "deleted", "live", "bad_deletes", "dlpack_calls")
+
+def attempt(f):
+    try:
+        f()
+    except Exception as err:
+        return f"{type(err).__name__}: {err}"
+    return "ok"
+"""
+
+
+def run_exchange(code, races=0, seed=None):
+    return run(EXCHANGE + textwrap.dedent(code), races=races, seed=seed)
+
+
+@pytest.mark.parametrize("seed", [None, 1, 2, 3])
+def test_synchronize_makes_the_legacy_stream_wait_for_the_producers_current_stream(seed):
+    out = run_exchange(
+        """
+        p, memory, s = producer(values=range(8))
+        # Imported through the table (no __dlpack__), the legacy default stream made to
+        # wait for s; the copy to the host is queued on the legacy stream after that wait.
+        assert ext.to_list(p, "float32") == list(range(8))
+        assert cuda.standin_default_stream_waits(0) == 1
+        assert cuda.standin_waits(s) == 0 and cuda.standin_syncs(s) == 0
+        assert cuda.standin_pending(memory, 32) == 0
+        assert exports() == (1, 1, 0, 0, 0), exports()
+        assert counts("queries") == ([(2, 0)],)
+        d = ext.import_with(p)
+        assert (d["device"], d["shape"], d["data_ptr"], d["stream"]) == ((2, 0), (8,), memory, 1)
+        assert cuda.standin_default_stream_waits(0) == 2
+        assert exports() == (2, 2, 0, 0, 0), exports()
+        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        print("ok")
+        """,
+        seed=seed,
+    )
+    assert out == "ok\n"
+
+
+def test_stream_ordered_keeps_the_producers_stream_and_waits_for_nothing():
+    out = run_exchange(
+        """
+        p, memory, s = producer(values=[2.0 * i for i in range(8)])
+        d = ext.import_with(p, stream_ordered=True, read_as="float32", keep=True)
+        assert d["stream"] == s, d
+        assert d["values"] == [2.0 * i for i in range(8)]
+        # No wait anywhere; the host copy was queued on s and waited for on the host.
+        assert cuda.standin_default_stream_waits(0) == 0 and cuda.standin_waits(s) == 0
+        assert cuda.standin_syncs(s) == 1
+        # The consumer's next kernel, launched on the import's stream, follows the
+        # producer's later writes there: no race.
+        write(s, memory, [5.0] * 8)
+        read(d["stream"], memory, 8)
+        assert sync(s) == 0
+        # The deleter runs when the consumer lets go, not before.
+        assert exports() == (1, 0, 1, 0, 0), exports()
+        del d
+        assert exports() == (1, 1, 0, 0, 0), exports()
+        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_a_stream_ordered_consumer_that_reads_on_another_stream_races():
+    # The stand-in sees what StreamOrdered leaves to the caller: work on another stream
+    # must wait for the import's stream first. Here it does not.
+    out = run_exchange(
+        """
+        p, memory, s = producer(values=range(8))
+        assert ext.import_with(p, stream_ordered=True)["stream"] == s
+        other = cuda.standin_stream_create_with_flags(0, 1)
+        read(other, memory, 8)
+        assert sync(other) == 0
+        print("raced")
+        """,
+        races=1,
+    )
+    assert out == "raced\n"
+
+
+def test_a_named_consumer_stream_waits_for_the_producers_stream_through_the_table():
+    # Synchronize with ImportOptions::stream: the named stream waits (an event recorded
+    # on the producer's current stream); the table is used, __dlpack__ never called.
+    out = run_exchange(
+        """
+        p, memory, s = producer(values=range(8))
+        consumer = cuda.standin_stream_create_with_flags(0, 1)
+        d = ext.import_with(p, stream=consumer, read_as="float32")
+        assert (d["stream"], d["values"]) == (consumer, list(range(8))), d
+        assert cuda.standin_waits(consumer) == 1
+        assert cuda.standin_default_stream_waits(0) == 0
+        assert exports() == (1, 1, 0, 0, 0), exports()
+
+        # The legacy stream named explicitly is the default.
+        write(s, memory, [3.0] * 8)
+        d = ext.import_with(p, stream=LEGACY, read_as="float32")
+        assert (d["stream"], d["values"]) == (1, [3.0] * 8), d
+        assert cuda.standin_default_stream_waits(0) == 1
+
+        # StreamOrdered with a named stream: the producer's stream, no wait.
+        d = ext.import_with(p, stream=consumer, stream_ordered=True)
+        assert d["stream"] == s and cuda.standin_waits(consumer) == 1
+
+        # The producer reports its consumer's own stream: nothing to wait for.
+        ext.exchange_stream(2, 0, consumer)
+        write(consumer, memory, [4.0] * 8)
+        d = ext.import_with(p, stream=consumer, read_as="float32")
+        assert (d["stream"], d["values"]) == (consumer, [4.0] * 8), d
+        assert cuda.standin_waits(consumer) == 1
+
+        # The producer reports NULL (the legacy default stream): the named stream waits
+        # for the legacy one (non-blocking: it would not, implicitly).
+        ext.exchange_stream(2, 0, None)
+        with current(0):
+            write(LEGACY, memory, [6.0] * 8)
+        d = ext.import_with(p, stream=consumer, read_as="float32")
+        assert (d["stream"], d["values"]) == (consumer, [6.0] * 8), d
+        assert cuda.standin_waits(consumer) == 2
+        assert exports() == (5, 5, 0, 0, 0), exports()
+        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_imports_from_a_thread_without_a_context_and_of_device_1_under_device_0s_context():
+    out = run_exchange(
+        """
+        p, memory, s = producer(device=1, values=range(8))
+        ctx0 = ctypes.c_void_p()
+        assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx0), 0) == 0
+        assert cuda.cuCtxPushCurrent_v2(ctx0) == 0
+        # Device 1's legacy stream waits for s (an event made in device 1's context).
+        assert ext.to_list(p, "float32") == list(range(8))
+        assert counts("queries") == ([(2, 1)],)
+        assert cuda.standin_default_stream_waits(1) == 1
+        assert cuda.standin_default_stream_waits(0) == 0
+        now = ctypes.c_void_p()
+        assert cuda.cuCtxGetCurrent(ctypes.byref(now)) == 0 and now.value == ctx0.value
+        assert cuda.cuCtxPopCurrent_v2(None) == 0
+
+        # A thread that never had a context: both modes, a named stream of device 1.
+        consumer = cuda.standin_stream_create_with_flags(1, 1)
+        results = []
+        def worker():
+            write(s, memory, [9.0] * 8)
+            results.append(ext.import_with(p, stream=consumer, read_as="float32"))
+            write(s, memory, [8.0] * 8)
+            results.append(ext.import_with(p, stream_ordered=True, read_as="float32"))
+            results.append(cuda.standin_context_depth())
+        worker = threading.Thread(target=worker)
+        worker.start()
+        worker.join()
+        named, ordered, depth = results
+        assert (named["stream"], named["values"]) == (consumer, [9.0] * 8), named
+        assert (ordered["stream"], ordered["values"]) == (s, [8.0] * 8), ordered
+        assert depth == 0 and cuda.standin_waits(consumer) == 1
+        assert exports() == (3, 3, 0, 0, 0), exports()
+        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
+def test_a_capturing_producer_stream_makes_a_default_import_stream_ordered_there():
+    # Synchronize while the producer's stream is captured into a CUDA graph: no wait or
+    # host synchronisation can be made (the legacy stream cannot join a capture), so an
+    # import for no named stream is ready on the capturing stream, where the consumer's
+    # work joins the capture after the producer's. A named consumer stream would have to
+    # wait across the capture's edge: refused before the driver sees it, the export
+    # handed back (its deleter runs once). The capture ends cleanly every time.
+    out = run_exchange(
+        """
+        capturing_refusal = lambda stream: (
+            f"BufferError: CUDA stream {stream:#x} is being captured into a CUDA graph, where "
+            "cuStreamWaitEvent is not allowed; export or import outside the capture (or export "
+            "with stream=-1 and order the streams yourself): the capture is left as it was"
+        )
+        for non_blocking in (True, False):
+            p, memory, s = producer(non_blocking=non_blocking)
+            assert begin_capture(s) == 0
+            d = ext.describe(p)
+            print(d["stream"] == s, cuda.standin_waits(1), cuda.standin_syncs(s))
+            read(s, memory, 8)  # the consumer's kernel, captured after the producer's
+            consumer = cuda.standin_stream_create(0)
+            print(attempt(lambda: ext.import_with(p, stream=consumer)) == capturing_refusal(s))
+            assert capturing(consumer) == 0 and capturing(s) == 1
+            assert ext.import_with(p, stream_ordered=True)["stream"] == s
+            assert end_capture(s) == (0, True)
+        assert exports() == (6, 6, 0, 0, 0), exports()
+        assert cuda.standin_context_depth() == 0
+        print("ok")
+        """
+    )
+    assert out == "True 0 0\nTrue\n" * 2 + "ok\n"
+
+
+def test_a_failing_current_work_stream_fails_the_import_and_hands_the_export_back():
+    out = run_exchange(
+        """
+        p, memory, s = producer()
+        ext.exchange_stream(2, 0, fail=True)
+        print(attempt(lambda: ext.describe(p)))
+        print(attempt(lambda: ext.import_with(p, stream_ordered=True)))
+        assert exports() == (2, 2, 0, 0, 0), exports()
+        print("ok")
+        """
+    )
+    assert out == (
+        "RuntimeError: ExchangeProducer: no current work stream\n" * 2 + "ok\n"
+    )
+
+
+def test_the_deleter_runs_once_when_the_import_is_dropped_on_a_thread_without_python():
+    out = run_exchange(
+        """
+        p, memory, s = producer(values=range(8))
+        ext.drop_on_thread(p)
+        assert exports() == (1, 1, 0, 0, 0), exports()
+        assert cuda.standin_default_stream_waits(0) == 1
+        d = ext.import_with(p, keep=True)
+        held = d.pop("held")
+        del d
+        assert exports() == (2, 1, 1, 0, 0), exports()
+        del held
+        assert exports() == (2, 2, 0, 0, 0), exports()
+        # A borrowed view exports nothing and waits for nothing.
+        b = ext.describe_borrowed(p)
+        assert (b["device"], b["data_ptr"], b["shape"]) == ((2, 0), memory, (8,)), b
+        assert counts("borrowed", "exported") == (1, 2)
+        assert cuda.standin_default_stream_waits(0) == 2
+        assert sync(s) == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
