@@ -214,17 +214,17 @@ fn through_constructor<'py>(
     let module = match framework {
         Some(Framework::NumPy) => {
             kwargs.set_item("dtype", &name)?;
-            py.import("numpy")?
+            Framework::NumPy.import(py)?
         }
         Some(Framework::Torch) => {
-            let torch = py.import("torch")?;
+            let torch = Framework::Torch.import(py)?;
             kwargs.set_item("dtype", torch.getattr(name.as_str())?)?;
             kwargs.set_item("device", like.getattr("device")?)?;
             torch
         }
         Some(Framework::CuPy) => {
             kwargs.set_item("dtype", &name)?;
-            let cupy = py.import("cupy")?;
+            let cupy = Framework::CuPy.import(py)?;
             let device = like.getattr("device")?;
             device.call_method0("__enter__")?;
             let made = cupy.call_method("empty", (shape.to_vec(),), Some(&kwargs));

@@ -3,6 +3,7 @@
 //! `from_dlpack` makes its arrays.
 
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 
 use crate::export::{DLPackTensor, IntoDLPack};
 
@@ -80,6 +81,22 @@ impl Framework {
         }
     }
 
+    /// [`module`](Self::module), imported once and kept: `py.import` costs
+    /// about half a microsecond even for a module already imported. Its
+    /// attributes are read at each use (a patched `from_dlpack` is seen).
+    pub(crate) fn import(self, py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+        static MODULES: [PyOnceLock<Py<PyModule>>; 4] = [const { PyOnceLock::new() }; 4];
+        let index = match self {
+            Self::NumPy => 0,
+            Self::Torch => 1,
+            Self::Jax => 2,
+            Self::CuPy => 3,
+        };
+        let module = MODULES[index]
+            .get_or_try_init(py, || Ok::<_, PyErr>(py.import(self.module())?.unbind()))?;
+        Ok(module.bind(py).clone())
+    }
+
     /// The framework's public `from_dlpack` on a [`DLPackTensor`] of the
     /// value: the route of frameworks without a faster one (JAX, CuPy).
     pub(crate) fn through_from_dlpack<T: IntoDLPack>(
@@ -88,7 +105,7 @@ impl Framework {
         value: T,
     ) -> PyResult<Bound<'_, PyAny>> {
         let tensor = DLPackTensor::new(value)?;
-        py.import(self.module())?
+        self.import(py)?
             .call_method1(pyo3::intern!(py, "from_dlpack"), (tensor,))
     }
 }

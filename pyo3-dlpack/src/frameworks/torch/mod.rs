@@ -94,8 +94,13 @@ fn is_built_on_torchs_c_type(ty: &Bound<'_, PyType>) -> bool {
     flags & pyo3::ffi::Py_TPFLAGS_HEAPTYPE == 0 && ty.is_subclass(&owner).unwrap_or(false)
 }
 
-/// `torch.Tensor`, importing torch.
+/// `torch.Tensor`, importing torch if it is not imported yet (once found,
+/// no import is asked for: `py.import` costs about half a microsecond even
+/// for a module already imported, which was a third of `Native::torch`).
 pub(crate) fn import_tensor_type(py: Python<'_>) -> PyResult<Bound<'_, PyType>> {
+    if let Some(tensor) = tensor_type(py) {
+        return Ok(tensor);
+    }
     py.import(MODULE)?;
     tensor_type(py)
         .ok_or_else(|| pyo3::exceptions::PyImportError::new_err("torch has no Tensor type"))
