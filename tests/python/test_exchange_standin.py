@@ -230,7 +230,7 @@ def test_a_capturing_producer_stream_makes_a_default_import_stream_ordered_there
             p, memory, s = producer(non_blocking=non_blocking)
             assert begin_capture(s) == 0
             d = ext.describe(p)
-            print(d["stream"] == s, cuda.standin_waits(1), cuda.standin_syncs(s))
+            print(d["stream"] == s, cuda.standin_default_stream_waits(0), cuda.standin_syncs(s))
             read(s, memory, 8)  # the consumer's kernel, captured after the producer's
             consumer = cuda.standin_stream_create(0)
             print(attempt(lambda: ext.import_with(p, stream=consumer)) == capturing_refusal(s))

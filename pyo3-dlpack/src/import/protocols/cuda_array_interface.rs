@@ -97,21 +97,18 @@ pub(crate) fn import_with(
             // Ready on the producer's stream (if it named one): the consumer
             // opted out of synchronisation, or shares it.
             Ordering::Nothing => ready_on = stream.map(|s| s as i64),
-            // Under graph capture, work can be ordered after the producer's
-            // only on its (capturing) stream: ready there, as if
-            // stream-ordered (a host synchronisation cannot be captured).
-            Ordering::Synchronize { producer }
-                if cuda
-                    .stream_capturing(ordinal, producer)
-                    .map_err(DLPackError::from)? =>
-            {
-                ready_on = Some(producer as i64);
-            }
             // Blocking without the GIL: work queued on the stream may need it.
-            Ordering::Synchronize { producer } => obj
-                .py()
-                .detach(|| cuda.synchronize(ordinal, producer))
-                .map_err(DLPackError::from)?,
+            Ordering::Synchronize { producer } => {
+                match obj.py().detach(|| cuda.synchronize(ordinal, producer)) {
+                    Ok(()) => {}
+                    // The producer's stream is being captured (the one case the
+                    // driver wrapper refuses as capturing): work can be ordered
+                    // after the producer's only on that stream, so the data is
+                    // ready there, as if stream-ordered.
+                    Err(InterfaceError::CudaCapturing { .. }) => ready_on = Some(producer as i64),
+                    Err(err) => return Err(DLPackError::from(err).into()),
+                }
+            }
             Ordering::Wait { producer, consumer } => {
                 cuda.wait(ordinal, producer, consumer)
                     .map_err(DLPackError::from)?;
@@ -266,7 +263,6 @@ mod tests {
             *ON_THREE.calls.lock().unwrap(),
             [
                 "device 0xdead0000",
-                "capturing 0xbeef",
                 "synchronize 0xbeef",
                 "device 0xdead0000",
                 "wait 0xbeef -> 0xcafe",
