@@ -241,6 +241,10 @@
 //! - `image`: `image::ImageBuffer<P, Vec<_>>` exported as a (height, width,
 //!   channels) tensor with no copy; imports as image buffers (one copy,
 //!   `PyTensor::to_image_buffer`) or views (`PyTensor::as_image_view`).
+//! - `candle`: [`CandleTensor`], a `candle_core::Tensor` exported read-only
+//!   with no copy (CPU tensors; it holds the storage's read lock while
+//!   exported); imports copied once into a CPU `Tensor`
+//!   (`PyTensor::to_candle_tensor`). Needs Rust 1.89 (candle 0.11's `zip`).
 //!
 //! The adapters' dependencies and the oldest Rust they declare: safetensors
 //! 0.8 (1.80) with memmap2 0.9.8 or later (1.63; 0.9.12: 1.65); nalgebra 0.33
@@ -277,6 +281,9 @@ mod python;
 mod spare;
 mod wrap;
 
+#[cfg(feature = "candle")]
+#[cfg_attr(docsrs, doc(cfg(feature = "candle")))]
+pub use adapters::candle::CandleTensor;
 #[cfg(feature = "safetensors")]
 #[cfg_attr(docsrs, doc(cfg(feature = "safetensors")))]
 pub use adapters::safetensors::{SafetensorView, SafetensorsFile, safetensors_dtype};
@@ -346,6 +353,11 @@ pub use ndarray;
 #[cfg(feature = "safetensors")]
 #[cfg_attr(docsrs, doc(cfg(feature = "safetensors")))]
 pub use ::safetensors;
+
+/// Re-exported so that users need no separate `candle-core` dependency of a matching version.
+#[cfg(feature = "candle")]
+#[cfg_attr(docsrs, doc(cfg(feature = "candle")))]
+pub use ::candle_core;
 
 /// Re-exported so that users need no separate `nalgebra` dependency of a matching version.
 #[cfg(feature = "nalgebra")]

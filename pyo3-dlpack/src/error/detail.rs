@@ -726,7 +726,7 @@ impl fmt::Display for ArgumentError {
 }
 
 /// A failure of an adapter to another crate's types (features `safetensors`,
-/// `nalgebra`, `image`): a layout the other crate's type cannot express, or
+/// `nalgebra`, `image`, `candle`): a layout the other crate's type cannot express, or
 /// a file that is not what it claims.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -758,6 +758,13 @@ pub enum AdapterError {
     UnsupportedDtype {
         /// The other crate's name for it, such as `safetensors F8_E4M3`.
         dtype: String,
+    },
+    /// A dtype the other crate's type cannot hold.
+    DtypeNotHeld {
+        /// The type asked for, such as `candle_core::Tensor`.
+        target: String,
+        /// The tensor's dtype.
+        found: DataType,
     },
     /// A bool tensor with a byte other than 0 or 1, which no consumer may read as a bool.
     InvalidBool {
@@ -819,6 +826,9 @@ impl fmt::Display for AdapterError {
             }
             Self::UnsupportedDtype { dtype } => {
                 write!(f, "expected a dtype DLPack can describe, got {dtype}")
+            }
+            Self::DtypeNotHeld { target, found } => {
+                write!(f, "expected a dtype {target} can hold, got {found}")
             }
             Self::InvalidBool { name, offset, byte } => write!(
                 f,

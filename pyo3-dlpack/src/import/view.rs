@@ -197,8 +197,21 @@ impl PyTensor {
     /// # Ok(()) }).unwrap();
     /// ```
     pub fn to_vec<T: PlainElement>(&self) -> Result<Vec<T>, DLPackError> {
-        self.check_view_access(false)?;
         self.check_view_dtype::<T>(false)?;
+        // SAFETY: `T` is the dtype's Rust type (checked above; `u8` for
+        // `bool`): one size, and every bit pattern is a `T` (`PlainElement`).
+        unsafe { self.copy_elements::<T>() }
+    }
+
+    /// A host copy of the elements in row-major order as `T`s, for adapters
+    /// whose element types are not [`PlainElement`]s (candle's float8).
+    ///
+    /// # Safety
+    ///
+    /// `size_of::<T>()` is the tensor's item size, and every bit pattern of
+    /// that size is a valid `T`.
+    pub(crate) unsafe fn copy_elements<T: Copy>(&self) -> Result<Vec<T>, DLPackError> {
+        self.check_view_access(false)?;
         let numel = self.numel();
         let mut out = Vec::<T>::with_capacity(numel);
         if numel == 0 {
@@ -211,7 +224,6 @@ impl PyTensor {
         let ready_on = self
             .stream()
             .and_then(|stream| usize::try_from(stream).ok());
-        // `T` is the dtype's Rust type (or `u8` for `bool`): one size.
         debug_assert_eq!(self.dtype().itemsize(), size_of::<T>());
         // SAFETY: the layout was validated on import: every element it
         // reaches is inside the producer's buffer on its device, alive while
@@ -228,8 +240,8 @@ impl PyTensor {
                 dst,
             )
         }?;
-        // SAFETY: all `numel` elements were written; every bit pattern is a
-        // `T` (`PlainElement`).
+        // SAFETY: all `numel` elements were written (`T` is the item size);
+        // every bit pattern is a `T` (the caller's promise).
         unsafe { out.set_len(numel) };
         Ok(out)
     }
