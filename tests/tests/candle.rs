@@ -203,3 +203,32 @@ fn a_derived_type_exports_candle_weights_as_its_data_field() {
         assert_eq!(values, part.to_vec2::<f32>().unwrap());
     });
 }
+
+#[test]
+fn numpy_sees_candle_memory_read_only() {
+    Python::attach(|py| {
+        let t = weights(3, 5, 4);
+        let locals = PyDict::new(py);
+        locals.set_item("np", py.import("numpy").unwrap()).unwrap();
+        let exported = DLPackTensor::new(CandleTensor::new(t.clone()).unwrap()).unwrap();
+        locals.set_item("e", exported).unwrap();
+        let a = eval(py, "np.from_dlpack(e)", &locals);
+        let (address, writeable): (usize, bool) = (
+            a.getattr("ctypes")
+                .unwrap()
+                .getattr("data")
+                .unwrap()
+                .extract()
+                .unwrap(),
+            a.getattr("flags")
+                .unwrap()
+                .getattr("writeable")
+                .unwrap()
+                .extract()
+                .unwrap(),
+        );
+        assert_eq!((address, writeable), (first_element(&t), false));
+        let values: Vec<Vec<f32>> = a.call_method0("tolist").unwrap().extract().unwrap();
+        assert_eq!(values, t.to_vec2::<f32>().unwrap());
+    });
+}
