@@ -55,10 +55,12 @@ abi3-test: $(VENV_STAMP)
 	rm -rf target/abi3-wheel
 	maturin build --quiet -m tests/extension/Cargo.toml --features abi3 \
 		--target-dir target/abi3 -o target/abi3-wheel
-	for version in $(ABI3_PYTHONS); do \
+	# The CPythons side by side (each mostly waits for pip), their outputs shown in order.
+	pids=; for version in $(ABI3_PYTHONS); do \
 		tests/abi3/run.sh $(PYENV_VERSIONS)/$$version/bin/python target/abi3-wheel \
-			target/abi3-venvs/$$version || exit 1; \
-	done
+			target/abi3-venvs/$$version > target/abi3-$$version.log 2>&1 & pids="$$pids $$!"; \
+	done; failed=0; for pid in $$pids; do wait $$pid || failed=1; done; \
+	for version in $(ABI3_PYTHONS); do cat target/abi3-$$version.log; done; test $$failed -eq 0
 
 # Not in `make test` (the torch venvs take ~4 GB each): the same abi3-py39 wheel against older
 # and other frameworks. Each entry is a file tests/matrix/ENTRY.txt: its CPython, its pins and
@@ -94,15 +96,16 @@ py-test: $(VENV_STAMP)
 	for example in examples/*/; do maturin develop --quiet -m $$example/Cargo.toml || exit 1; done
 	# The stand-in CUDA driver (tests/cuda-standin) for test_cuda_standin.py.
 	cargo build --quiet -p cuda-standin
-	CUDA_STANDIN=$(abspath target/debug/libcuda.so) $(VENV_PY) -m pytest -q tests/python examples
-	# Side by side (each runs on one core): the shipped type stub (DLPackTensor::PYI) against
-	# the installed image_buffer example (stubtest, then mypy and pyright over a user's module:
-	# tests/typing/run.sh, its output shown after), and the frameworks' own DLPack test files,
-	# unchanged, with every from_dlpack relayed through Rust.
+	# Three single-threaded runs side by side, their outputs shown after: the shipped type
+	# stub (DLPackTensor::PYI) against the installed image_buffer example (stubtest, then mypy
+	# and pyright over a user's module: tests/typing/run.sh), the frameworks' own DLPack test
+	# files, unchanged, with every from_dlpack relayed through Rust, and the pytest suite.
 	PYTHON=$(abspath $(VENV_PY)) tests/typing/run.sh > target/typing.log 2>&1 & typing=$$!; \
-	$(VENV_PY) tests/frameworks/run.py; frameworks=$$?; \
-	wait $$typing; typed=$$?; cat target/typing.log; \
-	test $$frameworks -eq 0 -a $$typed -eq 0
+	$(VENV_PY) tests/frameworks/run.py > target/frameworks.log 2>&1 & frameworks=$$!; \
+	CUDA_STANDIN=$(abspath target/debug/libcuda.so) $(VENV_PY) -m pytest -q tests/python examples; \
+	tested=$$?; wait $$frameworks; relayed=$$?; wait $$typing; typed=$$?; \
+	cat target/frameworks.log target/typing.log; \
+	test $$tested -eq 0 -a $$relayed -eq 0 -a $$typed -eq 0
 
 # Criterion (Rust side) and the Python-side timings and memory checks, each
 # run twice; see BENCHMARKS.md. Release builds; takes a few minutes.
@@ -176,7 +179,7 @@ gpu-bundle: $(VENV_STAMP)
 # Host copies (issue 30's rows): `PyTensor::to_vec` and `copy=True` against NumPy's copies,
 # contiguous and transposed, twice (benchmarks/copies.py; release build of bench_ours).
 copies-bench: $(VENV_STAMP)
-	cd benchmarks/bench_ours && maturin develop --release --quiet
+	cd benchmarks/bench_ours && maturin develop --release --quiet --features candle
 	for run in 1 2; do OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/copies.py || exit 1; done
 
 # The head-to-head against dlpark, pyo3-dlpack 0.3 and nanobind (benchmarks/README.md):
