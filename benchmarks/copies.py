@@ -4,7 +4,8 @@ Rows (issue 30): contiguous float32 copies of 1 MiB and 400 MiB through
 `PyTensor::to_vec` and through `__dlpack__(copy=True)`, against NumPy's
 `a.copy()`; transposed float32 squares gathered row-major (1, 64 and 400 MiB)
 through `to_vec`, against `np.ascontiguousarray(a.T)` and
-`a.T.astype("f4", order="C")`. Each cell is the best of `--repeat` timings of
+`a.T.astype("f4", order="C")`; with bench_ours built with its `candle` feature (as `make
+copies-bench` does), the contiguous rows add `PyTensor::to_candle_tensor`. Each cell is the best of `--repeat` timings of
 one call, the cells of a row timed round-robin; GB/s counts the bytes copied.
 
     python benchmarks/copies.py [--repeat N] [--before PATH/bench_ours.so]
@@ -66,6 +67,8 @@ def main():
     header = ["ours to_vec", "ours copy=True", "NumPy a.copy()"]
     if before:
         header.insert(1, "before to_vec")
+    if hasattr(ours, "copy_to_candle"):  # built with the `candle` feature
+        header.insert(-1, "ours to candle")
     print("| contiguous float32 | " + " | ".join(header) + " |")
     print("|---|" + "---:|" * len(header))
     for mib in (1, 400):
@@ -76,6 +79,8 @@ def main():
         if before:
             cells["before to_vec"] = lambda: before.copy_to_vec(a)
         cells["ours copy=True"] = lambda: t.__dlpack__(max_version=(1, 3), copy=True)
+        if hasattr(ours, "copy_to_candle"):
+            cells["ours to candle"] = lambda: ours.copy_to_candle(a)
         cells["NumPy a.copy()"] = lambda: a.copy()
         row(f"{mib} MiB", a.nbytes, cells, args.repeat)
         del a, t

@@ -235,6 +235,13 @@ fn torch_floor_list(objs: Vec<Bound<'_, PyAny>>) -> PyResult<usize> {
     Ok(objs.len())
 }
 
+/// `PyTensor::to_candle_tensor()` of a host tensor: its element count.
+#[cfg(feature = "candle")]
+#[pyfunction]
+fn copy_to_candle(t: PyTensor) -> PyResult<usize> {
+    Ok(t.to_candle_tensor().map_err(to_py_err)?.elem_count())
+}
+
 /// `PyTensor::to_vec::<f32>()` of a float32 host tensor of any layout,
 /// dropped at once: the host-copy rows (`../copies.py`). Returns its length.
 #[pyfunction]
@@ -262,5 +269,7 @@ fn bench_ours(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(torch_floor_list, m)?)?;
     m.add_function(wrap_pyfunction!(noop_list, m)?)?;
     m.add_function(wrap_pyfunction!(copy_to_vec, m)?)?;
+    #[cfg(feature = "candle")]
+    m.add_function(wrap_pyfunction!(copy_to_candle, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)
 }
