@@ -26,21 +26,25 @@ use std::thread::LocalKey;
 /// import states).
 pub(crate) const MAX_BYTES: usize = 256 * 1024;
 
-/// The spare blocks of one slot: all of `layout`, each holding the address
-/// of the next (the last, null), `count` of them.
-pub(crate) struct Blocks {
-    head: Option<NonNull<u8>>,
-    count: usize,
-    layout: Layout,
+/// The spare blocks of one use on one thread: all of `layout`, each holding
+/// the address of the next (the last, null), `count` of them. Each field is
+/// a `Cell` of its own, so that taking or giving back a block reads and
+/// writes only the words it changes.
+///
+/// `thread_local! { static S: Slot = const { Slot::new() } }`.
+pub(crate) struct Slot {
+    head: Cell<Option<NonNull<u8>>>,
+    count: Cell<usize>,
+    layout: Cell<Layout>,
 }
 
-impl Blocks {
-    /// No blocks, of `layout`.
-    fn empty(layout: Layout) -> Self {
+impl Slot {
+    /// No blocks.
+    pub(crate) const fn new() -> Self {
         Self {
-            head: None,
-            count: 0,
-            layout,
+            head: Cell::new(None),
+            count: Cell::new(0),
+            layout: Cell::new(Layout::new::<u8>()),
         }
     }
 
@@ -49,50 +53,74 @@ impl Blocks {
         layout.size() >= size_of::<*mut u8>() && layout.align() >= align_of::<*mut u8>()
     }
 
-    /// The first spare block, taken out of the list.
-    fn pop(&mut self) -> Option<NonNull<u8>> {
-        let block = self.head?;
+    /// The first spare block, taken out of the list, if the slot keeps
+    /// blocks of `layout`.
+    #[inline]
+    fn pop(&self, layout: Layout) -> Option<NonNull<u8>> {
+        if self.layout.get() != layout {
+            return None;
+        }
+        let block = self.head.get()?;
         // SAFETY: a block in the list: allocated with `layout` (which can
         // link, checked by `push`), owned by the list, its first word the
         // next block's address, written by `push`.
         let next = unsafe { block.cast::<*mut u8>().as_ptr().read() };
-        self.head = NonNull::new(next);
-        self.count -= 1;
+        self.head.set(NonNull::new(next));
+        self.count.set(self.count.get() - 1);
         Some(block)
     }
 
-    /// Keeps `block` (of `layout`), unless the slot is full; whether it did.
+    /// Keeps `block` (of `layout`, which replaces the layout kept, freeing
+    /// its blocks), unless the slot is full; whether it did.
     ///
     /// # Safety
     ///
-    /// `block` was allocated by the global allocator with `self.layout`,
-    /// nothing refers to it, and only the list uses it from here on.
-    unsafe fn push(&mut self, block: NonNull<u8>) -> bool {
-        if !Self::can_link(self.layout) || (self.count + 1) * self.layout.size() > MAX_BYTES {
+    /// `block` was allocated by the global allocator with `layout`, nothing
+    /// refers to it, and only the list uses it from here on.
+    #[inline]
+    unsafe fn push(&self, block: NonNull<u8>, layout: Layout) -> bool {
+        if self.layout.get() != layout {
+            self.replace_layout(layout);
+        }
+        let count = self.count.get();
+        if !Self::can_link(layout) || (count + 1) * layout.size() > MAX_BYTES {
             return false;
         }
-        let next = self.head.map_or(std::ptr::null_mut(), NonNull::as_ptr);
+        let next = self
+            .head
+            .get()
+            .map_or(std::ptr::null_mut(), NonNull::as_ptr);
         // SAFETY: the block is ours (the caller's contract), at least a
         // pointer in size and alignment (`can_link`).
         unsafe { block.cast::<*mut u8>().as_ptr().write(next) };
-        self.head = Some(block);
-        self.count += 1;
+        self.head.set(Some(block));
+        self.count.set(count + 1);
         true
     }
-}
 
-impl Drop for Blocks {
-    fn drop(&mut self) {
-        while let Some(block) = self.pop() {
+    /// Frees the blocks kept and keeps blocks of `layout` from now on.
+    #[cold]
+    fn replace_layout(&self, layout: Layout) {
+        self.free_all();
+        self.layout.set(layout);
+    }
+
+    /// Frees every block kept.
+    fn free_all(&self) {
+        let layout = self.layout.get();
+        while let Some(block) = self.pop(layout) {
             // SAFETY: a block of the list, allocated by the global allocator
             // with `layout` (`push`'s contract), out of the list now.
-            unsafe { alloc::dealloc(block.as_ptr(), self.layout) };
+            unsafe { alloc::dealloc(block.as_ptr(), layout) };
         }
     }
 }
 
-/// The slot of one use: `thread_local! { static S: Slot = const { Cell::new(None) } }`.
-pub(crate) type Slot = Cell<Option<Blocks>>;
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.free_all();
+    }
+}
 
 /// A block of `layout`, uninitialised: one kept in `slot` when it keeps that
 /// layout, else a new allocation.
@@ -102,17 +130,7 @@ pub(crate) type Slot = Cell<Option<Blocks>>;
 /// For a zero-sized `layout` (every use allocates a header of a few words).
 #[inline]
 pub(crate) fn take(slot: &'static LocalKey<Slot>, layout: Layout) -> NonNull<u8> {
-    let kept = slot.try_with(|slot| {
-        let mut blocks = slot.take()?;
-        let block = if blocks.layout == layout {
-            blocks.pop()
-        } else {
-            None
-        };
-        slot.set(Some(blocks));
-        block
-    });
-    match kept {
+    match slot.try_with(|slot| slot.pop(layout)) {
         Ok(Some(block)) => block,
         _ => allocate(layout),
     }
@@ -139,17 +157,8 @@ fn allocate(layout: Layout) -> NonNull<u8> {
 /// nothing uses it afterwards.
 #[inline]
 pub(crate) unsafe fn give_back(slot: &'static LocalKey<Slot>, ptr: NonNull<u8>, layout: Layout) {
-    let kept = slot.try_with(|slot| {
-        let mut blocks = match slot.take() {
-            Some(blocks) if blocks.layout == layout => blocks,
-            // Another layout's blocks are freed here (dropped).
-            _ => Blocks::empty(layout),
-        };
-        // SAFETY: the caller's contract; the list is of `layout`.
-        let kept = unsafe { blocks.push(ptr) };
-        slot.set(Some(blocks));
-        kept
-    });
+    // SAFETY: the caller's contract.
+    let kept = slot.try_with(|slot| unsafe { slot.push(ptr, layout) });
     // Not kept (the slot is full, the layout cannot link, or the thread is
     // exiting): freed now.
     if kept != Ok(true) {
@@ -163,7 +172,7 @@ mod tests {
     use super::*;
 
     thread_local! {
-        static TEST_SLOT: Slot = const { Cell::new(None) };
+        static TEST_SLOT: Slot = const { Slot::new() };
     }
 
     const SMALL: Layout = Layout::new::<[u64; 4]>();
@@ -212,22 +221,15 @@ mod tests {
             // SAFETY: as above.
             unsafe { give_back(&TEST_SLOT, block, LARGE) };
         }
-        let kept = TEST_SLOT.with(|slot| {
-            let blocks = slot.take().unwrap();
-            let count = blocks.count;
-            slot.set(Some(blocks));
-            count
-        });
-        assert_eq!(kept, many);
+        assert_eq!(TEST_SLOT.with(|slot| slot.count.get()), many);
         // A slot keeps at most MAX_BYTES: a huge layout keeps none.
         let huge = Layout::from_size_align(MAX_BYTES + 8, 8).unwrap();
         let block = take(&TEST_SLOT, huge);
         // SAFETY: as above, with its own layout.
         unsafe { give_back(&TEST_SLOT, block, huge) };
-        let kept = TEST_SLOT.with(|slot| slot.take().map(|blocks| blocks.count));
         assert_eq!(
-            kept,
-            Some(0),
+            TEST_SLOT.with(|slot| slot.count.get()),
+            0,
             "the huge block was freed, the others with it"
         );
     }

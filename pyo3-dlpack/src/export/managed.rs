@@ -21,7 +21,6 @@
 //! respects a consumer's rename and a pending exception.
 
 use std::alloc::Layout;
-use std::cell::Cell;
 use std::ffi::CStr;
 #[cfg(test)]
 use std::ffi::c_void;
@@ -46,7 +45,7 @@ use crate::spare;
 
 thread_local! {
     /// This thread's spare export block (of the layout last freed here).
-    static SPARE_BLOCK: spare::Slot = const { Cell::new(None) };
+    static SPARE_BLOCK: spare::Slot = const { spare::Slot::new() };
 }
 
 /// The two managed-tensor structs a capsule can carry.

@@ -153,8 +153,10 @@ pub(crate) fn managed_host_tensor(
 
 /// Readies the memory for the consumer `plan` is for: the consumer's stream
 /// made to wait for the value's (`plan.sync_stream`), or the host (the one
-/// host-read rule).
-#[inline]
+/// host-read rule). Nothing to do for CPU memory, which has no stream and
+/// is exported in place as it is: that test is inlined into every export,
+/// the rest is not.
+#[inline(always)]
 fn ready<O: IntoDLPack + ?Sized>(
     py: Python<'_>,
     owner: &O,
@@ -167,6 +169,21 @@ fn ready<O: IntoDLPack + ?Sized>(
         !plan.copy && (plan.device == info.device() || info.device().is_host_accessible()),
         "an in-place export of a plan that copies, or of memory on another device"
     );
+    if info.device().device_type == crate::DeviceType::CPU && plan.sync_stream.is_none() {
+        return Ok(());
+    }
+    ready_device(py, owner, info, plan, request)
+}
+
+/// [`ready`] for memory on another device than the CPU.
+#[inline(never)]
+fn ready_device<O: IntoDLPack + ?Sized>(
+    py: Python<'_>,
+    owner: &O,
+    info: &TensorInfo<'_>,
+    plan: &ExportPlan,
+    request: &ExportRequest,
+) -> Result<(), DLPackError> {
     if let Some(stream) = plan.sync_stream {
         synchronize(owner, info, stream)?;
     }

@@ -2,7 +2,6 @@
 //! thread's spare one when it has one (see `crate::spare`).
 
 use std::alloc::Layout;
-use std::cell::Cell;
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::OnceLock;
@@ -18,7 +17,7 @@ use crate::spare;
 
 thread_local! {
     /// This thread's spare `State` allocation.
-    static SPARE: spare::Slot = const { Cell::new(None) };
+    static SPARE: spare::Slot = const { spare::Slot::new() };
 }
 
 /// What a `PyTensor` knows, on the heap (see `PyTensor::state`).
