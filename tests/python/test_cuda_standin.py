@@ -1,144 +1,15 @@
 """CUDA paths against the stand-in driver (tests/cuda-standin, `libcuda.so` built by
 `make test`), which enforces the driver's context rules: every call that needs a current
 context fails without one, and an event is recorded only on streams of its own device.
-Each case runs in a fresh interpreter whose PYO3_DLPACK_CUDA_DRIVER names the stand-in
-(the crate loads the driver once per process). Streams are queues: a test enqueues
-simulated kernels (`write`: these bytes there, when it runs; `cuda.standin_enqueue_read`),
-which run only when something orders them, and the stand-in records every access not
-ordered after a write to the same memory on another stream as a race (a host read is
-reported by the test, `host_read`, at the point the host reads). Every case ends with the
-number of races the stand-in recorded, zero unless the case makes them on purpose."""
-
-import os
-import subprocess
-import sys
-import textwrap
+Each case runs in a fresh interpreter through the shared harness (standin.py: `run`, the
+prelude's helpers over queued stream work and the race detector) and ends with the number
+of races the stand-in recorded, zero unless the case makes them on purpose."""
 
 import pytest
 
-STANDIN = os.environ.get("CUDA_STANDIN")
-pytestmark = pytest.mark.skipif(
-    not STANDIN, reason="CUDA_STANDIN names no stand-in driver (make test builds and names it)"
-)
+from standin import needs_standin, run
 
-PRELUDE = """
-import ctypes, os
-import numpy as np
-import dlpack_testext as ext
-
-cuda = ctypes.CDLL(os.environ["PYO3_DLPACK_CUDA_DRIVER"])
-for name in ["standin_alloc", "standin_stream_create", "standin_syncs", "standin_waits",
-             "standin_refusals", "standin_context_depth", "standin_default_stream_waits",
-             "standin_default_stream_syncs", "standin_stream_create_with_flags",
-             "standin_host_read", "standin_races", "standin_pending"]:
-    getattr(cuda, name).restype = ctypes.c_size_t
-cuda.standin_alloc.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
-cuda.standin_stream_create.argtypes = [ctypes.c_int]
-cuda.standin_stream_create_with_flags.argtypes = [ctypes.c_int, ctypes.c_uint]
-cuda.standin_syncs.argtypes = [ctypes.c_size_t]
-cuda.standin_waits.argtypes = [ctypes.c_size_t]
-cuda.standin_enqueue_write.argtypes = [ctypes.c_size_t, ctypes.c_size_t, ctypes.c_char_p,
-                                       ctypes.c_size_t]
-cuda.standin_enqueue_read.argtypes = [ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t]
-cuda.standin_host_read.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
-cuda.standin_pending.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
-for name in ["cuStreamSynchronize", "cuEventRecord", "cuStreamWaitEvent", "cuEventSynchronize",
-             "cuEventDestroy_v2", "cuStreamBeginCapture_v2", "cuStreamEndCapture",
-             "cuStreamIsCapturing"]:
-    getattr(cuda, name).argtypes = None
-assert cuda.cuInit(0) == 0
-LEGACY, PER_THREAD = 1, 2
-
-def write(stream, address, values):
-    "Enqueues a kernel on `stream` writing float32 `values` at `address`."
-    data = np.asarray(values, dtype=np.float32).tobytes()
-    assert cuda.standin_enqueue_write(stream, address, data, len(data)) == 0
-
-def read(stream, address, n):
-    "Enqueues a kernel on `stream` reading `n` float32s at `address`."
-    assert cuda.standin_enqueue_read(stream, address, 4 * n) == 0
-
-def host_read(address, n):
-    "The host reads `n` float32s at `address` now; the races this makes."
-    return cuda.standin_host_read(address, 4 * n)
-
-def floats(address, n):
-    "What the host sees at `address` (pinned or managed memory)."
-    return list(np.frombuffer((ctypes.c_char * (4 * n)).from_address(address), np.float32))
-
-def sync(stream):
-    return cuda.cuStreamSynchronize(ctypes.c_void_p(stream))
-
-class current:
-    "Makes device `device`'s primary context current on this thread, for a block."
-    def __init__(self, device):
-        self.context = ctypes.c_void_p()
-        assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(self.context), device) == 0
-    def __enter__(self):
-        assert cuda.cuCtxPushCurrent_v2(self.context) == 0
-    def __exit__(self, *exc):
-        assert cuda.cuCtxPopCurrent_v2(None) == 0
-
-def event(device):
-    made = ctypes.c_void_p()
-    with current(device):
-        assert cuda.cuEventCreate(ctypes.byref(made), 2) == 0
-    return made
-
-def record(event, stream):
-    return cuda.cuEventRecord(event, ctypes.c_void_p(stream))
-
-def wait(stream, event):
-    return cuda.cuStreamWaitEvent(ctypes.c_void_p(stream), event, 0)
-
-def capturing(stream):
-    status = ctypes.c_int(-1)
-    code = cuda.cuStreamIsCapturing(ctypes.c_void_p(stream), ctypes.byref(status))
-    return status.value if code == 0 else ("error", code)
-
-def begin_capture(stream, mode=0):
-    return cuda.cuStreamBeginCapture_v2(ctypes.c_void_p(stream), mode)
-
-def end_capture(stream):
-    "cuStreamEndCapture's CUresult, and whether it made a graph."
-    graph = ctypes.c_void_p()
-    code = cuda.cuStreamEndCapture(ctypes.c_void_p(stream), ctypes.byref(graph))
-    if graph.value:
-        assert cuda.cuGraphDestroy(graph) == 0
-    return code, bool(graph.value)
-
-class CudaArray:
-    "A __cuda_array_interface__ v3 producer over stand-in memory."
-    def __init__(self, address, n, stream):
-        self.__cuda_array_interface__ = {
-            "shape": (n,), "typestr": "<f4", "data": (address, False), "version": 3,
-            "strides": None, "stream": stream,
-        }
-"""
-
-
-EPILOGUE = """
-print("races", cuda.standin_races())
-"""
-
-
-def run(code, races=0, seed=None):
-    """Runs `code` after PRELUDE in a fresh interpreter; checks that the stand-in recorded
-    `races` races (each described on standard error) and returns the standard output."""
-    env = dict(os.environ, PYO3_DLPACK_CUDA_DRIVER=STANDIN)
-    env.pop("STANDIN_SEED", None)
-    if seed is not None:
-        env["STANDIN_SEED"] = str(seed)
-    source = textwrap.dedent(PRELUDE) + textwrap.dedent(code) + textwrap.dedent(EPILOGUE)
-    done = subprocess.run(
-        [sys.executable, "-c", source], capture_output=True, text=True, timeout=120, env=env,
-    )
-    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    out, _, last = done.stdout.rstrip("\n").rpartition("\n")
-    assert last == f"races {races}", f"{last}, expected {races}\n{done.stderr}"
-    reported = [line for line in done.stderr.splitlines() if line.startswith("cuda-standin: race:")]
-    assert len(reported) == races and done.stderr.count("\n") == races, done.stderr
-    return out + "\n" if out else ""
+pytestmark = needs_standin
 
 
 def test_a_cuda_array_interface_import_learns_the_device_and_synchronises_the_producers_stream():
@@ -151,8 +22,7 @@ def test_a_cuda_array_interface_import_learns_the_device_and_synchronises_the_pr
         assert cuda.standin_syncs(producer) == 1
         managed = cuda.standin_alloc(0, 64, 2)
         assert ext.describe(CudaArray(managed, 16, None))["device"] == (13, 0)
-        assert cuda.standin_refusals() == 0
-        assert cuda.standin_context_depth() == 0, "every pushed context popped"
+        assert_clean()
         print("ok")
         """
     )
@@ -293,12 +163,9 @@ def test_pinned_and_managed_memory_is_read_by_the_host_only_after_its_stream():
                 t.__dlpack__(max_version=(1, 3), stream=consumer)
                 assert (cuda.standin_syncs(s), cuda.standin_waits(consumer)) == (4, 1)
         device = cuda.standin_stream_create(0)
-        try:
-            memoryview(ext.on_device(4, 2, 0, stream=device))
-        except BufferError:
-            pass
-        else:
-            raise AssertionError("device memory read by the host")
+        assert attempt(lambda: memoryview(ext.on_device(4, 2, 0, stream=device))) == (
+            "BufferError: expected a tensor in host memory for the buffer protocol, "
+            "got one on cuda:0")
         assert cuda.standin_syncs(device) == 0
         assert cuda.standin_refusals() == 0
         print("ok")
@@ -328,14 +195,9 @@ def test_host_views_of_pinned_and_managed_imports_wait_for_the_stream_the_data_i
         assert cuda.standin_default_stream_syncs(0) == 1
         assert ext.to_list(managed, "float32") == [0.0] * 4
         assert cuda.standin_default_stream_syncs(0) == 2
-        try:
-            ext.slice_values(ext.on_device(4, 2, 0, stream=s), "float32")
-        except ValueError as err:
-            assert str(err) == "expected a tensor on cpu:0, got one on cuda:0", err
-        else:
-            raise AssertionError("device memory read by the host")
-        assert cuda.standin_refusals() == 0
-        assert cuda.standin_context_depth() == 0
+        assert attempt(lambda: ext.slice_values(ext.on_device(4, 2, 0, stream=s), "float32")) == (
+            "ValueError: expected a tensor on cpu:0, got one on cuda:0")
+        assert_clean()
         print("ok")
         """
     )
@@ -622,20 +484,15 @@ def test_the_crate_refuses_ordering_across_a_capture_and_leaves_the_capture_inta
     # consumer's stream silently joined the capture (904 at EndCapture).
     out = run(
         """
-        def attempt(f):
-            try:
-                f()
-            except BufferError as err:
-                return str(err)
-            return "ok"
         def capturing_refusal(call, stream):
             return (
-                f"CUDA stream {stream:#x} is being captured into a CUDA graph, where {call} "
+                f"BufferError: CUDA stream {stream:#x} is being captured into a CUDA graph, "
+                f"where {call} "
                 "is not allowed; export or import outside the capture (or export with "
                 "stream=-1 and order the streams yourself): the capture is left as it was"
             )
         legacy_refusal = (
-            "the CUDA driver's cuStreamIsCapturing failed with CUresult 906 "
+            "BufferError: the CUDA driver's cuStreamIsCapturing failed with CUresult 906 "
             "(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: a stream is being captured into a CUDA "
             "graph; export or import outside the capture (or export with stream=-1 and "
             "order the streams yourself))"
@@ -751,24 +608,21 @@ def test_an_export_asked_for_the_cpu_is_a_host_copy_made_after_the_values_stream
         assert b.tolist() == a.tolist() and b.ctypes.data != a.ctypes.data
         assert ext.describe(t.__dlpack__(dl_device=(1, 0), max_version=(1, 3)))["copied"]
         for kwargs in [dict(dl_device=(1, 0), copy=False), dict(copy=True)]:
-            try:
-                t.__dlpack__(max_version=(1, 3), **kwargs)
-            except BufferError as err:
-                print(kwargs, err)
+            print(kwargs, attempt(lambda: t.__dlpack__(max_version=(1, 3), **kwargs)))
         # In place on the device, as before: no copy, no host wait.
         assert ext.describe(t)["data_ptr"] == memory
-        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        assert_clean()
         print("ok")
         """
     )
     refusals, ok = out.splitlines()[:2], out.splitlines()[2]
     assert refusals == [
-        "{'dl_device': (1, 0), 'copy': False} cannot export a tensor on cuda:1 to cpu:0: "
-        "pyo3-dlpack copies across devices only from CUDA device memory to the CPU, "
+        "{'dl_device': (1, 0), 'copy': False} BufferError: cannot export a tensor on cuda:1 "
+        "to cpu:0: pyo3-dlpack copies across devices only from CUDA device memory to the CPU, "
         "and not with copy=False",
-        "{'copy': True} copy=True copies to the host only, but the tensor is on cuda:1 and "
-        "dl_device does not ask for the CPU; pass dl_device=(1, 0) for a host copy of CUDA "
-        "memory, or export without copy and copy it in the consumer",
+        "{'copy': True} BufferError: copy=True copies to the host only, but the tensor is on "
+        "cuda:1 and dl_device does not ask for the CPU; pass dl_device=(1, 0) for a host copy "
+        "of CUDA memory, or export without copy and copy it in the consumer",
     ]
     assert ok == "ok"
 
@@ -803,14 +657,11 @@ def test_to_vec_of_a_device_import_reads_through_the_driver_after_the_producers_
         write(producer, memory, [7.0] * 16)
         print(ext.to_list(CudaArray(memory, 16, producer), "float32") == [7.0] * 16)
         # Views of device memory are still refused: the host cannot touch it.
-        try:
-            ext.slice_values(t, "float32")
-        except ValueError as err:
-            print(err)
-        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        print(attempt(lambda: ext.slice_values(t, "float32")))
+        assert_clean()
         """
     )
-    assert out == "True\nTrue\nexpected a tensor on cpu:0, got one on cuda:1\n"
+    assert out == "True\nTrue\nValueError: expected a tensor on cpu:0, got one on cuda:1\n"
 
 
 def test_a_host_copy_races_with_a_write_on_a_stream_the_value_did_not_name():

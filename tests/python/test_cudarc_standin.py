@@ -1,59 +1,15 @@
 """cudarc (the extension's `cudarc` feature) against the stand-in driver: the same
 `CudaSlice` exports and cudarc views test_cudarc.py checks on a GPU, here with every
 stream's work queued and run only when something orders it, and every unordered access
-recorded as a race (see test_cuda_standin.py, whose `run` and helpers these tests share).
-
-cudarc loads `libcuda.so` by name; the stand-in's soname is `libcuda.so`, so once the
-prelude has loaded it by its path, cudarc is handed that same library (nothing is put on
-the library path: torch, JAX and CuPy never see it). Device memory stays `PROT_NONE` to
-the host: values are read back through the stand-in's own mapping (`device_floats`)."""
-
-import textwrap
+recorded as a race (the shared harness: standin.py's `run_cudarc`, whose prelude makes
+cudarc's context on device 0 first). Device memory stays `PROT_NONE` to the host: values
+are read back through the stand-in's own mapping (`device_floats`)."""
 
 import pytest
 
-from test_cuda_standin import STANDIN, run
+from standin import needs_cudarc, needs_standin, run_cudarc
 
-pytestmark = [
-    pytest.mark.skipif(
-        not STANDIN, reason="CUDA_STANDIN names no stand-in driver (make test builds and names it)"
-    ),
-]
-
-ext = pytest.importorskip("dlpack_testext")
-if not hasattr(ext, "cudarc_arange"):
-    pytestmark.append(pytest.mark.skip(reason="extension built without cudarc"))
-
-# Run after the shared prelude: the stand-in's readers, and cudarc's context on device 0
-# made first (cudarc synchronises the whole device when a context makes its first stream,
-# which would order whatever a test queued before).
-CUDARC = """
-import gc
-cuda.standin_read.argtypes = [ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
-for name in ["standin_read", "standin_allocated", "standin_context_syncs"]:
-    getattr(cuda, name).restype = ctypes.c_size_t
-cuda.standin_allocated.argtypes = [ctypes.c_size_t]
-
-def device_floats(address, n):
-    "The `n` float32s at `address`, through the driver's mapping; the read must not race."
-    out = ctypes.create_string_buffer(4 * n)
-    races = cuda.standin_read(address, out, 4 * n)
-    assert races == 0, f"{races} races (or no such memory)"
-    return list(np.frombuffer(out.raw, np.float32))
-
-def context():
-    "The current context's handle (None without one)."
-    made = ctypes.c_void_p()
-    assert cuda.cuCtxGetCurrent(ctypes.byref(made)) == 0
-    return made.value
-
-ext.cudarc_context(0)
-assert cuda.standin_context_syncs(0) == 1
-"""
-
-
-def run_cudarc(code, races=0, seed=None):
-    return run(CUDARC + textwrap.dedent(code), races=races, seed=seed)
+pytestmark = [needs_standin, needs_cudarc]
 
 
 @pytest.mark.parametrize("seed", [None, 1, 2, 3])

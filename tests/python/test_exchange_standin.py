@@ -1,10 +1,12 @@
 """Imports through a producer's DLPack C exchange table (DLPack 1.3, torch >= 2.10's way in),
-against the stand-in driver (see test_cuda_standin.py, whose `run` and helpers these tests
-share). The producer is the test extension's `ExchangeProducer`: its type's
-`__dlpack_c_exchange_api__` is a static table whose `current_work_stream` reports the stream
-the test chose (`ext.exchange_stream`), whose owning export hands out float32 tensors over
-stand-in device memory (PROT_NONE to the host) with a counted deleter
-(`ext.exchange_counts`), and whose `__dlpack__` only counts the call and refuses.
+against the stand-in driver (the shared harness: standin.py's `run_exchange`, whose
+prelude makes `producer`s and reads their counts). The producer is the test extension's
+`ExchangeProducer`: its type's `__dlpack_c_exchange_api__` is a static table whose
+`current_work_stream` reports the stream the test chose (`ext.exchange_stream`), whose
+owning export hands out float32 tensors over stand-in device memory (PROT_NONE to the host)
+with a counted deleter (`ext.exchange_counts`), whose allocator hands out blocks of a pool
+of stand-in memory the test filled (`ext.exchange_pool`; what `allocate_like` calls), and
+whose `__dlpack__` only counts the call and refuses.
 
 Each case queues the producer's writes on the stream it reports, pending until something
 orders them, imports in one `StreamMode`, reads the values back through the driver (`to_vec`:
@@ -13,49 +15,11 @@ misdirected wait shows up as a race or as values not written yet. The producer's
 non-blocking unless said otherwise, so CUDA's legacy default stream does not order it
 implicitly."""
 
-import textwrap
-
 import pytest
 
-from test_cuda_standin import STANDIN, run
+from standin import needs_standin, run_exchange
 
-pytestmark = pytest.mark.skipif(
-    not STANDIN, reason="CUDA_STANDIN names no stand-in driver (make test builds and names it)"
-)
-
-EXCHANGE = """
-import threading
-
-def producer(device=0, n=8, values=None, non_blocking=True):
-    '''Stand-in device memory of `n` float32s on `device`, an ExchangeProducer over it, and
-    a new stream it reports as current on that device, with `values` written on it (pending).'''
-    memory = cuda.standin_alloc(device, 4 * n, 0)
-    stream = cuda.standin_stream_create_with_flags(device, 1 if non_blocking else 0)
-    ext.exchange_stream(2, device, stream)
-    if values is not None:
-        write(stream, memory, values)
-        assert cuda.standin_pending(memory, 4 * n) == 1
-    return ext.ExchangeProducer(memory, [n], 2, device), memory, stream
-
-def counts(*names):
-    c = ext.exchange_counts()
-    return tuple(c[name] for name in names)
-
-def exports():
-    "(exported, deleted, live, bad deletes, __dlpack__ calls)"
-    return counts("exported", "deleted", "live", "bad_deletes", "dlpack_calls")
-
-def attempt(f):
-    try:
-        f()
-    except Exception as err:
-        return f"{type(err).__name__}: {err}"
-    return "ok"
-"""
-
-
-def run_exchange(code, races=0, seed=None):
-    return run(EXCHANGE + textwrap.dedent(code), races=races, seed=seed)
+pytestmark = needs_standin
 
 
 @pytest.mark.parametrize("seed", [None, 1, 2, 3])
@@ -75,7 +39,7 @@ def test_synchronize_makes_the_legacy_stream_wait_for_the_producers_current_stre
         assert (d["device"], d["shape"], d["data_ptr"], d["stream"]) == ((2, 0), (8,), memory, 1)
         assert cuda.standin_default_stream_waits(0) == 2
         assert exports() == (2, 2, 0, 0, 0), exports()
-        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        assert_clean()
         print("ok")
         """,
         seed=seed,
@@ -102,7 +66,7 @@ def test_stream_ordered_keeps_the_producers_stream_and_waits_for_nothing():
         assert exports() == (1, 0, 1, 0, 0), exports()
         del d
         assert exports() == (1, 1, 0, 0, 0), exports()
-        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        assert_clean()
         print("ok")
         """
     )
@@ -165,7 +129,7 @@ def test_a_named_consumer_stream_waits_for_the_producers_stream_through_the_tabl
         assert (d["stream"], d["values"]) == (consumer, [6.0] * 8), d
         assert cuda.standin_waits(consumer) == 2
         assert exports() == (5, 5, 0, 0, 0), exports()
-        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        assert_clean()
         print("ok")
         """
     )
@@ -205,7 +169,7 @@ def test_imports_from_a_thread_without_a_context_and_of_device_1_under_device_0s
         assert (ordered["stream"], ordered["values"]) == (s, [8.0] * 8), ordered
         assert depth == 0 and cuda.standin_waits(consumer) == 1
         assert exports() == (3, 3, 0, 0, 0), exports()
-        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        assert_clean()
         print("ok")
         """
     )
