@@ -17,7 +17,7 @@ implicitly."""
 
 import pytest
 
-from standin import needs_standin, run_exchange
+from standin import CUDARC, EXCHANGE, needs_cudarc, needs_standin, run, run_exchange
 
 pytestmark = needs_standin
 
@@ -39,7 +39,7 @@ def test_synchronize_makes_the_legacy_stream_wait_for_the_producers_current_stre
         assert (d["device"], d["shape"], d["data_ptr"], d["stream"]) == ((2, 0), (8,), memory, 1)
         assert cuda.standin_default_stream_waits(0) == 2
         assert exports() == (2, 2, 0, 0, 0), exports()
-        assert_clean()
+        assert cuda.standin_refusals() == 0
         print("ok")
         """,
         seed=seed,
@@ -246,5 +246,129 @@ def test_the_deleter_runs_once_when_the_import_is_dropped_on_a_thread_without_py
         assert sync(s) == 0
         print("ok")
         """
+    )
+    assert out == "ok\n"
+
+
+# `allocate_like` on a device: the crate calls the table's allocator with the prototype
+# (like's device, the shape, float32), wraps the allocation as the producer's own object
+# (`managed_tensor_to_py_object_no_sync`) and imports that object for Rust to fill; the
+# producer's allocator hands out blocks of a pool of stand-in device memory.
+
+
+def run_allocating(code, races=0, seed=None):
+    "A case with cudarc's context made first (the fill is cudarc's copy) and the producer."
+    return run(code, races=races, seed=seed, prelude=CUDARC + EXCHANGE)
+
+
+def allocations():
+    return 'counts("allocated", "wrapped", "freed", "pool")'
+
+
+@needs_cudarc
+@pytest.mark.parametrize("seed", [None, 1, 2])
+def test_allocate_like_on_a_device_allocates_through_the_producers_table_and_fills_it(seed):
+    out = run_allocating(
+        f"""
+        memory = cuda.standin_alloc(0, 32, 0)
+        assert ext.exchange_pool(2, 0, memory, 32, clear=True) == [memory]
+        p, _, s = producer()
+        a, said = ext.cudarc_allocate_arange(p, [4, 2])
+        # The producer's object over the pool's block, filled from Rust through a mutable
+        # cudarc view: 0..8 copied on a stream of cudarc's, queued (not waited for).
+        assert type(a) is ext.ExchangeProducer and a.allocated and a.address == memory
+        assert said[:2] == (8, False) and said[3:] == (
+            8, "CudaTensorViewMut {{ len: 8, device: Device(cuda:0), .. }}"), said
+        if "STANDIN_SEED" not in os.environ:
+            assert cuda.standin_pending(memory, 32) == 1
+        assert {allocations()} == (1, 1, 0, []), {allocations()}
+        # The import Rust filled through was deleted when allocate_like's tensor was
+        # dropped; the allocation lives on in `a`.
+        assert exports() == (1, 1, 1, 0, 0), exports()
+        d = ext.import_with(a, read_as="float32")
+        assert (d["device"], d["shape"], d["data_ptr"]) == ((2, 0), (4, 2), memory), d
+        assert d["values"] == [float(i) for i in range(8)], d
+        assert device_floats(memory, 8) == list(range(8))
+        del d, a
+        assert {allocations()} == (1, 1, 1, [memory]), {allocations()}
+        assert exports() == (2, 2, 0, 0, 0), exports()
+        assert cuda.standin_refusals() == 0
+        print("ok")
+        """,
+        seed=seed,
+    )
+    assert out == "ok\n"
+
+
+def test_allocate_like_on_a_device_reports_the_allocators_errors_and_frees_on_failure():
+    out = run_exchange(
+        f"""
+        memory = cuda.standin_alloc(0, 32, 0)
+        ext.exchange_pool(2, 0, clear=True)
+        p, _, s = producer()
+        # The allocator's SetError: its exception kind and message.
+        print(attempt(lambda: ext.allocate_filled(p, [8], "float32")))
+        ext.exchange_pool(2, 0, memory, 32)
+        print(attempt(lambda: ext.allocate_filled(p, [9], "float32")))
+        print(attempt(lambda: ext.allocate_filled(p, [8], "int64")))
+        assert {allocations()} == (0, 0, 0, [memory]), {allocations()}
+        # Allocated and wrapped, then refused by the host fill (device memory): the
+        # allocation is deleted with the object, its block back in the pool.
+        print(attempt(lambda: ext.allocate_filled(p, [8], "float32")))
+        assert {allocations()} == (1, 1, 1, [memory]), {allocations()}
+        assert exports() == (1, 1, 0, 0, 0), exports()
+        # The crate's own table allocates on the CPU only.
+        print(attempt(lambda: ext.allocate_filled(ext.on_device(4, 2, 1), [4], "float32")))
+        assert_clean()
+        """
+    )
+    assert out.splitlines() == [
+        "MemoryError: ExchangeProducer: no free block of 32 bytes on cuda:0",
+        "MemoryError: ExchangeProducer: no free block of 36 bytes on cuda:0",
+        "TypeError: ExchangeProducer allocates float32 only, not int64",
+        "ValueError: expected a tensor on cpu:0, got one on cuda:0",
+        "BufferError: DLPackTensor allocates CPU tensors only, not cuda:1",
+    ]
+
+
+@needs_cudarc
+@pytest.mark.parametrize("seed", [None, 1, 2])
+def test_memory_deleted_with_writes_still_queued_is_reused_after_them(seed):
+    # The allocation's deleter runs (its block back in the pool) while the fill is still
+    # queued on cudarc's stream; the block's next allocation is filled on another stream.
+    # The view's stream was made to rejoin the stream the import is ready on (the legacy
+    # stream) when it was dropped, and the next import's view waits for that stream: the
+    # second fill is ordered after the first, with no race and its own values.
+    out = run_allocating(
+        f"""
+        memory = cuda.standin_alloc(0, 32, 0)
+        ext.exchange_pool(2, 0, memory, 32, clear=True)
+        p, _, s = producer()
+        a, first = ext.cudarc_allocate_arange(p, [8])
+        del a
+        assert {allocations()} == (1, 1, 1, [memory]), {allocations()}
+        if "STANDIN_SEED" not in os.environ:
+            assert cuda.standin_pending(memory, 32) == 1, "deleted with its fill queued"
+        b, second = ext.cudarc_allocate_arange(p, [2, 2])
+        assert b.address == memory
+        if "STANDIN_SEED" not in os.environ:
+            assert cuda.standin_pending(memory, 32) == 1
+        assert ext.to_list(b, "float32") == [0.0, 1.0, 2.0, 3.0]
+        # The first fill's tail is what it wrote: both copies ran, in order.
+        assert cuda.standin_pending(memory, 32) == 0
+        assert device_floats(memory, 8) == [0, 1, 2, 3, 4, 5, 6, 7]
+        # A reader on a stream nothing ordered after the fills would race; one on the
+        # legacy stream (which the fills rejoined) does not.
+        with current(0):
+            read(LEGACY, memory, 8)
+            assert sync(LEGACY) == 0
+        del b
+        assert {allocations()} == (2, 2, 2, [memory]), {allocations()}
+        with current(0):
+            # Freed by the host: a race if any work on it were still unordered.
+            assert cuda.cuMemFree_v2(ctypes.c_uint64(memory)) == 0
+        print("ok")
+        """,
+        seed=seed,
     )
     assert out == "ok\n"
