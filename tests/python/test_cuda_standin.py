@@ -679,3 +679,151 @@ def test_a_host_copy_races_with_a_write_on_a_stream_the_value_did_not_name():
         races=1,
     )
     assert out == "copied\n"
+
+
+# `DLPackTensor.__cuda_array_interface__` (version 3) of device memory: the dict names CUDA's
+# legacy default stream as its `stream`, which consumers synchronise on before using the
+# data (CAI v3), so the export first makes the legacy stream wait for the value's stream.
+# The value's stream is non-blocking here: nothing but that wait orders the legacy stream
+# after it.
+
+
+@pytest.mark.parametrize("seed", [None, 1, 2])
+def test_the_cuda_array_interface_export_names_the_legacy_stream_after_the_values_stream(seed):
+    out = run(
+        """
+        memory = cuda.standin_alloc(1, 64, 0)  # device 1's memory: PROT_NONE to the host
+        producer = cuda.standin_stream_create_with_flags(1, 1)
+        write(producer, memory, range(16))  # pending until something orders it
+        t = ext.over_memory(memory, 64, 2, 1, [4, 4], stream=producer)
+        with current(0):  # another device's context current: device 1's is used, and popped
+            before = context()
+            cai = t.__cuda_array_interface__
+            assert context() == before
+        assert cai == {
+            "shape": (4, 4), "typestr": "<f4", "data": (memory, False), "version": 3,
+            "strides": None, "descr": [("", "<f4")], "stream": 1,
+        }, cai
+        # An event wait, not a host wait: the write may still be queued.
+        assert cuda.standin_default_stream_waits(1) == 1
+        assert cuda.standin_syncs(producer) == 0 and cuda.standin_waits(producer) == 0
+        if "STANDIN_SEED" not in os.environ:
+            assert cuda.standin_pending(memory, 64) == 1
+        # A consumer honouring the stream key reads on the legacy stream: after the write.
+        with current(1):
+            read(LEGACY, memory, 16)
+            assert sync(LEGACY) == 0
+        assert cuda.standin_pending(memory, 64) == 0
+        assert device_floats(memory, 16) == list(range(16))
+        # Each read of the attribute orders again (later writes on the value's stream).
+        write(producer, memory, [7.0] * 16)
+        assert t.__cuda_array_interface__ == cai
+        assert cuda.standin_default_stream_waits(1) == 2
+        # The crate's own CAI import of the dict synchronises its stream (the legacy one)
+        # and reads what the second write wrote.
+        class Interface:
+            __cuda_array_interface__ = cai
+        assert ext.to_list(Interface(), "float32") == [7.0] * 16
+        d = ext.describe(Interface())
+        assert (d["device"], d["shape"], d["data_ptr"]) == ((2, 1), (4, 4), memory), d
+        assert_clean()
+        print("ok")
+        """,
+        seed=seed,
+    )
+    assert out == "ok\n"
+
+
+def test_a_consumer_that_ignores_the_stream_key_races():
+    # The detector sees a consumer that reads the interface's data on a stream of its own
+    # without synchronising on the dict's `stream` first.
+    out = run(
+        """
+        memory = cuda.standin_alloc(0, 16, 0)
+        producer = cuda.standin_stream_create_with_flags(0, 1)
+        write(producer, memory, [1, 2, 3, 4])
+        t = ext.over_memory(memory, 16, 2, 0, [4], stream=producer)
+        assert t.__cuda_array_interface__["stream"] == 1
+        read(cuda.standin_stream_create_with_flags(0, 1), memory, 4)
+        print("read")
+        """,
+        races=1,
+    )
+    assert out == "read\n"
+
+
+def test_the_cuda_array_interface_export_of_layouts_dtypes_and_devices():
+    out = run(
+        """
+        memory = cuda.standin_alloc(0, 64, 0)
+        # Strides in bytes when not C-contiguous: a transpose, a column.
+        t = ext.over_memory(memory, 64, 2, 0, [4, 4], strides=[1, 4])
+        print(t.__cuda_array_interface__["strides"])
+        print(ext.over_memory(memory + 4, 52, 2, 0, [4], strides=[4]).__cuda_array_interface__[
+            "strides"])
+        # A read-only value says so in `data`; no stream named: no wait.
+        cai = ext.over_memory(memory, 64, 2, 0, [16], read_only=True).__cuda_array_interface__
+        print(cai["data"] == (memory, True), cai["stream"])
+        assert cuda.standin_default_stream_waits(0) == 0
+        # The typestrs of the interface's kinds; a 0-d value has the shape ().
+        for dtype in ["bool", "int8", "uint16", "int64", "float64", "complex64"]:
+            cai = ext.over_memory(memory, 64, 2, 0, [], dtype=dtype).__cuda_array_interface__
+            print(dtype, cai["typestr"], cai["descr"], cai["shape"], cai["strides"])
+        # Managed memory is CUDA memory too.
+        managed = cuda.standin_alloc(0, 64, 2)
+        print(ext.over_memory(managed, 64, 13, 0, [16]).__cuda_array_interface__["data"][0]
+              == managed)
+        # No typestr: the attribute does not exist.
+        bf16 = ext.over_memory(memory, 64, 2, 0, [4], dtype="bfloat16")
+        print(attempt(lambda: bf16.__cuda_array_interface__), hasattr(bf16, "__cuda_array_interface__"))
+        # Nor on another device than CUDA's (pinned memory, the CPU).
+        pinned = cuda.standin_alloc(0, 64, 1)
+        for device in [3, 1]:
+            value = ext.over_memory(pinned, 64, device, 0, [16])
+            print(attempt(lambda: value.__cuda_array_interface__),
+                  hasattr(value, "__cuda_array_interface__"))
+        assert_clean()
+        """
+    )
+    assert out.splitlines() == [
+        "(4, 16)",
+        "(16,)",
+        "True 1",
+        "bool |b1 [('', '|b1')] () None",
+        "int8 |i1 [('', '|i1')] () None",
+        "uint16 <u2 [('', '<u2')] () None",
+        "int64 <i8 [('', '<i8')] () None",
+        "float64 <f8 [('', '<f8')] () None",
+        "complex64 <c8 [('', '<c8')] () None",
+        "True",
+        "AttributeError: a bfloat16 tensor has no __cuda_array_interface__ typestr: expected "
+        "bool, an integer, float or complex type False",
+        "AttributeError: a DLPackTensor on cuda_host:0 has no __cuda_array_interface__: it "
+        "describes CUDA device memory False",
+        "AttributeError: a DLPackTensor on cpu:0 has no __cuda_array_interface__: it describes "
+        "CUDA device memory False",
+    ]
+
+
+def test_the_cuda_array_interface_export_is_refused_while_the_values_device_captures():
+    # The legacy stream cannot be used while a blocking stream of its context captures
+    # (the wait would invalidate the capture): refused, the capture intact.
+    out = run(
+        """
+        memory = cuda.standin_alloc(0, 16, 0)
+        s = cuda.standin_stream_create(0)
+        t = ext.over_memory(memory, 16, 2, 0, [4], stream=s)
+        assert begin_capture(s) == 0
+        print(attempt(lambda: t.__cuda_array_interface__))
+        assert end_capture(s) == (0, True)
+        assert t.__cuda_array_interface__["stream"] == 1
+        assert cuda.standin_context_depth() == 0
+        """
+    )
+    assert out == (
+        "BufferError: the CUDA driver's cuStreamIsCapturing failed with CUresult 906 "
+        "(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: a stream is being captured into a CUDA graph; "
+        "export or import outside the capture (or export with stream=-1 and order the streams "
+        "yourself))\n"
+    )
+
