@@ -5,9 +5,12 @@ Each case runs in a fresh interpreter through the shared harness (standin.py: `r
 prelude's helpers over queued stream work and the race detector) and ends with the number
 of races the stand-in recorded, zero unless the case makes them on purpose."""
 
+import ctypes.util
+import os
+
 import pytest
 
-from standin import needs_standin, run
+from standin import STANDIN, needs_standin, run
 
 pytestmark = needs_standin
 
@@ -827,3 +830,84 @@ def test_the_cuda_array_interface_export_is_refused_while_the_values_device_capt
         "yourself))\n"
     )
 
+
+# The driver the crate loads: the library PYO3_DLPACK_CUDA_DRIVER names (else libcuda.so.1),
+# once per process, on first use; why it could not be loaded is remembered and said by
+# every call that needed it. Each case sets the variable (or the stand-in's STANDIN_INIT_ERROR,
+# the code its cuInit fails with) before the crate's first driver call.
+NEEDERS = """
+memory = cuda.standin_alloc(0, 64, 0)
+for need in [
+    lambda: ext.describe(CudaArray(memory, 16, None)),                # pointer attributes
+    lambda: memoryview(ext.on_device(4, 3, 0, stream=5)),              # the host-read rule
+    lambda: ext.on_device(4, 2, 0, stream=5).__dlpack__(stream=7),     # an event wait
+    lambda: ext.to_list(ext.over_memory(memory, 64, 2, 0, [16]), "float32"),  # a host copy
+]:
+    print(attempt(need))
+"""
+
+PURPOSES = [
+    "__cuda_array_interface__ (to find the pointer's device and order the producer's stream)",
+    "reading pinned or managed memory on the host after its stream",
+    "ordering the export's stream before the consumer's",
+    "copying CUDA device memory to the host",
+]
+
+
+@pytest.mark.parametrize(
+    "setup, reason",
+    [
+        ('os.environ["PYO3_DLPACK_CUDA_DRIVER"] = "/nonexistent/libcuda.so.1"',
+         "/nonexistent/libcuda.so.1: cannot open shared object file: No such file or directory"),
+        ('os.environ["PYO3_DLPACK_CUDA_DRIVER"] = "libm.so.6"',
+         "cuInit not found: /lib/x86_64-linux-gnu/libm.so.6: undefined symbol: cuInit"),
+        # A driver whose cuInit fails (no usable GPU): the library named, and the code.
+        ('os.environ["STANDIN_INIT_ERROR"] = "100"',
+         "{standin}: the CUDA driver's cuInit failed with CUresult 100 (CUDA_ERROR_NO_DEVICE)"),
+    ],
+)
+def test_a_driver_that_cannot_be_loaded_is_named_with_why_by_every_call_that_needs_it(
+    setup, reason
+):
+    if "libm.so.6" in setup and not os.path.exists("/lib/x86_64-linux-gnu/libm.so.6"):
+        pytest.skip("the loader's message names libm.so.6's path on x86-64 Debian/Ubuntu")
+    out = run(setup + "\n" + NEEDERS)
+    reason = reason.format(standin=STANDIN)
+    assert out.splitlines() == [
+        f"BufferError: {purpose} needs the CUDA driver, which could not be loaded: {reason}"
+        for purpose in PURPOSES
+    ]
+
+
+def test_without_the_variable_the_driver_is_libcuda_so_1():
+    if ctypes.util.find_library("cuda"):
+        pytest.skip("a CUDA driver is installed: libcuda.so.1 loads")
+    out = run('del os.environ["PYO3_DLPACK_CUDA_DRIVER"]\n' + NEEDERS)
+    assert out.splitlines()[0] == (
+        f"BufferError: {PURPOSES[0]} needs the CUDA driver, which could not be loaded: "
+        "libcuda.so.1: cannot open shared object file: No such file or directory"
+    )
+
+
+def test_a_device_the_driver_does_not_have_is_refused_by_cu_device_get():
+    # A value that says it is on cuda:7 (the stand-in has two devices) copied to the host
+    # on the legacy stream, whose context is device 7's primary context.
+    out = run(
+        """
+        memory = cuda.standin_alloc(0, 64, 0)
+        print(attempt(lambda: ext.to_list(ext.over_memory(memory, 64, 2, 7, [16]), "float32")))
+        # An empty tensor copies nothing: no driver call.
+        print(ext.to_list(ext.over_memory(memory, 0, 2, 7, [0]), "float32"))
+        # Another device's memory the host cannot read is refused before any copy.
+        print(attempt(lambda: ext.to_list(ext.on_device(4, 10, 0), "float32")))
+        assert cuda.standin_context_depth() == 0
+        print(cuda.standin_refusals())
+        """
+    )
+    assert out.splitlines() == [
+        "BufferError: the CUDA driver's cuDeviceGet failed with CUresult 101 "
+        "(CUDA_ERROR_INVALID_DEVICE)",
+        "[]",
+        "ValueError: expected a tensor on cpu:0, got one on rocm:0",
+        "1",
+    ]
