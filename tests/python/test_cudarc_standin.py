@@ -209,3 +209,22 @@ def test_exporting_a_cudarc_slice_leaves_the_threads_current_context_alone():
         """
     )
     assert out == "ok\n"
+
+
+def test_cudarc_views_say_their_length_stream_and_device():
+    out = run_cudarc(
+        """
+        # The slice itself exported (CudaSlice's own IntoDLPack, no drop counter).
+        tensor, address, stream = ext.cudarc_arange(6, tracked=False)
+        for said in ext.cudarc_view_said(tensor):
+            print(said)
+        empty = ext.over_memory(address, 0, 2, 0, [0])
+        print(ext.cudarc_view_said(empty)[1])
+        assert cuda.standin_refusals() == 0
+        """
+    )
+    assert out.splitlines() == [
+        "(6, False, 1, 6, 'CudaTensorView { len: 6, device: Device(cuda:0), .. }')",
+        "(6, False, 1, 6, 'CudaTensorViewMut { len: 6, device: Device(cuda:0), .. }')",
+        "(0, True, 1, 0, 'CudaTensorViewMut { len: 0, device: Device(cuda:0), .. }')",
+    ]

@@ -61,10 +61,15 @@ fn new_stream(device: usize) -> PyResult<Arc<CudaStream>> {
 /// `(tensor, address, stream)`: 0..n as float32 in a cudarc slice on GPU
 /// `device`, copied there on a stream of its own (its handle; not yet
 /// finished, maybe: consumers must wait for it), exported with a drop
-/// counter.
+/// counter (or, `tracked=False`, the slice itself: `CudaSlice`'s own
+/// `IntoDLPack`).
 #[pyfunction]
-#[pyo3(signature = (n, device=0))]
-pub(crate) fn cudarc_arange(n: usize, device: usize) -> PyResult<(DLPackTensor, usize, usize)> {
+#[pyo3(signature = (n, device=0, tracked=true))]
+pub(crate) fn cudarc_arange(
+    n: usize,
+    device: usize,
+    tracked: bool,
+) -> PyResult<(DLPackTensor, usize, usize)> {
     let stream = new_stream(device)?;
     let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let slice = stream.clone_htod(&values).map_err(driver)?;
@@ -72,7 +77,12 @@ pub(crate) fn cudarc_arange(n: usize, device: usize) -> PyResult<(DLPackTensor, 
     let address = address as usize;
     drop(_read);
     let handle = stream.cu_stream() as usize;
-    Ok((DLPackTensor::new(Tracked::new(slice))?, address, handle))
+    let tensor = if tracked {
+        DLPackTensor::new(Tracked::new(slice))?
+    } else {
+        DLPackTensor::new(slice)?
+    };
+    Ok((tensor, address, handle))
 }
 
 /// Imports `tensor`, optionally stream-ordered, or made ready on the
