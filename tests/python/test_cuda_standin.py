@@ -776,9 +776,11 @@ def test_the_cuda_array_interface_export_of_layouts_dtypes_and_devices():
         managed = cuda.standin_alloc(0, 64, 2)
         print(ext.over_memory(managed, 64, 13, 0, [16]).__cuda_array_interface__["data"][0]
               == managed)
-        # No typestr: the attribute does not exist.
-        bf16 = ext.over_memory(memory, 64, 2, 0, [4], dtype="bfloat16")
-        print(attempt(lambda: bf16.__cuda_array_interface__), hasattr(bf16, "__cuda_array_interface__"))
+        # No typestr (another kind, elements narrower than a byte): no attribute.
+        for dtype in ["bfloat16", "float4_e2m1fn"]:
+            value = ext.over_memory(memory, 64, 2, 0, [4], dtype=dtype)
+            print(attempt(lambda: value.__cuda_array_interface__),
+                  hasattr(value, "__cuda_array_interface__"))
         # Nor on another device than CUDA's (pinned memory, the CPU).
         pinned = cuda.standin_alloc(0, 64, 1)
         for device in [3, 1]:
@@ -801,6 +803,8 @@ def test_the_cuda_array_interface_export_of_layouts_dtypes_and_devices():
         "True",
         "AttributeError: a bfloat16 tensor has no __cuda_array_interface__ typestr: expected "
         "bool, an integer, float or complex type False",
+        "AttributeError: a float4_e2m1fn tensor has no __cuda_array_interface__ typestr: "
+        "expected bool, an integer, float or complex type False",
         "AttributeError: a DLPackTensor on cuda_host:0 has no __cuda_array_interface__: it "
         "describes CUDA device memory False",
         "AttributeError: a DLPackTensor on cpu:0 has no __cuda_array_interface__: it describes "
