@@ -1,144 +1,18 @@
 """CUDA paths against the stand-in driver (tests/cuda-standin, `libcuda.so` built by
 `make test`), which enforces the driver's context rules: every call that needs a current
 context fails without one, and an event is recorded only on streams of its own device.
-Each case runs in a fresh interpreter whose PYO3_DLPACK_CUDA_DRIVER names the stand-in
-(the crate loads the driver once per process). Streams are queues: a test enqueues
-simulated kernels (`write`: these bytes there, when it runs; `cuda.standin_enqueue_read`),
-which run only when something orders them, and the stand-in records every access not
-ordered after a write to the same memory on another stream as a race (a host read is
-reported by the test, `host_read`, at the point the host reads). Every case ends with the
-number of races the stand-in recorded, zero unless the case makes them on purpose."""
+Each case runs in a fresh interpreter through the shared harness (standin.py: `run`, the
+prelude's helpers over queued stream work and the race detector) and ends with the number
+of races the stand-in recorded, zero unless the case makes them on purpose."""
 
+import ctypes.util
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
-STANDIN = os.environ.get("CUDA_STANDIN")
-pytestmark = pytest.mark.skipif(
-    not STANDIN, reason="CUDA_STANDIN names no stand-in driver (make test builds and names it)"
-)
+from standin import STANDIN, needs_standin, run
 
-PRELUDE = """
-import ctypes, os
-import numpy as np
-import dlpack_testext as ext
-
-cuda = ctypes.CDLL(os.environ["PYO3_DLPACK_CUDA_DRIVER"])
-for name in ["standin_alloc", "standin_stream_create", "standin_syncs", "standin_waits",
-             "standin_refusals", "standin_context_depth", "standin_default_stream_waits",
-             "standin_default_stream_syncs", "standin_stream_create_with_flags",
-             "standin_host_read", "standin_races", "standin_pending"]:
-    getattr(cuda, name).restype = ctypes.c_size_t
-cuda.standin_alloc.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
-cuda.standin_stream_create.argtypes = [ctypes.c_int]
-cuda.standin_stream_create_with_flags.argtypes = [ctypes.c_int, ctypes.c_uint]
-cuda.standin_syncs.argtypes = [ctypes.c_size_t]
-cuda.standin_waits.argtypes = [ctypes.c_size_t]
-cuda.standin_enqueue_write.argtypes = [ctypes.c_size_t, ctypes.c_size_t, ctypes.c_char_p,
-                                       ctypes.c_size_t]
-cuda.standin_enqueue_read.argtypes = [ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t]
-cuda.standin_host_read.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
-cuda.standin_pending.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
-for name in ["cuStreamSynchronize", "cuEventRecord", "cuStreamWaitEvent", "cuEventSynchronize",
-             "cuEventDestroy_v2", "cuStreamBeginCapture_v2", "cuStreamEndCapture",
-             "cuStreamIsCapturing"]:
-    getattr(cuda, name).argtypes = None
-assert cuda.cuInit(0) == 0
-LEGACY, PER_THREAD = 1, 2
-
-def write(stream, address, values):
-    "Enqueues a kernel on `stream` writing float32 `values` at `address`."
-    data = np.asarray(values, dtype=np.float32).tobytes()
-    assert cuda.standin_enqueue_write(stream, address, data, len(data)) == 0
-
-def read(stream, address, n):
-    "Enqueues a kernel on `stream` reading `n` float32s at `address`."
-    assert cuda.standin_enqueue_read(stream, address, 4 * n) == 0
-
-def host_read(address, n):
-    "The host reads `n` float32s at `address` now; the races this makes."
-    return cuda.standin_host_read(address, 4 * n)
-
-def floats(address, n):
-    "What the host sees at `address` (pinned or managed memory)."
-    return list(np.frombuffer((ctypes.c_char * (4 * n)).from_address(address), np.float32))
-
-def sync(stream):
-    return cuda.cuStreamSynchronize(ctypes.c_void_p(stream))
-
-class current:
-    "Makes device `device`'s primary context current on this thread, for a block."
-    def __init__(self, device):
-        self.context = ctypes.c_void_p()
-        assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(self.context), device) == 0
-    def __enter__(self):
-        assert cuda.cuCtxPushCurrent_v2(self.context) == 0
-    def __exit__(self, *exc):
-        assert cuda.cuCtxPopCurrent_v2(None) == 0
-
-def event(device):
-    made = ctypes.c_void_p()
-    with current(device):
-        assert cuda.cuEventCreate(ctypes.byref(made), 2) == 0
-    return made
-
-def record(event, stream):
-    return cuda.cuEventRecord(event, ctypes.c_void_p(stream))
-
-def wait(stream, event):
-    return cuda.cuStreamWaitEvent(ctypes.c_void_p(stream), event, 0)
-
-def capturing(stream):
-    status = ctypes.c_int(-1)
-    code = cuda.cuStreamIsCapturing(ctypes.c_void_p(stream), ctypes.byref(status))
-    return status.value if code == 0 else ("error", code)
-
-def begin_capture(stream, mode=0):
-    return cuda.cuStreamBeginCapture_v2(ctypes.c_void_p(stream), mode)
-
-def end_capture(stream):
-    "cuStreamEndCapture's CUresult, and whether it made a graph."
-    graph = ctypes.c_void_p()
-    code = cuda.cuStreamEndCapture(ctypes.c_void_p(stream), ctypes.byref(graph))
-    if graph.value:
-        assert cuda.cuGraphDestroy(graph) == 0
-    return code, bool(graph.value)
-
-class CudaArray:
-    "A __cuda_array_interface__ v3 producer over stand-in memory."
-    def __init__(self, address, n, stream):
-        self.__cuda_array_interface__ = {
-            "shape": (n,), "typestr": "<f4", "data": (address, False), "version": 3,
-            "strides": None, "stream": stream,
-        }
-"""
-
-
-EPILOGUE = """
-print("races", cuda.standin_races())
-"""
-
-
-def run(code, races=0, seed=None):
-    """Runs `code` after PRELUDE in a fresh interpreter; checks that the stand-in recorded
-    `races` races (each described on standard error) and returns the standard output."""
-    env = dict(os.environ, PYO3_DLPACK_CUDA_DRIVER=STANDIN)
-    env.pop("STANDIN_SEED", None)
-    if seed is not None:
-        env["STANDIN_SEED"] = str(seed)
-    source = textwrap.dedent(PRELUDE) + textwrap.dedent(code) + textwrap.dedent(EPILOGUE)
-    done = subprocess.run(
-        [sys.executable, "-c", source], capture_output=True, text=True, timeout=120, env=env,
-    )
-    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    out, _, last = done.stdout.rstrip("\n").rpartition("\n")
-    assert last == f"races {races}", f"{last}, expected {races}\n{done.stderr}"
-    reported = [line for line in done.stderr.splitlines() if line.startswith("cuda-standin: race:")]
-    assert len(reported) == races and done.stderr.count("\n") == races, done.stderr
-    return out + "\n" if out else ""
+pytestmark = needs_standin
 
 
 def test_a_cuda_array_interface_import_learns_the_device_and_synchronises_the_producers_stream():
@@ -151,8 +25,7 @@ def test_a_cuda_array_interface_import_learns_the_device_and_synchronises_the_pr
         assert cuda.standin_syncs(producer) == 1
         managed = cuda.standin_alloc(0, 64, 2)
         assert ext.describe(CudaArray(managed, 16, None))["device"] == (13, 0)
-        assert cuda.standin_refusals() == 0
-        assert cuda.standin_context_depth() == 0, "every pushed context popped"
+        assert_clean()
         print("ok")
         """
     )
@@ -293,12 +166,9 @@ def test_pinned_and_managed_memory_is_read_by_the_host_only_after_its_stream():
                 t.__dlpack__(max_version=(1, 3), stream=consumer)
                 assert (cuda.standin_syncs(s), cuda.standin_waits(consumer)) == (4, 1)
         device = cuda.standin_stream_create(0)
-        try:
-            memoryview(ext.on_device(4, 2, 0, stream=device))
-        except BufferError:
-            pass
-        else:
-            raise AssertionError("device memory read by the host")
+        assert attempt(lambda: memoryview(ext.on_device(4, 2, 0, stream=device))) == (
+            "BufferError: expected a tensor in host memory for the buffer protocol, "
+            "got one on cuda:0")
         assert cuda.standin_syncs(device) == 0
         assert cuda.standin_refusals() == 0
         print("ok")
@@ -328,14 +198,9 @@ def test_host_views_of_pinned_and_managed_imports_wait_for_the_stream_the_data_i
         assert cuda.standin_default_stream_syncs(0) == 1
         assert ext.to_list(managed, "float32") == [0.0] * 4
         assert cuda.standin_default_stream_syncs(0) == 2
-        try:
-            ext.slice_values(ext.on_device(4, 2, 0, stream=s), "float32")
-        except ValueError as err:
-            assert str(err) == "expected a tensor on cpu:0, got one on cuda:0", err
-        else:
-            raise AssertionError("device memory read by the host")
-        assert cuda.standin_refusals() == 0
-        assert cuda.standin_context_depth() == 0
+        assert attempt(lambda: ext.slice_values(ext.on_device(4, 2, 0, stream=s), "float32")) == (
+            "ValueError: expected a tensor on cpu:0, got one on cuda:0")
+        assert_clean()
         print("ok")
         """
     )
@@ -622,20 +487,15 @@ def test_the_crate_refuses_ordering_across_a_capture_and_leaves_the_capture_inta
     # consumer's stream silently joined the capture (904 at EndCapture).
     out = run(
         """
-        def attempt(f):
-            try:
-                f()
-            except BufferError as err:
-                return str(err)
-            return "ok"
         def capturing_refusal(call, stream):
             return (
-                f"CUDA stream {stream:#x} is being captured into a CUDA graph, where {call} "
+                f"BufferError: CUDA stream {stream:#x} is being captured into a CUDA graph, "
+                f"where {call} "
                 "is not allowed; export or import outside the capture (or export with "
                 "stream=-1 and order the streams yourself): the capture is left as it was"
             )
         legacy_refusal = (
-            "the CUDA driver's cuStreamIsCapturing failed with CUresult 906 "
+            "BufferError: the CUDA driver's cuStreamIsCapturing failed with CUresult 906 "
             "(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: a stream is being captured into a CUDA "
             "graph; export or import outside the capture (or export with stream=-1 and "
             "order the streams yourself))"
@@ -751,24 +611,21 @@ def test_an_export_asked_for_the_cpu_is_a_host_copy_made_after_the_values_stream
         assert b.tolist() == a.tolist() and b.ctypes.data != a.ctypes.data
         assert ext.describe(t.__dlpack__(dl_device=(1, 0), max_version=(1, 3)))["copied"]
         for kwargs in [dict(dl_device=(1, 0), copy=False), dict(copy=True)]:
-            try:
-                t.__dlpack__(max_version=(1, 3), **kwargs)
-            except BufferError as err:
-                print(kwargs, err)
+            print(kwargs, attempt(lambda: t.__dlpack__(max_version=(1, 3), **kwargs)))
         # In place on the device, as before: no copy, no host wait.
         assert ext.describe(t)["data_ptr"] == memory
-        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        assert_clean()
         print("ok")
         """
     )
     refusals, ok = out.splitlines()[:2], out.splitlines()[2]
     assert refusals == [
-        "{'dl_device': (1, 0), 'copy': False} cannot export a tensor on cuda:1 to cpu:0: "
-        "pyo3-dlpack copies across devices only from CUDA device memory to the CPU, "
+        "{'dl_device': (1, 0), 'copy': False} BufferError: cannot export a tensor on cuda:1 "
+        "to cpu:0: pyo3-dlpack copies across devices only from CUDA device memory to the CPU, "
         "and not with copy=False",
-        "{'copy': True} copy=True copies to the host only, but the tensor is on cuda:1 and "
-        "dl_device does not ask for the CPU; pass dl_device=(1, 0) for a host copy of CUDA "
-        "memory, or export without copy and copy it in the consumer",
+        "{'copy': True} BufferError: copy=True copies to the host only, but the tensor is on "
+        "cuda:1 and dl_device does not ask for the CPU; pass dl_device=(1, 0) for a host copy "
+        "of CUDA memory, or export without copy and copy it in the consumer",
     ]
     assert ok == "ok"
 
@@ -803,14 +660,11 @@ def test_to_vec_of_a_device_import_reads_through_the_driver_after_the_producers_
         write(producer, memory, [7.0] * 16)
         print(ext.to_list(CudaArray(memory, 16, producer), "float32") == [7.0] * 16)
         # Views of device memory are still refused: the host cannot touch it.
-        try:
-            ext.slice_values(t, "float32")
-        except ValueError as err:
-            print(err)
-        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        print(attempt(lambda: ext.slice_values(t, "float32")))
+        assert_clean()
         """
     )
-    assert out == "True\nTrue\nexpected a tensor on cpu:0, got one on cuda:1\n"
+    assert out == "True\nTrue\nValueError: expected a tensor on cpu:0, got one on cuda:1\n"
 
 
 def test_a_host_copy_races_with_a_write_on_a_stream_the_value_did_not_name():
@@ -828,3 +682,236 @@ def test_a_host_copy_races_with_a_write_on_a_stream_the_value_did_not_name():
         races=1,
     )
     assert out == "copied\n"
+
+
+# `DLPackTensor.__cuda_array_interface__` (version 3) of device memory: the dict names CUDA's
+# legacy default stream as its `stream`, which consumers synchronise on before using the
+# data (CAI v3), so the export first makes the legacy stream wait for the value's stream.
+# The value's stream is non-blocking here: nothing but that wait orders the legacy stream
+# after it.
+
+
+@pytest.mark.parametrize("seed", [None, 1, 2])
+def test_the_cuda_array_interface_export_names_the_legacy_stream_after_the_values_stream(seed):
+    out = run(
+        """
+        memory = cuda.standin_alloc(1, 64, 0)  # device 1's memory: PROT_NONE to the host
+        producer = cuda.standin_stream_create_with_flags(1, 1)
+        write(producer, memory, range(16))  # pending until something orders it
+        t = ext.over_memory(memory, 64, 2, 1, [4, 4], stream=producer)
+        with current(0):  # another device's context current: device 1's is used, and popped
+            before = context()
+            cai = t.__cuda_array_interface__
+            assert context() == before
+        assert cai == {
+            "shape": (4, 4), "typestr": "<f4", "data": (memory, False), "version": 3,
+            "strides": None, "descr": [("", "<f4")], "stream": 1,
+        }, cai
+        # An event wait, not a host wait: the write may still be queued.
+        assert cuda.standin_default_stream_waits(1) == 1
+        assert cuda.standin_syncs(producer) == 0 and cuda.standin_waits(producer) == 0
+        if "STANDIN_SEED" not in os.environ:
+            assert cuda.standin_pending(memory, 64) == 1
+        # A consumer honouring the stream key reads on the legacy stream: after the write.
+        with current(1):
+            read(LEGACY, memory, 16)
+            assert sync(LEGACY) == 0
+        assert cuda.standin_pending(memory, 64) == 0
+        assert device_floats(memory, 16) == list(range(16))
+        # Each read of the attribute orders again (later writes on the value's stream).
+        write(producer, memory, [7.0] * 16)
+        assert t.__cuda_array_interface__ == cai
+        assert cuda.standin_default_stream_waits(1) == 2
+        # The crate's own CAI import of the dict synchronises its stream (the legacy one)
+        # and reads what the second write wrote.
+        class Interface:
+            __cuda_array_interface__ = cai
+        assert ext.to_list(Interface(), "float32") == [7.0] * 16
+        d = ext.describe(Interface())
+        assert (d["device"], d["shape"], d["data_ptr"]) == ((2, 1), (4, 4), memory), d
+        assert_clean()
+        print("ok")
+        """,
+        seed=seed,
+    )
+    assert out == "ok\n"
+
+
+def test_a_consumer_that_ignores_the_stream_key_races():
+    # The detector sees a consumer that reads the interface's data on a stream of its own
+    # without synchronising on the dict's `stream` first.
+    out = run(
+        """
+        memory = cuda.standin_alloc(0, 16, 0)
+        producer = cuda.standin_stream_create_with_flags(0, 1)
+        write(producer, memory, [1, 2, 3, 4])
+        t = ext.over_memory(memory, 16, 2, 0, [4], stream=producer)
+        assert t.__cuda_array_interface__["stream"] == 1
+        read(cuda.standin_stream_create_with_flags(0, 1), memory, 4)
+        print("read")
+        """,
+        races=1,
+    )
+    assert out == "read\n"
+
+
+def test_the_cuda_array_interface_export_of_layouts_dtypes_and_devices():
+    out = run(
+        """
+        memory = cuda.standin_alloc(0, 64, 0)
+        # Strides in bytes when not C-contiguous: a transpose, a column.
+        t = ext.over_memory(memory, 64, 2, 0, [4, 4], strides=[1, 4])
+        print(t.__cuda_array_interface__["strides"])
+        print(ext.over_memory(memory + 4, 52, 2, 0, [4], strides=[4]).__cuda_array_interface__[
+            "strides"])
+        # A read-only value says so in `data`; no stream named: no wait.
+        cai = ext.over_memory(memory, 64, 2, 0, [16], read_only=True).__cuda_array_interface__
+        print(cai["data"] == (memory, True), cai["stream"])
+        assert cuda.standin_default_stream_waits(0) == 0
+        # The typestrs of the interface's kinds; a 0-d value has the shape ().
+        for dtype in ["bool", "int8", "uint16", "int64", "float64", "complex64"]:
+            cai = ext.over_memory(memory, 64, 2, 0, [], dtype=dtype).__cuda_array_interface__
+            print(dtype, cai["typestr"], cai["descr"], cai["shape"], cai["strides"])
+        # Managed memory is CUDA memory too.
+        managed = cuda.standin_alloc(0, 64, 2)
+        print(ext.over_memory(managed, 64, 13, 0, [16]).__cuda_array_interface__["data"][0]
+              == managed)
+        # No typestr (another kind, elements narrower than a byte): no attribute.
+        for dtype in ["bfloat16", "float4_e2m1fn"]:
+            value = ext.over_memory(memory, 64, 2, 0, [4], dtype=dtype)
+            print(attempt(lambda: value.__cuda_array_interface__),
+                  hasattr(value, "__cuda_array_interface__"))
+        # Nor on another device than CUDA's (pinned memory, the CPU).
+        pinned = cuda.standin_alloc(0, 64, 1)
+        for device in [3, 1]:
+            value = ext.over_memory(pinned, 64, device, 0, [16])
+            print(attempt(lambda: value.__cuda_array_interface__),
+                  hasattr(value, "__cuda_array_interface__"))
+        assert_clean()
+        """
+    )
+    assert out.splitlines() == [
+        "(4, 16)",
+        "(16,)",
+        "True 1",
+        "bool |b1 [('', '|b1')] () None",
+        "int8 |i1 [('', '|i1')] () None",
+        "uint16 <u2 [('', '<u2')] () None",
+        "int64 <i8 [('', '<i8')] () None",
+        "float64 <f8 [('', '<f8')] () None",
+        "complex64 <c8 [('', '<c8')] () None",
+        "True",
+        "AttributeError: a bfloat16 tensor has no __cuda_array_interface__ typestr: expected "
+        "bool, an integer, float or complex type False",
+        "AttributeError: a float4_e2m1fn tensor has no __cuda_array_interface__ typestr: "
+        "expected bool, an integer, float or complex type False",
+        "AttributeError: a DLPackTensor on cuda_host:0 has no __cuda_array_interface__: it "
+        "describes CUDA device memory False",
+        "AttributeError: a DLPackTensor on cpu:0 has no __cuda_array_interface__: it describes "
+        "CUDA device memory False",
+    ]
+
+
+def test_the_cuda_array_interface_export_is_refused_while_the_values_device_captures():
+    # The legacy stream cannot be used while a blocking stream of its context captures
+    # (the wait would invalidate the capture): refused, the capture intact.
+    out = run(
+        """
+        memory = cuda.standin_alloc(0, 16, 0)
+        s = cuda.standin_stream_create(0)
+        t = ext.over_memory(memory, 16, 2, 0, [4], stream=s)
+        assert begin_capture(s) == 0
+        print(attempt(lambda: t.__cuda_array_interface__))
+        assert end_capture(s) == (0, True)
+        assert t.__cuda_array_interface__["stream"] == 1
+        assert cuda.standin_context_depth() == 0
+        """
+    )
+    assert out == (
+        "BufferError: the CUDA driver's cuStreamIsCapturing failed with CUresult 906 "
+        "(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: a stream is being captured into a CUDA graph; "
+        "export or import outside the capture (or export with stream=-1 and order the streams "
+        "yourself))\n"
+    )
+
+
+# The driver the crate loads: the library PYO3_DLPACK_CUDA_DRIVER names (else libcuda.so.1),
+# once per process, on first use; why it could not be loaded is remembered and said by
+# every call that needed it. Each case sets the variable (or the stand-in's STANDIN_INIT_ERROR,
+# the code its cuInit fails with) before the crate's first driver call.
+NEEDERS = """
+memory = cuda.standin_alloc(0, 64, 0)
+for need in [
+    lambda: ext.describe(CudaArray(memory, 16, None)),                # pointer attributes
+    lambda: memoryview(ext.on_device(4, 3, 0, stream=5)),              # the host-read rule
+    lambda: ext.on_device(4, 2, 0, stream=5).__dlpack__(stream=7),     # an event wait
+    lambda: ext.to_list(ext.over_memory(memory, 64, 2, 0, [16]), "float32"),  # a host copy
+]:
+    print(attempt(need))
+"""
+
+PURPOSES = [
+    "__cuda_array_interface__ (to find the pointer's device and order the producer's stream)",
+    "reading pinned or managed memory on the host after its stream",
+    "ordering the export's stream before the consumer's",
+    "copying CUDA device memory to the host",
+]
+
+
+@pytest.mark.parametrize(
+    "setup, reason",
+    [
+        ('os.environ["PYO3_DLPACK_CUDA_DRIVER"] = "/nonexistent/libcuda.so.1"',
+         "/nonexistent/libcuda.so.1: cannot open shared object file: No such file or directory"),
+        ('os.environ["PYO3_DLPACK_CUDA_DRIVER"] = "libm.so.6"',
+         "cuInit not found: /lib/x86_64-linux-gnu/libm.so.6: undefined symbol: cuInit"),
+        # A driver whose cuInit fails (no usable GPU): the library named, and the code.
+        ('os.environ["STANDIN_INIT_ERROR"] = "100"',
+         "{standin}: the CUDA driver's cuInit failed with CUresult 100 (CUDA_ERROR_NO_DEVICE)"),
+    ],
+)
+def test_a_driver_that_cannot_be_loaded_is_named_with_why_by_every_call_that_needs_it(
+    setup, reason
+):
+    if "libm.so.6" in setup and not os.path.exists("/lib/x86_64-linux-gnu/libm.so.6"):
+        pytest.skip("the loader's message names libm.so.6's path on x86-64 Debian/Ubuntu")
+    out = run(setup + "\n" + NEEDERS)
+    reason = reason.format(standin=STANDIN)
+    assert out.splitlines() == [
+        f"BufferError: {purpose} needs the CUDA driver, which could not be loaded: {reason}"
+        for purpose in PURPOSES
+    ]
+
+
+def test_without_the_variable_the_driver_is_libcuda_so_1():
+    if ctypes.util.find_library("cuda"):
+        pytest.skip("a CUDA driver is installed: libcuda.so.1 loads")
+    out = run('del os.environ["PYO3_DLPACK_CUDA_DRIVER"]\n' + NEEDERS)
+    assert out.splitlines()[0] == (
+        f"BufferError: {PURPOSES[0]} needs the CUDA driver, which could not be loaded: "
+        "libcuda.so.1: cannot open shared object file: No such file or directory"
+    )
+
+
+def test_a_device_the_driver_does_not_have_is_refused_by_cu_device_get():
+    # A value that says it is on cuda:7 (the stand-in has two devices) copied to the host
+    # on the legacy stream, whose context is device 7's primary context.
+    out = run(
+        """
+        memory = cuda.standin_alloc(0, 64, 0)
+        print(attempt(lambda: ext.to_list(ext.over_memory(memory, 64, 2, 7, [16]), "float32")))
+        # An empty tensor copies nothing: no driver call.
+        print(ext.to_list(ext.over_memory(memory, 0, 2, 7, [0]), "float32"))
+        # Another device's memory the host cannot read is refused before any copy.
+        print(attempt(lambda: ext.to_list(ext.on_device(4, 10, 0), "float32")))
+        assert cuda.standin_context_depth() == 0
+        print(cuda.standin_refusals())
+        """
+    )
+    assert out.splitlines() == [
+        "BufferError: the CUDA driver's cuDeviceGet failed with CUresult 101 "
+        "(CUDA_ERROR_INVALID_DEVICE)",
+        "[]",
+        "ValueError: expected a tensor on cpu:0, got one on rocm:0",
+        "1",
+    ]

@@ -1,10 +1,12 @@
 """Imports through a producer's DLPack C exchange table (DLPack 1.3, torch >= 2.10's way in),
-against the stand-in driver (see test_cuda_standin.py, whose `run` and helpers these tests
-share). The producer is the test extension's `ExchangeProducer`: its type's
-`__dlpack_c_exchange_api__` is a static table whose `current_work_stream` reports the stream
-the test chose (`ext.exchange_stream`), whose owning export hands out float32 tensors over
-stand-in device memory (PROT_NONE to the host) with a counted deleter
-(`ext.exchange_counts`), and whose `__dlpack__` only counts the call and refuses.
+against the stand-in driver (the shared harness: standin.py's `run_exchange`, whose
+prelude makes `producer`s and reads their counts). The producer is the test extension's
+`ExchangeProducer`: its type's `__dlpack_c_exchange_api__` is a static table whose
+`current_work_stream` reports the stream the test chose (`ext.exchange_stream`), whose
+owning export hands out float32 tensors over stand-in device memory (PROT_NONE to the host)
+with a counted deleter (`ext.exchange_counts`), whose allocator hands out blocks of a pool
+of stand-in memory the test filled (`ext.exchange_pool`; what `allocate_like` calls), and
+whose `__dlpack__` only counts the call and refuses.
 
 Each case queues the producer's writes on the stream it reports, pending until something
 orders them, imports in one `StreamMode`, reads the values back through the driver (`to_vec`:
@@ -13,49 +15,11 @@ misdirected wait shows up as a race or as values not written yet. The producer's
 non-blocking unless said otherwise, so CUDA's legacy default stream does not order it
 implicitly."""
 
-import textwrap
-
 import pytest
 
-from test_cuda_standin import STANDIN, run
+from standin import CUDARC, EXCHANGE, needs_cudarc, needs_standin, run, run_exchange
 
-pytestmark = pytest.mark.skipif(
-    not STANDIN, reason="CUDA_STANDIN names no stand-in driver (make test builds and names it)"
-)
-
-EXCHANGE = """
-import threading
-
-def producer(device=0, n=8, values=None, non_blocking=True):
-    '''Stand-in device memory of `n` float32s on `device`, an ExchangeProducer over it, and
-    a new stream it reports as current on that device, with `values` written on it (pending).'''
-    memory = cuda.standin_alloc(device, 4 * n, 0)
-    stream = cuda.standin_stream_create_with_flags(device, 1 if non_blocking else 0)
-    ext.exchange_stream(2, device, stream)
-    if values is not None:
-        write(stream, memory, values)
-        assert cuda.standin_pending(memory, 4 * n) == 1
-    return ext.ExchangeProducer(memory, [n], 2, device), memory, stream
-
-def counts(*names):
-    c = ext.exchange_counts()
-    return tuple(c[name] for name in names)
-
-def exports():
-    "(exported, deleted, live, bad deletes, __dlpack__ calls)"
-    return counts("exported", "deleted", "live", "bad_deletes", "dlpack_calls")
-
-def attempt(f):
-    try:
-        f()
-    except Exception as err:
-        return f"{type(err).__name__}: {err}"
-    return "ok"
-"""
-
-
-def run_exchange(code, races=0, seed=None):
-    return run(EXCHANGE + textwrap.dedent(code), races=races, seed=seed)
+pytestmark = needs_standin
 
 
 @pytest.mark.parametrize("seed", [None, 1, 2, 3])
@@ -75,7 +39,7 @@ def test_synchronize_makes_the_legacy_stream_wait_for_the_producers_current_stre
         assert (d["device"], d["shape"], d["data_ptr"], d["stream"]) == ((2, 0), (8,), memory, 1)
         assert cuda.standin_default_stream_waits(0) == 2
         assert exports() == (2, 2, 0, 0, 0), exports()
-        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        assert cuda.standin_refusals() == 0
         print("ok")
         """,
         seed=seed,
@@ -102,7 +66,7 @@ def test_stream_ordered_keeps_the_producers_stream_and_waits_for_nothing():
         assert exports() == (1, 0, 1, 0, 0), exports()
         del d
         assert exports() == (1, 1, 0, 0, 0), exports()
-        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        assert_clean()
         print("ok")
         """
     )
@@ -165,7 +129,7 @@ def test_a_named_consumer_stream_waits_for_the_producers_stream_through_the_tabl
         assert (d["stream"], d["values"]) == (consumer, [6.0] * 8), d
         assert cuda.standin_waits(consumer) == 2
         assert exports() == (5, 5, 0, 0, 0), exports()
-        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        assert_clean()
         print("ok")
         """
     )
@@ -205,7 +169,7 @@ def test_imports_from_a_thread_without_a_context_and_of_device_1_under_device_0s
         assert (ordered["stream"], ordered["values"]) == (s, [8.0] * 8), ordered
         assert depth == 0 and cuda.standin_waits(consumer) == 1
         assert exports() == (3, 3, 0, 0, 0), exports()
-        assert cuda.standin_refusals() == 0 and cuda.standin_context_depth() == 0
+        assert_clean()
         print("ok")
         """
     )
@@ -282,5 +246,129 @@ def test_the_deleter_runs_once_when_the_import_is_dropped_on_a_thread_without_py
         assert sync(s) == 0
         print("ok")
         """
+    )
+    assert out == "ok\n"
+
+
+# `allocate_like` on a device: the crate calls the table's allocator with the prototype
+# (like's device, the shape, float32), wraps the allocation as the producer's own object
+# (`managed_tensor_to_py_object_no_sync`) and imports that object for Rust to fill; the
+# producer's allocator hands out blocks of a pool of stand-in device memory.
+
+
+def run_allocating(code, races=0, seed=None):
+    "A case with cudarc's context made first (the fill is cudarc's copy) and the producer."
+    return run(code, races=races, seed=seed, prelude=CUDARC + EXCHANGE)
+
+
+def allocations():
+    return 'counts("allocated", "wrapped", "freed", "pool")'
+
+
+@needs_cudarc
+@pytest.mark.parametrize("seed", [None, 1, 2])
+def test_allocate_like_on_a_device_allocates_through_the_producers_table_and_fills_it(seed):
+    out = run_allocating(
+        f"""
+        memory = cuda.standin_alloc(0, 32, 0)
+        assert ext.exchange_pool(2, 0, memory, 32, clear=True) == [memory]
+        p, _, s = producer()
+        a, said = ext.cudarc_allocate_arange(p, [4, 2])
+        # The producer's object over the pool's block, filled from Rust through a mutable
+        # cudarc view: 0..8 copied on a stream of cudarc's, queued (not waited for).
+        assert type(a) is ext.ExchangeProducer and a.allocated and a.address == memory
+        assert said[:2] == (8, False) and said[3:] == (
+            8, "CudaTensorViewMut {{ len: 8, device: Device(cuda:0), .. }}"), said
+        if "STANDIN_SEED" not in os.environ:
+            assert cuda.standin_pending(memory, 32) == 1
+        assert {allocations()} == (1, 1, 0, []), {allocations()}
+        # The import Rust filled through was deleted when allocate_like's tensor was
+        # dropped; the allocation lives on in `a`.
+        assert exports() == (1, 1, 1, 0, 0), exports()
+        d = ext.import_with(a, read_as="float32")
+        assert (d["device"], d["shape"], d["data_ptr"]) == ((2, 0), (4, 2), memory), d
+        assert d["values"] == [float(i) for i in range(8)], d
+        assert device_floats(memory, 8) == list(range(8))
+        del d, a
+        assert {allocations()} == (1, 1, 1, [memory]), {allocations()}
+        assert exports() == (2, 2, 0, 0, 0), exports()
+        assert cuda.standin_refusals() == 0
+        print("ok")
+        """,
+        seed=seed,
+    )
+    assert out == "ok\n"
+
+
+def test_allocate_like_on_a_device_reports_the_allocators_errors_and_frees_on_failure():
+    out = run_exchange(
+        f"""
+        memory = cuda.standin_alloc(0, 32, 0)
+        ext.exchange_pool(2, 0, clear=True)
+        p, _, s = producer()
+        # The allocator's SetError: its exception kind and message.
+        print(attempt(lambda: ext.allocate_filled(p, [8], "float32")))
+        ext.exchange_pool(2, 0, memory, 32)
+        print(attempt(lambda: ext.allocate_filled(p, [9], "float32")))
+        print(attempt(lambda: ext.allocate_filled(p, [8], "int64")))
+        assert {allocations()} == (0, 0, 0, [memory]), {allocations()}
+        # Allocated and wrapped, then refused by the host fill (device memory): the
+        # allocation is deleted with the object, its block back in the pool.
+        print(attempt(lambda: ext.allocate_filled(p, [8], "float32")))
+        assert {allocations()} == (1, 1, 1, [memory]), {allocations()}
+        assert exports() == (1, 1, 0, 0, 0), exports()
+        # The crate's own table allocates on the CPU only.
+        print(attempt(lambda: ext.allocate_filled(ext.on_device(4, 2, 1), [4], "float32")))
+        assert_clean()
+        """
+    )
+    assert out.splitlines() == [
+        "MemoryError: ExchangeProducer: no free block of 32 bytes on cuda:0",
+        "MemoryError: ExchangeProducer: no free block of 36 bytes on cuda:0",
+        "TypeError: ExchangeProducer allocates float32 only, not int64",
+        "ValueError: expected a tensor on cpu:0, got one on cuda:0",
+        "BufferError: DLPackTensor allocates CPU tensors only, not cuda:1",
+    ]
+
+
+@needs_cudarc
+@pytest.mark.parametrize("seed", [None, 1, 2])
+def test_memory_deleted_with_writes_still_queued_is_reused_after_them(seed):
+    # The allocation's deleter runs (its block back in the pool) while the fill is still
+    # queued on cudarc's stream; the block's next allocation is filled on another stream.
+    # The view's stream was made to rejoin the stream the import is ready on (the legacy
+    # stream) when it was dropped, and the next import's view waits for that stream: the
+    # second fill is ordered after the first, with no race and its own values.
+    out = run_allocating(
+        f"""
+        memory = cuda.standin_alloc(0, 32, 0)
+        ext.exchange_pool(2, 0, memory, 32, clear=True)
+        p, _, s = producer()
+        a, first = ext.cudarc_allocate_arange(p, [8])
+        del a
+        assert {allocations()} == (1, 1, 1, [memory]), {allocations()}
+        if "STANDIN_SEED" not in os.environ:
+            assert cuda.standin_pending(memory, 32) == 1, "deleted with its fill queued"
+        b, second = ext.cudarc_allocate_arange(p, [2, 2])
+        assert b.address == memory
+        if "STANDIN_SEED" not in os.environ:
+            assert cuda.standin_pending(memory, 32) == 1
+        assert ext.to_list(b, "float32") == [0.0, 1.0, 2.0, 3.0]
+        # The first fill's tail is what it wrote: both copies ran, in order.
+        assert cuda.standin_pending(memory, 32) == 0
+        assert device_floats(memory, 8) == [0, 1, 2, 3, 4, 5, 6, 7]
+        # A reader on a stream nothing ordered after the fills would race; one on the
+        # legacy stream (which the fills rejoined) does not.
+        with current(0):
+            read(LEGACY, memory, 8)
+            assert sync(LEGACY) == 0
+        del b
+        assert {allocations()} == (2, 2, 2, [memory]), {allocations()}
+        with current(0):
+            # Freed by the host: a race if any work on it were still unordered.
+            assert cuda.cuMemFree_v2(ctypes.c_uint64(memory)) == 0
+        print("ok")
+        """,
+        seed=seed,
     )
     assert out == "ok\n"

@@ -258,7 +258,7 @@ def test_a_cuda_array_needs_the_driver_for_its_device_and_stream():
     # No driver here; on a GPU machine the fake pointer is refused by the driver instead.
     assert message.startswith(
         "__cuda_array_interface__ (to find the pointer's device and order the producer's "
-        "stream) needs the CUDA driver (libcuda.so.1), which could not be loaded: "
+        "stream) needs the CUDA driver, which could not be loaded: libcuda.so.1: "
     ) or message.startswith("the CUDA driver's cuPointerGetAttribute failed with CUresult ")
 
 

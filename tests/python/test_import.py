@@ -564,8 +564,8 @@ def test_zero_size_null_data_and_zero_d_null_shape():
 # tests cover the wait). CUDA device memory (2) is copied by the CUDA driver (here:
 # none; the stand-in driver's tests copy it), other devices' is refused.
 NO_DRIVER = (
-    "copying CUDA device memory to the host needs the CUDA driver (libcuda.so.1), which "
-    "could not be loaded"
+    "copying CUDA device memory to the host needs the CUDA driver, which could not be "
+    "loaded: libcuda.so.1: "
 )
 
 

@@ -417,7 +417,11 @@ fn load() -> Result<Driver, String> {
     // SAFETY: `cuInit(0)` may be called any number of times.
     let code = unsafe { init(0) };
     if code != CUDA_SUCCESS {
-        return Err(format!("cuInit failed with CUresult {code}"));
+        let failed = InterfaceError::Cuda {
+            call: "cuInit",
+            code,
+        };
+        return Err(format!("{}: {failed}", library.to_string_lossy()));
     }
     Ok(driver)
 }

@@ -81,11 +81,13 @@ pub enum InterfaceError {
         /// The version given.
         found: String,
     },
-    /// The CUDA driver (`libcuda.so.1`) could not be loaded.
+    /// The CUDA driver (`libcuda.so.1`, or the library `PYO3_DLPACK_CUDA_DRIVER`
+    /// names) could not be loaded.
     NoCudaDriver {
         /// What it was needed for.
         purpose: &'static str,
-        /// Why, as the loader says.
+        /// Why, as the loader says (naming the library), or the failed
+        /// `cuInit` of the library.
         reason: String,
     },
     /// A CUDA driver call failed.
@@ -158,8 +160,7 @@ impl fmt::Display for InterfaceError {
             } => write!(f, "{interface}: expected version {expected}, got {found}"),
             Self::NoCudaDriver { purpose, reason } => write!(
                 f,
-                "{purpose} needs the CUDA driver (libcuda.so.1), which could not be loaded: \
-                 {reason}"
+                "{purpose} needs the CUDA driver, which could not be loaded: {reason}"
             ),
             Self::Cuda { call, code } => {
                 write!(f, "the CUDA driver's {call} failed with CUresult {code}")?;

@@ -55,6 +55,15 @@ pub unsafe extern "C" fn cuInit(flags: c_uint) -> CuResult {
         if flags != 0 {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
+        // A machine whose driver finds no usable GPU (CUDA_ERROR_NO_DEVICE,
+        // 100, say): `STANDIN_INIT_ERROR` is the code cuInit fails with,
+        // read at each call.
+        if let Some(code) = std::env::var("STANDIN_INIT_ERROR")
+            .ok()
+            .and_then(|code| code.parse::<CuResult>().ok())
+        {
+            return Err(code);
+        }
         INITIALIZED.store(true, Ordering::Relaxed);
         Ok(())
     })

@@ -57,6 +57,10 @@
 //! `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`, and so does `cuStreamEndCapture`.
 //! The capture modes' restrictions on other threads' calls are not modelled.
 //!
+//! `STANDIN_INIT_ERROR` set to a `CUresult` makes `cuInit` fail with it (a
+//! driver that finds no usable GPU: 100, `CUDA_ERROR_NO_DEVICE`), read at
+//! each call, so a process can load the stand-in first and fail later.
+//!
 //! Every refused call is counted (`standin_refusals`), and synchronisations
 //! and waits per stream (`standin_syncs`, `standin_waits`), so tests assert
 //! what was ordered and that nothing was refused. Test-only entry points are

@@ -27,20 +27,34 @@ fn allocate_device(bytes: usize) -> Result<usize, CuResult> {
     allocate(device, bytes, DEVICE).ok_or(CUDA_ERROR_INVALID_VALUE)
 }
 
+/// An allocation entry point's body: a NULL `address` refused, else the
+/// start of what `allocate` made written there.
+///
+/// # Safety
+///
+/// `address` is NULL or writable.
+unsafe fn hand_out(
+    address: *mut u64,
+    allocate: impl FnOnce() -> Result<usize, CuResult>,
+) -> CuResult {
+    entry(|| {
+        if address.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let start = allocate()?;
+        // SAFETY: non-NULL and writable (the caller's contract).
+        unsafe { address.write(start as u64) };
+        Ok(())
+    })
+}
+
 /// # Safety
 ///
 /// `address` is writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemAlloc_v2(address: *mut u64, bytes: usize) -> CuResult {
-    entry(|| {
-        if address.is_null() {
-            return Err(CUDA_ERROR_INVALID_VALUE);
-        }
-        let start = allocate_device(bytes)?;
-        // SAFETY: non-NULL and writable (the caller's contract).
-        unsafe { address.write(start as u64) };
-        Ok(())
-    })
+    // SAFETY: `address` is writable (the caller's contract).
+    unsafe { hand_out(address, || allocate_device(bytes)) }
 }
 
 /// # Safety
@@ -52,20 +66,16 @@ pub unsafe extern "C" fn cuMemAllocAsync(
     bytes: usize,
     stream: *mut c_void,
 ) -> CuResult {
-    entry(|| {
-        if address.is_null() {
-            return Err(CUDA_ERROR_INVALID_VALUE);
-        }
-        let start = with_state(|state| {
+    let allocate = || {
+        with_state(|state| {
             let queue = state.resolve(stream as usize)?;
             let start = allocate_device(bytes)?;
             state.enqueue(queue, None, &[(start, bytes, true)], None)?;
-            Ok::<_, CuResult>(start)
-        })?;
-        // SAFETY: non-NULL and writable (the caller's contract).
-        unsafe { address.write(start as u64) };
-        Ok(())
-    })
+            Ok(start)
+        })
+    };
+    // SAFETY: `address` is writable (the caller's contract).
+    unsafe { hand_out(address, allocate) }
 }
 
 /// The live allocation starting at `address`, freed now.
@@ -126,10 +136,27 @@ fn device_side(address: u64, len: usize) -> Result<usize, CuResult> {
         .ok_or(CUDA_ERROR_INVALID_VALUE)
 }
 
-/// A copy's checks: a current context, a stream; the stream's queue.
-fn copy_queue(state: &mut State, stream: *mut c_void) -> Result<usize, CuResult> {
+/// A copy's checks, in the driver's order: a current context and a stream;
+/// nothing to copy for 0 bytes (`None`); the device side live stand-in
+/// memory; the host side non-NULL. The stream's queue, the device address
+/// and the host address.
+fn copy_sides(
+    state: &mut State,
+    stream: *mut c_void,
+    device: u64,
+    host: *const c_void,
+    bytes: usize,
+) -> Result<Option<(usize, usize, usize)>, CuResult> {
     current_device().ok_or(CUDA_ERROR_INVALID_CONTEXT)?;
-    state.resolve(stream as usize)
+    let queue = state.resolve(stream as usize)?;
+    if bytes == 0 {
+        return Ok(None);
+    }
+    let device = device_side(device, bytes)?;
+    if host.is_null() {
+        return Err(CUDA_ERROR_INVALID_VALUE);
+    }
+    Ok(Some((queue, device, host as usize)))
 }
 
 /// # Safety
@@ -145,15 +172,10 @@ pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
 ) -> CuResult {
     entry(|| {
         with_state(|state| {
-            let queue = copy_queue(state, stream)?;
-            if bytes == 0 {
+            let Some((queue, to, from)) = copy_sides(state, stream, destination, source, bytes)?
+            else {
                 return Ok(());
-            }
-            let to = device_side(destination, bytes)?;
-            if source.is_null() {
-                return Err(CUDA_ERROR_INVALID_VALUE);
-            }
-            let from = source as usize;
+            };
             if page_locked(from, bytes) {
                 let accesses = [(from, bytes, false), (to, bytes, true)];
                 let work = Work::Copy {
@@ -191,15 +213,10 @@ pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
 ) -> CuResult {
     entry(|| {
         with_state(|state| {
-            let queue = copy_queue(state, stream)?;
-            if bytes == 0 {
+            let sides = copy_sides(state, stream, source, destination.cast_const(), bytes)?;
+            let Some((queue, from, to)) = sides else {
                 return Ok(());
-            }
-            let from = device_side(source, bytes)?;
-            if destination.is_null() {
-                return Err(CUDA_ERROR_INVALID_VALUE);
-            }
-            let to = destination as usize;
+            };
             let pinned = page_locked(to, bytes);
             let mut accesses = vec![(from, bytes, false)];
             if pinned {

@@ -61,10 +61,15 @@ fn new_stream(device: usize) -> PyResult<Arc<CudaStream>> {
 /// `(tensor, address, stream)`: 0..n as float32 in a cudarc slice on GPU
 /// `device`, copied there on a stream of its own (its handle; not yet
 /// finished, maybe: consumers must wait for it), exported with a drop
-/// counter.
+/// counter (or, `tracked=False`, the slice itself: `CudaSlice`'s own
+/// `IntoDLPack`).
 #[pyfunction]
-#[pyo3(signature = (n, device=0))]
-pub(crate) fn cudarc_arange(n: usize, device: usize) -> PyResult<(DLPackTensor, usize, usize)> {
+#[pyo3(signature = (n, device=0, tracked=true))]
+pub(crate) fn cudarc_arange(
+    n: usize,
+    device: usize,
+    tracked: bool,
+) -> PyResult<(DLPackTensor, usize, usize)> {
     let stream = new_stream(device)?;
     let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let slice = stream.clone_htod(&values).map_err(driver)?;
@@ -72,7 +77,12 @@ pub(crate) fn cudarc_arange(n: usize, device: usize) -> PyResult<(DLPackTensor, 
     let address = address as usize;
     drop(_read);
     let handle = stream.cu_stream() as usize;
-    Ok((DLPackTensor::new(Tracked::new(slice))?, address, handle))
+    let tensor = if tracked {
+        DLPackTensor::new(Tracked::new(slice))?
+    } else {
+        DLPackTensor::new(slice)?
+    };
+    Ok((tensor, address, handle))
 }
 
 /// Imports `tensor`, optionally stream-ordered, or made ready on the
@@ -158,4 +168,68 @@ pub(crate) fn cudarc_view_error(
             .unwrap_or_default();
         (name, err.value(py).to_string())
     }))
+}
+
+/// What a cudarc view says of itself: `len`, `is_empty`, whether its stream
+/// is the one it was made for (or that stream's handle), `as_view().len()`,
+/// its Debug.
+type ViewSaid = (usize, bool, usize, usize, String);
+
+/// `allocate_like(like, shape, float32)` filled with 0, 1, 2, … from Rust
+/// through a mutable cudarc view on a new stream of its device (the copy is
+/// queued there and not waited for: dropping the view makes the stream the
+/// import is ready on wait for it); returns the framework's object and what
+/// the view said of itself ([`ViewSaid`], with its stream's handle).
+#[pyfunction]
+pub(crate) fn cudarc_allocate_arange<'py>(
+    like: &Bound<'py, PyAny>,
+    shape: Vec<i64>,
+) -> PyResult<(Bound<'py, PyAny>, ViewSaid)> {
+    let mut out = pyo3_dlpack::allocate_like(like, &shape, DataType::F32)?;
+    let stream = new_stream(out.tensor.device().device_id as usize)?;
+    let mut view = out.tensor.cuda_view_mut::<f32>(&stream)?;
+    let values: Vec<f32> = (0..view.len()).map(|i| i as f32).collect();
+    stream
+        .memcpy_htod(&values, &mut view.as_view_mut())
+        .map_err(driver)?;
+    let said = (
+        view.len(),
+        view.is_empty(),
+        view.stream().cu_stream() as usize,
+        view.as_view().len(),
+        format!("{view:?}"),
+    );
+    drop(view);
+    Ok((out.object, said))
+}
+
+/// What a cudarc view of `tensor` (a float32 CUDA tensor on GPU `device`)
+/// says of itself, immutable and then mutable ([`ViewSaid`], 1 for its own
+/// stream).
+#[pyfunction]
+#[pyo3(signature = (tensor, device=0))]
+pub(crate) fn cudarc_view_said(
+    tensor: &Bound<'_, PyAny>,
+    device: usize,
+) -> PyResult<Vec<ViewSaid>> {
+    let mut tensor = PyTensor::from_pyany(tensor)?;
+    let stream = new_stream(device)?;
+    let view = tensor.cuda_view::<f32>(&stream)?;
+    let mut said = vec![(
+        view.len(),
+        view.is_empty(),
+        usize::from(Arc::ptr_eq(view.stream(), &stream)),
+        view.as_view().len(),
+        format!("{view:?}"),
+    )];
+    drop(view);
+    let view = tensor.cuda_view_mut::<f32>(&stream)?;
+    said.push((
+        view.len(),
+        view.is_empty(),
+        usize::from(Arc::ptr_eq(view.stream(), &stream)),
+        view.as_view().len(),
+        format!("{view:?}"),
+    ));
+    Ok(said)
 }

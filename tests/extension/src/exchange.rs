@@ -7,9 +7,15 @@
 //! memory the test allocated (stand-in device memory), each with a counted
 //! deleter ([`exchange_counts`]). Its `__dlpack__` only counts the call and
 //! refuses: the table is the only way in.
+//!
+//! The table's allocator (what `allocate_like` calls) hands out blocks of a
+//! pool the test filled with stand-in device memory ([`exchange_pool`]), one
+//! block per float32 tensor, returned to the pool by the allocation's
+//! deleter; `managed_tensor_to_py_object_no_sync` wraps an allocation as an
+//! `ExchangeProducer` that owns it (deleted when the object is).
 
 use std::collections::HashSet;
-use std::ffi::c_void;
+use std::ffi::{CString, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{self, NonNull};
 use std::sync::Mutex;
@@ -51,8 +57,33 @@ struct Counts {
     queries: Vec<(i32, i32)>,
     /// `__dlpack__` calls.
     dlpack_calls: usize,
-    /// The addresses of the exports not deleted yet.
+    /// The addresses of the exports not deleted yet (allocations among them).
     live: HashSet<usize>,
+    /// Allocations (`managed_tensor_allocator`) handed out.
+    allocated: usize,
+    /// Allocations deleted: their blocks back in the pool.
+    freed: usize,
+    /// Objects made of an allocation (`managed_tensor_to_py_object_no_sync`).
+    wrapped: usize,
+}
+
+/// A block of the allocator's pool: `bytes` of memory at `address` on a
+/// (device type, device id).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Block {
+    device: (i32, i32),
+    address: usize,
+    bytes: usize,
+}
+
+/// The allocator's free blocks, first fit in the order they were added or
+/// given back (a block given back is used first: reuse is immediate).
+static POOL: Mutex<Vec<Block>> = Mutex::new(Vec::new());
+
+fn with_pool<R>(f: impl FnOnce(&mut Vec<Block>) -> R) -> R {
+    f(&mut POOL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner))
 }
 
 static COUNTS: Mutex<Option<Counts>> = Mutex::new(None);
@@ -73,6 +104,26 @@ pub(crate) struct ExchangeProducer {
     shape: Vec<i64>,
     strides: Vec<i64>,
     device: Device,
+    /// The allocation this object owns (made by the table's allocator).
+    owned: Option<Owned>,
+}
+
+/// An allocation owned by the `ExchangeProducer` made of it: deleted (its
+/// block back in the pool) when the object is dropped.
+struct Owned(NonNull<DLManagedTensorVersioned>);
+
+// SAFETY: the deleter may run on any thread (it only takes the counts' and
+// the pool's locks), and nothing else reads the struct through this pointer.
+unsafe impl Send for Owned {}
+// SAFETY: as above; `&Owned` gives no access to the struct.
+unsafe impl Sync for Owned {}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        // SAFETY: an allocation of the table, handed to this object by
+        // `managed_tensor_to_py_object_no_sync`, deleted once, here.
+        unsafe { deleter(self.0.as_ptr()) };
+    }
 }
 
 #[pymethods]
@@ -85,17 +136,26 @@ impl ExchangeProducer {
         if shape.iter().any(|&d| d < 0) {
             return Err(PyValueError::new_err("negative dimension"));
         }
-        let mut strides = vec![1i64; shape.len()];
-        for i in (0..shape.len().saturating_sub(1)).rev() {
-            strides[i] = strides[i + 1] * shape[i + 1].max(1);
-        }
         let device = Device::new(pyo3_dlpack::DeviceType::from_code(device_type), device_id);
         Ok(Self {
             address,
+            strides: row_major(&shape),
             shape,
-            strides,
             device,
+            owned: None,
         })
+    }
+
+    /// The address of the memory it exports.
+    #[getter]
+    fn address(&self) -> usize {
+        self.address
+    }
+
+    /// Whether it owns an allocation of the table's allocator.
+    #[getter]
+    fn allocated(&self) -> bool {
+        self.owned.is_some()
     }
 
     #[classattr]
@@ -120,6 +180,42 @@ impl ExchangeProducer {
     }
 }
 
+/// Row-major element strides of `shape`.
+fn row_major(shape: &[i64]) -> Vec<i64> {
+    let mut strides = vec![1i64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * shape[i + 1].max(1);
+    }
+    strides
+}
+
+/// Adds a block of `nbytes` at `address` on device (`device_type`,
+/// `device_id`) to the allocator's pool; `clear=True` empties the pool
+/// first (and adds nothing when `address` is None).
+#[pyfunction]
+#[pyo3(signature = (device_type, device_id, address=None, nbytes=0, clear=false))]
+pub(crate) fn exchange_pool(
+    device_type: i32,
+    device_id: i32,
+    address: Option<usize>,
+    nbytes: usize,
+    clear: bool,
+) -> Vec<usize> {
+    with_pool(|pool| {
+        if clear {
+            pool.clear();
+        }
+        if let Some(address) = address {
+            pool.push(Block {
+                device: (device_type, device_id),
+                address,
+                bytes: nbytes,
+            });
+        }
+        pool.iter().map(|block| block.address).collect()
+    })
+}
+
 /// Sets what `current_work_stream` reports for device (`device_type`,
 /// `device_id`): `stream` (None: NULL), or a failure when `fail`.
 #[pyfunction]
@@ -138,9 +234,11 @@ pub(crate) fn exchange_stream(device_type: i32, device_id: i32, stream: Option<u
 }
 
 /// The producer's counts: `exported`, `deleted` (deleter calls on live
-/// exports), `bad_deletes` (any other deleter call), `live` (exports not
-/// deleted), `borrowed`, `queries` (the devices `current_work_stream` was
-/// asked for, in order), `dlpack_calls`.
+/// exports), `bad_deletes` (any other deleter call), `live` (exports and
+/// allocations not deleted), `borrowed`, `queries` (the devices
+/// `current_work_stream` was asked for, in order), `dlpack_calls`,
+/// `allocated`, `freed` (allocations deleted), `wrapped` (allocations made
+/// objects), `pool` (the free blocks' addresses, first fit first).
 #[pyfunction]
 pub(crate) fn exchange_counts(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
@@ -151,8 +249,15 @@ pub(crate) fn exchange_counts(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
         d.set_item("live", c.live.len())?;
         d.set_item("borrowed", c.borrowed)?;
         d.set_item("queries", c.queries.clone())?;
-        d.set_item("dlpack_calls", c.dlpack_calls)
+        d.set_item("dlpack_calls", c.dlpack_calls)?;
+        d.set_item("allocated", c.allocated)?;
+        d.set_item("freed", c.freed)?;
+        d.set_item("wrapped", c.wrapped)
     })?;
+    d.set_item(
+        "pool",
+        with_pool(|pool| -> Vec<usize> { pool.iter().map(|block| block.address).collect() }),
+    )?;
     Ok(d)
 }
 
@@ -167,9 +272,9 @@ static TABLE: Table = Table(DLPackExchangeAPI {
         version: DLPackVersion::CURRENT,
         prev_api: ptr::null_mut(),
     },
-    managed_tensor_allocator: None,
+    managed_tensor_allocator: Some(allocator),
     managed_tensor_from_py_object_no_sync: Some(managed_from_py_object),
-    managed_tensor_to_py_object_no_sync: None,
+    managed_tensor_to_py_object_no_sync: Some(managed_to_py_object),
     dltensor_from_py_object_no_sync: Some(dltensor_from_py_object),
     current_work_stream: Some(current_work_stream),
 });
@@ -212,12 +317,57 @@ unsafe fn producer_of(
 }
 
 /// An export: the managed struct first (its address is the export's), then
-/// the shape and strides it points to.
+/// the shape and strides it points to; an allocation's block.
 #[repr(C)]
 struct Export {
     managed: DLManagedTensorVersioned,
     shape: Vec<i64>,
     strides: Vec<i64>,
+    block: Option<Block>,
+}
+
+impl Export {
+    /// A float32 tensor of `shape` (row-major) at `address` on `device`,
+    /// handed out as a live export.
+    fn hand_out(
+        address: usize,
+        device: Device,
+        shape: Vec<i64>,
+        block: Option<Block>,
+    ) -> *mut DLManagedTensorVersioned {
+        let mut export = Box::new(Export {
+            managed: DLManagedTensorVersioned {
+                version: DLPackVersion::CURRENT,
+                manager_ctx: ptr::null_mut(),
+                deleter: Some(deleter),
+                flags: 0,
+                dl_tensor: DLTensor {
+                    data: address as *mut c_void,
+                    device,
+                    ndim: shape.len() as i32,
+                    dtype: DataType::F32,
+                    shape: ptr::null_mut(),
+                    strides: ptr::null_mut(),
+                    byte_offset: 0,
+                },
+            },
+            strides: row_major(&shape),
+            shape,
+            block,
+        });
+        export.managed.dl_tensor.shape = export.shape.as_mut_ptr();
+        export.managed.dl_tensor.strides = export.strides.as_mut_ptr();
+        let raw = Box::into_raw(export);
+        with_counts(|c| {
+            if block.is_some() {
+                c.allocated += 1;
+            } else {
+                c.exported += 1;
+            }
+            c.live.insert(raw as usize);
+        });
+        raw.cast()
+    }
 }
 
 /// `managed_tensor_from_py_object_no_sync`.
@@ -233,34 +383,118 @@ unsafe extern "C" fn managed_from_py_object(
         let out = NonNull::new(out).ok_or_else(|| PyValueError::new_err("NULL out"))?;
         // SAFETY: the caller's contract.
         let producer = unsafe { producer_of(py, py_object) }?;
-        let mut export = Box::new(Export {
-            managed: DLManagedTensorVersioned {
-                version: DLPackVersion::CURRENT,
-                manager_ctx: ptr::null_mut(),
-                deleter: Some(deleter),
-                flags: 0,
-                dl_tensor: DLTensor {
-                    data: producer.address as *mut c_void,
-                    device: producer.device,
-                    ndim: producer.shape.len() as i32,
-                    dtype: DataType::F32,
-                    shape: ptr::null_mut(),
-                    strides: ptr::null_mut(),
-                    byte_offset: 0,
-                },
-            },
-            shape: producer.shape.clone(),
-            strides: producer.strides.clone(),
-        });
-        export.managed.dl_tensor.shape = export.shape.as_mut_ptr();
-        export.managed.dl_tensor.strides = export.strides.as_mut_ptr();
-        let raw = Box::into_raw(export);
-        with_counts(|c| {
-            c.exported += 1;
-            c.live.insert(raw as usize);
-        });
+        let raw = Export::hand_out(
+            producer.address,
+            producer.device,
+            producer.shape.clone(),
+            None,
+        );
         // SAFETY: `out` is the consumer's non-NULL, writable out-parameter.
-        unsafe { out.write(raw.cast()) };
+        unsafe { out.write(raw) };
+        Ok(())
+    })
+}
+
+/// Reports an allocator's failure through the consumer's `SetError`.
+fn set_error(
+    set_error: pyo3_dlpack::ffi::DLPackSetError,
+    ctx: *mut c_void,
+    kind: &str,
+    message: &str,
+) -> i32 {
+    if let Some(set_error) = set_error {
+        let kind = CString::new(kind).unwrap_or_default();
+        let message = CString::new(message).unwrap_or_default();
+        // SAFETY: the consumer's callback with its context and two
+        // NUL-terminated strings alive through the call.
+        unsafe { set_error(ctx, kind.as_ptr(), message.as_ptr()) };
+    }
+    -1
+}
+
+/// `managed_tensor_allocator`: a float32 tensor like `prototype` (its
+/// device, shape) in the first free block of the pool on its device that
+/// holds it; a `TypeError` for another dtype, a `MemoryError` when no block
+/// does (both through `set_error`).
+///
+/// # Safety
+///
+/// `prototype` NULL or a readable DLTensor whose shape holds `ndim`
+/// extents; `out` NULL or writable.
+unsafe extern "C" fn allocator(
+    prototype: *mut DLTensor,
+    out: *mut *mut DLManagedTensorVersioned,
+    error_ctx: *mut c_void,
+    error: pyo3_dlpack::ffi::DLPackSetError,
+) -> i32 {
+    let Some((prototype, out)) = NonNull::new(prototype).zip(NonNull::new(out)) else {
+        return set_error(error, error_ctx, "ValueError", "NULL prototype or out");
+    };
+    // SAFETY: readable (the caller's contract).
+    let prototype = unsafe { prototype.as_ref() };
+    if prototype.dtype != DataType::F32 {
+        let message = format!(
+            "ExchangeProducer allocates float32 only, not {}",
+            prototype.dtype
+        );
+        return set_error(error, error_ctx, "TypeError", &message);
+    }
+    let ndim = usize::try_from(prototype.ndim).unwrap_or(0);
+    let shape = if ndim == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: `ndim` extents (the caller's contract).
+        unsafe { std::slice::from_raw_parts(prototype.shape, ndim) }.to_vec()
+    };
+    let bytes = shape.iter().product::<i64>().max(0) as usize * 4;
+    let device = prototype.device;
+    let key = (device.device_type.code(), device.device_id);
+    let taken = with_pool(|pool| {
+        let found = pool
+            .iter()
+            .position(|block| block.device == key && block.bytes >= bytes)?;
+        Some(pool.remove(found))
+    });
+    let Some(block) = taken else {
+        let message = format!("ExchangeProducer: no free block of {bytes} bytes on {device}");
+        return set_error(error, error_ctx, "MemoryError", &message);
+    };
+    let raw = Export::hand_out(block.address, device, shape, Some(block));
+    // SAFETY: `out` is the consumer's non-NULL, writable out-parameter.
+    unsafe { out.write(raw) };
+    0
+}
+
+/// `managed_tensor_to_py_object_no_sync`: an `ExchangeProducer` that owns
+/// `tensor` (an allocation of this table), a new reference in `out`.
+///
+/// # Safety
+///
+/// Attached; `tensor` NULL or a live allocation of this table, ours from
+/// now on; `out` NULL or writable.
+unsafe extern "C" fn managed_to_py_object(
+    tensor: *mut DLManagedTensorVersioned,
+    out: *mut *mut c_void,
+) -> i32 {
+    guarded(|py| {
+        let out = NonNull::new(out).ok_or_else(|| PyValueError::new_err("NULL out"))?;
+        let tensor = NonNull::new(tensor).ok_or_else(|| PyValueError::new_err("NULL tensor"))?;
+        // Owned from here: deleted if the object cannot be made.
+        let owned = Owned(tensor);
+        // SAFETY: a live allocation (the caller's contract): an `Export`,
+        // whose first field is the managed struct.
+        let export = unsafe { tensor.cast::<Export>().as_ref() };
+        let producer = ExchangeProducer {
+            address: export.managed.dl_tensor.data as usize,
+            shape: export.shape.clone(),
+            strides: export.strides.clone(),
+            device: export.managed.dl_tensor.device,
+            owned: Some(owned),
+        };
+        let object = Bound::new(py, producer)?;
+        with_counts(|c| c.wrapped += 1);
+        // SAFETY: `out` is the consumer's non-NULL, writable out-parameter.
+        unsafe { out.write(object.into_ptr().cast()) };
         Ok(())
     })
 }
@@ -275,9 +509,7 @@ unsafe extern "C" fn managed_from_py_object(
 unsafe extern "C" fn deleter(managed: *mut DLManagedTensorVersioned) {
     let live = with_counts(|c| {
         let live = c.live.remove(&(managed as usize));
-        if live {
-            c.deleted += 1;
-        } else {
+        if !live {
             c.bad_deletes += 1;
         }
         live
@@ -286,7 +518,18 @@ unsafe extern "C" fn deleter(managed: *mut DLManagedTensorVersioned) {
         // SAFETY: a live export: `Box::into_raw` of an `Export` (whose first
         // field is the managed struct), removed from the live set just now,
         // so freed once.
-        drop(unsafe { Box::from_raw(managed.cast::<Export>()) });
+        let export = unsafe { Box::from_raw(managed.cast::<Export>()) };
+        // An allocation's block is back in the pool, first in line.
+        if let Some(block) = export.block {
+            with_pool(|pool| pool.insert(0, block));
+        }
+        with_counts(|c| {
+            if export.block.is_some() {
+                c.freed += 1;
+            } else {
+                c.deleted += 1;
+            }
+        });
     }
 }
 

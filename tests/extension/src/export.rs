@@ -3,19 +3,17 @@
 #[allow(unused_imports)]
 use super::*;
 
-/// A dtype by name, with an `x{lanes}` suffix for several lanes (`float32x2`).
+/// A dtype by name, with an `x{lanes}` suffix for several lanes (`float32x2`;
+/// `complex64` is one lane: its `x` starts no suffix).
 pub(crate) fn parse_dtype(name: &str) -> PyResult<DataType> {
-    let parse = |name: &str| {
-        name.parse::<DataType>()
-            .map_err(|err| PyValueError::new_err(err.to_string()))
-    };
     if let Some((scalar, lanes)) = name.rsplit_once('x')
         && let Ok(lanes) = lanes.parse::<u16>()
+        && let Ok(scalar) = scalar.parse::<DataType>()
     {
-        let scalar = parse(scalar)?;
         return Ok(DataType::new(scalar.code, scalar.bits, lanes));
     }
-    parse(name)
+    name.parse::<DataType>()
+        .map_err(|err| PyValueError::new_err(err.to_string()))
 }
 
 /// `n` elements of `dtype` in a typed `storage` (`"vec"`, `"box"`, `"arc"`
@@ -133,13 +131,18 @@ pub(crate) fn on_device(
     })?)
 }
 
-/// float32 elements over memory the caller allocated (stand-in CUDA memory:
-/// `device_type`/`device_id` are DLPack codes), `nbytes` long from `address`,
-/// of `shape` and element `strides` (row-major if none); `stream`: the CUDA
-/// stream pending work writes it on. The caller keeps the memory alive while
-/// the tensor and its exports live.
+/// Elements of `dtype` (float32 unless said) over memory the caller
+/// allocated (stand-in CUDA memory: `device_type`/`device_id` are DLPack
+/// codes), `nbytes` long from `address`, of `shape` and element `strides`
+/// (row-major if none), read-only if said; `stream`: the CUDA stream pending
+/// work writes it on. The caller keeps the memory alive while the tensor and
+/// its exports live.
 #[pyfunction]
-#[pyo3(signature = (address, nbytes, device_type, device_id, shape, strides=None, stream=None))]
+#[pyo3(signature = (
+    address, nbytes, device_type, device_id, shape, strides=None, stream=None, dtype="float32",
+    read_only=false
+))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn over_memory(
     address: usize,
     nbytes: usize,
@@ -148,12 +151,14 @@ pub(crate) fn over_memory(
     shape: Vec<usize>,
     strides: Option<Vec<i64>>,
     stream: Option<usize>,
+    dtype: &str,
+    read_only: bool,
 ) -> PyResult<DLPackTensor> {
     let device = Device::new(pyo3_dlpack::DeviceType::from_code(device_type), device_id);
     // SAFETY: the test's promise: `nbytes` of memory on `device` at
     // `address`, alive while the tensor and its exports live.
     let mut raw = unsafe { RawBuffer::new(address as *mut std::ffi::c_void, nbytes, device) }
-        .with_dtype(DataType::F32);
+        .with_dtype(parse_dtype(dtype)?);
     if let Some(stream) = stream {
         raw = raw.with_stream(stream);
     }
@@ -161,11 +166,14 @@ pub(crate) fn over_memory(
         raw: RawBuffer,
         shape: Vec<usize>,
         strides: Option<Vec<i64>>,
+        read_only: bool,
         _guard: DropGuard,
     }
     impl IntoDLPack for Over {
         fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
-            let builder = TensorInfo::builder(&self.raw).shape(&self.shape);
+            let builder = TensorInfo::builder(&self.raw)
+                .shape(&self.shape)
+                .read_only(self.read_only);
             match &self.strides {
                 Some(strides) => builder.strides(strides).build(),
                 None => builder.build(),
@@ -176,6 +184,7 @@ pub(crate) fn over_memory(
         raw,
         shape,
         strides,
+        read_only,
         _guard: DropGuard::new(),
     })?)
 }

@@ -78,6 +78,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ExchangeProducer>()?;
     m.add_function(wrap_pyfunction!(exchange_stream, m)?)?;
     m.add_function(wrap_pyfunction!(exchange_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(exchange_pool, m)?)?;
     m.add_function(wrap_pyfunction!(arange, m)?)?;
     m.add_function(wrap_pyfunction!(from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(on_device, m)?)?;
@@ -103,6 +104,8 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(cudarc_arange, m)?)?;
         m.add_function(wrap_pyfunction!(cudarc_sum, m)?)?;
         m.add_function(wrap_pyfunction!(cudarc_fill, m)?)?;
+        m.add_function(wrap_pyfunction!(cudarc_allocate_arange, m)?)?;
+        m.add_function(wrap_pyfunction!(cudarc_view_said, m)?)?;
         m.add_function(wrap_pyfunction!(cudarc_view_error, m)?)?;
     }
     Ok(())

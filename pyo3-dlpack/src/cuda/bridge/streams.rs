@@ -46,11 +46,8 @@ pub(crate) unsafe fn wait_for(
 pub(crate) unsafe fn make_wait(
     device: Device,
     earlier: &Arc<CudaStream>,
-    later: Option<usize>,
+    later: usize,
 ) -> Result<(), DLPackError> {
-    let Some(later) = later else {
-        return Ok(());
-    };
     wait(
         device,
         Some(dlpack_stream(earlier.cu_stream())),

@@ -169,9 +169,10 @@ impl<T> Drop for Lent<T> {
         // stream to make wait, and the view's stream is cudarc's
         // non-blocking one, which nothing orders implicitly: the host waits
         // for it, which orders whatever comes next.
-        let rejoined = self.ready_on.is_some()
+        let rejoined = self.ready_on.is_some_and(|ready_on| {
             // SAFETY: as in `PyTensor::lend`: the producer's stream is alive.
-            && unsafe { make_wait(self.device, &stream, self.ready_on) }.is_ok();
+            unsafe { make_wait(self.device, &stream, ready_on) }.is_ok()
+        });
         // Drop cannot fail: a wait that could not be queued becomes a wait
         // of the host for the view's stream, which orders the producer's
         // later work as well. If that fails too, the context is broken and
