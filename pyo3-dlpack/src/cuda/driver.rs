@@ -23,6 +23,7 @@ use crate::error::InterfaceError;
 pub(crate) trait Cuda: Sync {
     /// The device ordinal of a device pointer, and whether it is managed
     /// (unified) memory.
+    #[cfg(feature = "non-dlpack-import")]
     fn pointer_device(&self, ptr: usize) -> Result<(i32, bool), InterfaceError>;
     /// Blocks until the work queued on `stream`, a stream of device
     /// `device`, is done.
@@ -58,7 +59,9 @@ pub(crate) const DRIVER_VARIABLE: &str = "PYO3_DLPACK_CUDA_DRIVER";
 
 type CuResult = c_int;
 const CUDA_SUCCESS: CuResult = 0;
+#[cfg(feature = "non-dlpack-import")]
 const CU_POINTER_ATTRIBUTE_IS_MANAGED: c_int = 8;
+#[cfg(feature = "non-dlpack-import")]
 const CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: c_int = 9;
 const CU_EVENT_DISABLE_TIMING: c_uint = 2;
 
@@ -72,6 +75,7 @@ struct Driver {
     stream_get_ctx: unsafe extern "C" fn(*mut c_void, *mut *mut c_void) -> CuResult,
     /// (device ordinal, its retained primary context), kept for the process.
     contexts: Mutex<Vec<(i32, usize)>>,
+    #[cfg(feature = "non-dlpack-import")]
     pointer_get_attribute: unsafe extern "C" fn(*mut c_void, c_int, u64) -> CuResult,
     stream_synchronize: unsafe extern "C" fn(*mut c_void) -> CuResult,
     stream_is_capturing: unsafe extern "C" fn(*mut c_void, *mut c_int) -> CuResult,
@@ -174,6 +178,7 @@ impl Driver {
 }
 
 impl Cuda for Driver {
+    #[cfg(feature = "non-dlpack-import")]
     fn pointer_device(&self, ptr: usize) -> Result<(i32, bool), InterfaceError> {
         let mut ordinal: c_int = -1;
         // SAFETY: a resolved `cuPointerGetAttribute`; the output is a live
@@ -397,6 +402,7 @@ fn load() -> Result<Driver, String> {
         // SAFETY: see above.
         stream_get_ctx: unsafe { function(symbol(c"cuStreamGetCtx")?) },
         contexts: Mutex::new(Vec::new()),
+        #[cfg(feature = "non-dlpack-import")]
         // SAFETY: see above.
         pointer_get_attribute: unsafe { function(symbol(c"cuPointerGetAttribute")?) },
         // SAFETY: see above.

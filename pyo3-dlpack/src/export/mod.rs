@@ -7,9 +7,10 @@
 //! the plan.
 
 mod aligned;
-#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+#[cfg(all(feature = "non-dlpack-export", any(not(Py_LIMITED_API), Py_3_11)))]
 mod buffer;
 mod copy;
+#[cfg(feature = "non-dlpack-export")]
 mod cuda_array_interface;
 mod data;
 mod info;
