@@ -234,15 +234,21 @@
 //!   exporter (`memoryview(t)`, `bytes(t)`) with `__array__`
 //!   (`np.asarray(t)`), and a CUDA one has `__cuda_array_interface__`.
 //!   Without them, consumers take it through DLPack (`np.from_dlpack(t)`).
+//! - `cuda-driver` (default): the CUDA driver, loaded at run time, for what
+//!   needs it: an export's stream ordered before its consumer's, host copies
+//!   of device memory, pinned and managed memory read after their stream,
+//!   synchronising exchange-API imports, `__cuda_array_interface__`
+//!   imports. Without it those fail as on a machine without a driver (a
+//!   `BufferError` that names the feature); host tensors never need it.
 //!
 //! An extension that needs DLPack only can turn the defaults off
 //! (`default-features = false`, plus `derive` if it derives) for a smaller
 //! binary.
 //! - `ndarray`: export `ndarray::Array<T, D>` with its own strides.
 //! - `half`: `f16` and `bf16` elements. `num-complex`: `Complex<f32>`/`Complex<f64>`.
-//! - `cudarc`: cudarc's `CudaSlice<T>` is tensor memory (exported on its
-//!   device, consumers ordered after its stream), and CUDA imports give typed
-//!   cudarc views ([`PyTensor::cuda_view`], [`PyTensor::cuda_view_mut`]).
+//! - `cudarc` (enables `cuda-driver`): cudarc's `CudaSlice<T>` is tensor
+//!   memory (exported on its device, consumers ordered after its stream),
+//!   and CUDA imports give typed cudarc views ([`PyTensor::cuda_view`], [`PyTensor::cuda_view_mut`]).
 //!   cudarc loads the CUDA driver at run time, so it builds anywhere.
 //! - `safetensors`: `SafetensorsFile` (a memory-mapped file, or bytes you
 //!   own) and its tensors, `SafetensorView`s exported read-only with no
