@@ -14,9 +14,8 @@
 //! Dimensions of extent 1 are dropped and neighbours that are contiguous with
 //! each other merged first, so a slice of a contiguous array copies as rows.
 //!
-//! Only the tile kernel depends on the element's size (one instance per size:
-//! 1, 2, 4, 8 and 16 bytes, chosen once per copy); the walk over rows and
-//! planes is shared, so the copy adds little code to an extension.
+//! Only the strided copy (tiles and lines) is instantiated per element size
+//! (1, 2, 4, 8 and 16 bytes); the row copy is shared by every size.
 //!
 //! Destinations of 4 MiB and more are advised to use huge pages before they
 //! are first written ([`advise_huge_pages`]), as NumPy does for its arrays:
@@ -53,53 +52,27 @@ pub(crate) unsafe fn to_row_major(
     }
     let dims = coalesce(shape, strides);
     let (shape, strides) = dims.split();
-    let n = shape.len();
-    if n == 0 {
-        // SAFETY: one element, readable and writable (the contract).
-        unsafe { ptr::copy_nonoverlapping(src, dst, itemsize) };
-        return;
-    }
-    if strides[n - 1] == 1 {
+    if strides.last() == Some(&1) {
         // SAFETY: the contract; the innermost dimension is contiguous.
         unsafe { copy_rows(src, shape, strides, itemsize, dst) };
         return;
     }
-    // The one part that depends on the element's size, chosen once: the
-    // plane kernel. Everything around it is shared by every size.
-    let plane: PlaneCopy = match itemsize {
-        1 => tiles::<u8>,
-        2 => tiles::<u16>,
-        4 => tiles::<u32>,
-        8 => tiles::<u64>,
-        16 => tiles::<u128>,
-        _ => {
-            // SAFETY: the contract, byte by byte.
-            unsafe { copy_bytes(src, shape, strides, itemsize, dst) };
-            return;
-        }
-    };
-    // A single strided line is a plane of one row.
-    let outer = n.saturating_sub(2);
-    let (rows, row_stride) = if n == 1 {
-        (1, 0)
-    } else {
-        (shape[n - 2], strides[n - 2])
-    };
-    let (cols, col_stride) = (shape[n - 1], strides[n - 1]);
-    let plane_bytes = rows as usize * cols as usize * itemsize;
-    let planes = crate::layout::offsets(&shape[..outer], &strides[..outer]);
-    for (index, from) in planes.enumerate() {
-        // SAFETY: the plane at `from` is part of the layout (readable), and
-        // its `rows * cols` elements go to the plane's own part of `dst`
-        // (the contract); `plane` moves elements of `itemsize` bytes.
-        unsafe {
-            plane(
-                src.wrapping_offset(from * itemsize as isize),
-                (rows as usize, cols as usize),
-                (row_stride, col_stride),
-                dst.wrapping_add(index * plane_bytes),
-            )
-        };
+    // SAFETY (every arm): the caller's contract, each element moved as a `T`
+    // of `itemsize` bytes; coalescing keeps the same elements in the same
+    // row-major order.
+    match itemsize {
+        // SAFETY: as above.
+        1 => unsafe { copy_typed::<u8>(src, shape, strides, dst) },
+        // SAFETY: as above.
+        2 => unsafe { copy_typed::<u16>(src, shape, strides, dst) },
+        // SAFETY: as above.
+        4 => unsafe { copy_typed::<u32>(src, shape, strides, dst) },
+        // SAFETY: as above.
+        8 => unsafe { copy_typed::<u64>(src, shape, strides, dst) },
+        // SAFETY: as above.
+        16 => unsafe { copy_typed::<u128>(src, shape, strides, dst) },
+        // SAFETY: as above, byte by byte.
+        _ => unsafe { copy_bytes(src, shape, strides, itemsize, dst) },
     }
 }
 
@@ -132,7 +105,7 @@ fn coalesce(shape: &[i64], strides: &[i64]) -> DimsBuf {
 }
 
 /// [`to_row_major`] when the innermost dimension is contiguous: one `memcpy`
-/// per row, whatever the element's size.
+/// per row, whatever the element's size (so one instance, not one per size).
 ///
 /// # Safety
 ///
@@ -141,47 +114,98 @@ fn coalesce(shape: &[i64], strides: &[i64]) -> DimsBuf {
 unsafe fn copy_rows(src: *const u8, shape: &[i64], strides: &[i64], itemsize: usize, dst: *mut u8) {
     let n = shape.len();
     let row = shape[n - 1] as usize * itemsize;
-    let rows = crate::layout::offsets(&shape[..n - 1], &strides[..n - 1]);
-    for (index, from) in rows.enumerate() {
-        // SAFETY: each row is `row` contiguous readable bytes from `from`;
-        // the rows of `dst` follow each other, `numel * itemsize` bytes in
-        // all (the contract).
-        unsafe {
-            ptr::copy_nonoverlapping(
-                src.wrapping_offset(from * itemsize as isize),
-                dst.wrapping_add(index * row),
-                row,
-            )
-        };
+    for_each_outer(
+        &shape[..n - 1],
+        &strides[..n - 1],
+        itemsize,
+        |from, index| {
+            let to = dst.wrapping_add(index * row);
+            // SAFETY: each row is `row` contiguous readable bytes from `from`;
+            // the rows of `dst` follow each other, `numel * itemsize` bytes in
+            // all (the contract).
+            unsafe { ptr::copy_nonoverlapping(src.wrapping_offset(from), to, row) };
+        },
+    );
+}
+
+/// [`to_row_major`] for elements moved as one `T` each (unaligned reads and
+/// writes: `T` only gives the size), when no dimension is contiguous: the
+/// only code instantiated per element size.
+///
+/// # Safety
+///
+/// As [`to_row_major`], with `itemsize == size_of::<T>()`, every extent
+/// above 1 (after [`coalesce`]), and the innermost stride not 1.
+unsafe fn copy_typed<T: Copy>(src: *const u8, shape: &[i64], strides: &[i64], dst: *mut u8) {
+    let size = size_of::<T>();
+    let n = shape.len();
+    if n == 0 {
+        // SAFETY: one element, readable and writable (the contract).
+        unsafe { ptr::copy_nonoverlapping(src, dst, size) };
+        return;
+    }
+    if n == 1 {
+        let step = strides[0] as isize * size as isize;
+        // SAFETY: as the contract: every offset is an element's.
+        unsafe { line::<T>(src, step, dst.cast(), 1, shape[0] as usize) };
+        return;
+    }
+    let (rows, cols) = (shape[n - 2] as usize, shape[n - 1] as usize);
+    let (row_stride, col_stride) = (strides[n - 2], strides[n - 1]);
+    let plane = rows * cols * size;
+    for_each_outer(&shape[..n - 2], &strides[..n - 2], size, |from, index| {
+        let to = dst.wrapping_add(index * plane).cast();
+        let plane_src = src.wrapping_offset(from);
+        // SAFETY: the plane at `from` is part of the layout (readable), and
+        // its `rows * cols` elements go to the plane's own part of `dst`
+        // (the contract).
+        unsafe { tiles::<T>(plane_src, (rows, cols), (row_stride, col_stride), to) };
+    });
+}
+
+/// Calls `f(byte offset of the block's first element, block index)` for
+/// every index of the outer dimensions, in row-major order (once, with
+/// `(0, 0)`, when there are none): the offsets the layout describes, with
+/// `size` bytes per element.
+fn for_each_outer(shape: &[i64], strides: &[i64], size: usize, mut f: impl FnMut(isize, usize)) {
+    let total: usize = shape.iter().map(|&e| e as usize).product();
+    let mut index = DimsBuf::zeros(shape.len());
+    let index = index.as_mut_slice();
+    let mut offset: isize = 0;
+    for block in 0..total {
+        f(offset * size as isize, block);
+        // Odometer: advance the innermost outer index, carrying outwards.
+        for d in (0..shape.len()).rev() {
+            index[d] += 1;
+            offset += strides[d] as isize;
+            if index[d] < shape[d] {
+                break;
+            }
+            offset -= strides[d] as isize * shape[d] as isize;
+            index[d] = 0;
+        }
     }
 }
 
-/// A plane kernel: [`tiles`] for one element size.
-type PlaneCopy = unsafe fn(*const u8, (usize, usize), (i64, i64), *mut u8);
-
-/// A `rows × cols` plane (source strides in elements of `T`) into row-major
-/// `dst`, tile by tile; inside a tile the loop runs along the dimension whose
-/// source stride is smaller, so reads walk memory in order. Elements are
-/// moved as one `T` each (unaligned reads and writes: `T` only gives the
-/// size). The only generic code of the copy: one instance per element size.
+/// A `rows × cols` plane (source strides in elements) into row-major `dst`,
+/// tile by tile; inside a tile the loop runs along the dimension whose
+/// source stride is smaller, so reads walk memory in order.
 ///
 /// # Safety
 ///
 /// Every element of the plane is readable; `dst` is writable for
-/// `rows * cols` elements of `T` (any alignment).
+/// `rows * cols` elements.
 unsafe fn tiles<T: Copy>(
     src: *const u8,
     (rows, cols): (usize, usize),
     (row_stride, col_stride): (i64, i64),
-    dst: *mut u8,
+    dst: *mut T,
 ) {
-    let dst = dst.cast::<T>();
     let size = size_of::<T>() as isize;
     let (row_step, col_step) = (row_stride as isize * size, col_stride as isize * size);
     let at =
         |r: usize, c: usize| src.wrapping_offset(r as isize * row_step + c as isize * col_step);
-    // A single row (a strided line) runs along its columns.
-    let along_rows = rows > 1 && row_stride.unsigned_abs() < col_stride.unsigned_abs();
+    let along_rows = row_stride.unsigned_abs() < col_stride.unsigned_abs();
     for r0 in (0..rows).step_by(TILE) {
         let r1 = (r0 + TILE).min(rows);
         for c0 in (0..cols).step_by(TILE) {
