@@ -5,7 +5,7 @@ use std::sync::Arc;
 #[cfg(feature = "non-dlpack-export")]
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
-#[cfg(feature = "non-dlpack-export")]
+#[cfg(any(feature = "non-dlpack-export", all(Py_LIMITED_API, not(Py_3_10))))]
 use pyo3::types::PyDict;
 use pyo3::types::{PyCapsule, PyModule, PyTuple};
 use pyo3::{PyClass, PyClassInitializer};
