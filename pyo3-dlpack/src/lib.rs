@@ -233,7 +233,8 @@
 //! - `non-dlpack-export` (default): a host [`DLPackTensor`] is also a buffer
 //!   exporter (`memoryview(t)`, `bytes(t)`) with `__array__`
 //!   (`np.asarray(t)`), and a CUDA one has `__cuda_array_interface__`.
-//!   Without them, consumers take it through DLPack (`np.from_dlpack(t)`).
+//!   Without them, consumers take it through DLPack (`np.from_dlpack(t)`;
+//!   `np.asarray(t)` then makes a 0-d object array, as for any object).
 //! - `cuda-driver` (default): the CUDA driver, loaded at run time, for what
 //!   needs it: an export's stream ordered before its consumer's, host copies
 //!   of device memory, pinned and managed memory read after their stream,
