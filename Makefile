@@ -34,6 +34,8 @@ lint: $(VENV_STAMP)
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p pyo3-dlpack --all-targets --all-features -- -D warnings
+	# No default features: DLPack only (benchmarks/size builds it so).
+	cargo clippy -p pyo3-dlpack --all-targets --no-default-features -- -D warnings
 	cargo clippy -p dlpack-testext --features cudarc -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p pyo3-dlpack --all-features
 	# The limited API's 3.11 level (abi3-py39 is built by abi3-test).

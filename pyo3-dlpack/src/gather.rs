@@ -14,6 +14,9 @@
 //! Dimensions of extent 1 are dropped and neighbours that are contiguous with
 //! each other merged first, so a slice of a contiguous array copies as rows.
 //!
+//! Only the strided copy (tiles and lines) is instantiated per element size
+//! (1, 2, 4, 8 and 16 bytes); the row copy is shared by every size.
+//!
 //! Destinations of 4 MiB and more are advised to use huge pages before they
 //! are first written ([`advise_huge_pages`]), as NumPy does for its arrays:
 //! the page faults of a large fresh buffer otherwise cost more than the copy.
@@ -49,6 +52,11 @@ pub(crate) unsafe fn to_row_major(
     }
     let dims = coalesce(shape, strides);
     let (shape, strides) = dims.split();
+    if strides.last() == Some(&1) {
+        // SAFETY: the contract; the innermost dimension is contiguous.
+        unsafe { copy_rows(src, shape, strides, itemsize, dst) };
+        return;
+    }
     // SAFETY (every arm): the caller's contract, each element moved as a `T`
     // of `itemsize` bytes; coalescing keeps the same elements in the same
     // row-major order.
@@ -96,30 +104,44 @@ fn coalesce(shape: &[i64], strides: &[i64]) -> DimsBuf {
     trimmed
 }
 
+/// [`to_row_major`] when the innermost dimension is contiguous: one `memcpy`
+/// per row, whatever the element's size (so one instance, not one per size).
+///
+/// # Safety
+///
+/// As [`to_row_major`], with at least one dimension, the innermost of
+/// stride 1.
+unsafe fn copy_rows(src: *const u8, shape: &[i64], strides: &[i64], itemsize: usize, dst: *mut u8) {
+    let n = shape.len();
+    let row = shape[n - 1] as usize * itemsize;
+    for_each_outer(
+        &shape[..n - 1],
+        &strides[..n - 1],
+        itemsize,
+        |from, index| {
+            let to = dst.wrapping_add(index * row);
+            // SAFETY: each row is `row` contiguous readable bytes from `from`;
+            // the rows of `dst` follow each other, `numel * itemsize` bytes in
+            // all (the contract).
+            unsafe { ptr::copy_nonoverlapping(src.wrapping_offset(from), to, row) };
+        },
+    );
+}
+
 /// [`to_row_major`] for elements moved as one `T` each (unaligned reads and
-/// writes: `T` only gives the size).
+/// writes: `T` only gives the size), when no dimension is contiguous: the
+/// only code instantiated per element size.
 ///
 /// # Safety
 ///
 /// As [`to_row_major`], with `itemsize == size_of::<T>()`, every extent
-/// above 1 (after [`coalesce`]).
+/// above 1 (after [`coalesce`]), and the innermost stride not 1.
 unsafe fn copy_typed<T: Copy>(src: *const u8, shape: &[i64], strides: &[i64], dst: *mut u8) {
     let size = size_of::<T>();
     let n = shape.len();
     if n == 0 {
         // SAFETY: one element, readable and writable (the contract).
         unsafe { ptr::copy_nonoverlapping(src, dst, size) };
-        return;
-    }
-    if strides[n - 1] == 1 {
-        let row = shape[n - 1] as usize * size;
-        for_each_outer(&shape[..n - 1], &strides[..n - 1], size, |from, index| {
-            let to = dst.wrapping_add(index * row);
-            // SAFETY: each row is `row` contiguous readable bytes from `from`;
-            // the rows of `dst` follow each other, `numel * size` bytes in
-            // all (the contract).
-            unsafe { ptr::copy_nonoverlapping(src.wrapping_offset(from), to, row) };
-        });
         return;
     }
     if n == 1 {
@@ -323,6 +345,8 @@ mod tests {
         check(&v, 0, &[10, 20, 30], &[1, 10, 200]); // column-major 3-D
         check(&v, 0, &[5, 1, 7], &[7, 99, 1]); // extent 1 dropped, merged
         check(&v, 0, &[4, 6], &[12, 2]); // strided rows
+        check(&v, 7, &[100], &[3]); // a strided line, longer than a tile
+        check(&v, 9_000, &[70], &[-13]); // a line backwards
         check(&v, 9_999, &[100, 50], &[-100, -2]); // negative strides
         check(&v, 5, &[3, 4], &[0, 1]); // broadcast rows
         check(&v, 0, &[], &[]); // 0-d

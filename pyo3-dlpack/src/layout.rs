@@ -148,7 +148,7 @@ pub(crate) fn is_contiguous(shape: &[i64], strides: &[i64]) -> bool {
 /// Whether the elements are packed in column-major (Fortran) order, with
 /// the exceptions of [`is_contiguous`] (extents of 1, empty tensors). For
 /// the buffer export (not in the limited API before 3.11).
-#[cfg(any(not(Py_LIMITED_API), Py_3_11, test))]
+#[cfg(all(feature = "non-dlpack-export", any(not(Py_LIMITED_API), Py_3_11)))]
 #[inline]
 pub(crate) fn is_column_major(shape: &[i64], strides: &[i64]) -> bool {
     if shape.contains(&0) {

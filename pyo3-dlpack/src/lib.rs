@@ -74,7 +74,7 @@
 //!
 //! Host tensors also speak Python's buffer protocol (`memoryview(t)`,
 //! `bytes(t)`, `np.asarray(t)` without a copy), and CUDA tensors
-//! `__cuda_array_interface__`; [`asdlpack`], a ready `#[pyfunction]`, makes
+//! `__cuda_array_interface__` (feature `non-dlpack-export`, on by default); [`asdlpack`], a ready `#[pyfunction]`, makes
 //! any producer (`bytes`, a `bytearray`, an `mmap`, …) a `DLPackTensor`.
 //!
 //! To hand Python a framework's own array instead (a `numpy.ndarray`,
@@ -116,7 +116,7 @@
 //!
 //! Objects without `__dlpack__` are imported through the first of these
 //! they speak (all accepted by default; [`ImportOptions::protocols`]
-//! restricts them), in this order:
+//! restricts them; feature `non-dlpack-import`, on by default), in this order:
 //!
 //! 1. `__cuda_array_interface__` (versions 2 and 3): device memory,
 //!    described, never read. The device is asked of the CUDA driver
@@ -225,11 +225,31 @@
 //! # Features
 //!
 //! - `derive` (default): `#[derive(IntoDLPack, FromDLPack)]`.
+//! - `non-dlpack-import` (default): [`PyTensor`] also imports objects that
+//!   speak no DLPack (`__cuda_array_interface__`, `__array_interface__`, the
+//!   buffer protocol; see above). Without it, only DLPack producers and
+//!   capsules are imported, and [`ImportOptions::protocols`] only narrows
+//!   what an error message lists.
+//! - `non-dlpack-export` (default): a host [`DLPackTensor`] is also a buffer
+//!   exporter (`memoryview(t)`, `bytes(t)`) with `__array__`
+//!   (`np.asarray(t)`), and a CUDA one has `__cuda_array_interface__`.
+//!   Without them, consumers take it through DLPack (`np.from_dlpack(t)`;
+//!   `np.asarray(t)` then makes a 0-d object array, as for any object).
+//! - `cuda-driver` (default): the CUDA driver, loaded at run time, for what
+//!   needs it: an export's stream ordered before its consumer's, host copies
+//!   of device memory, pinned and managed memory read after their stream,
+//!   synchronising exchange-API imports, `__cuda_array_interface__`
+//!   imports. Without it those fail as on a machine without a driver (a
+//!   `BufferError` that names the feature); host tensors never need it.
+//!
+//! An extension that needs DLPack only can turn the defaults off
+//! (`default-features = false`, plus `derive` if it derives) for a smaller
+//! binary.
 //! - `ndarray`: export `ndarray::Array<T, D>` with its own strides.
 //! - `half`: `f16` and `bf16` elements. `num-complex`: `Complex<f32>`/`Complex<f64>`.
-//! - `cudarc`: cudarc's `CudaSlice<T>` is tensor memory (exported on its
-//!   device, consumers ordered after its stream), and CUDA imports give typed
-//!   cudarc views ([`PyTensor::cuda_view`], [`PyTensor::cuda_view_mut`]).
+//! - `cudarc` (enables `cuda-driver`): cudarc's `CudaSlice<T>` is tensor
+//!   memory (exported on its device, consumers ordered after its stream),
+//!   and CUDA imports give typed cudarc views ([`PyTensor::cuda_view`], [`PyTensor::cuda_view_mut`]).
 //!   cudarc loads the CUDA driver at run time, so it builds anywhere.
 //! - `safetensors`: `SafetensorsFile` (a memory-mapped file, or bytes you
 //!   own) and its tensors, `SafetensorView`s exported read-only with no

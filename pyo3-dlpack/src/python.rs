@@ -14,31 +14,40 @@ use crate::error::ArgumentError;
 
 /// `value`, a Python `int` (checked by the caller), as a `T` within `range`;
 /// otherwise [`ArgumentError::OutOfRange`] naming `what` (an `OverflowError`,
-/// as NumPy raises for `max_version=(2**70, 0)`).
+/// as NumPy raises for `max_version=(2**70, 0)`). A thin generic shell: the
+/// error is built by one shared, out-of-line function.
+#[inline]
 pub(crate) fn int_in_range<T>(
     value: &Bound<'_, PyAny>,
     range: RangeInclusive<T>,
     what: impl FnOnce() -> String,
 ) -> Result<T, DLPackError>
 where
-    T: TryFrom<i64> + Into<i64> + PartialOrd + Copy,
+    T: TryFrom<i64> + Into<i64> + Copy,
 {
-    let fits = value
-        .extract::<i64>()
-        .ok()
-        .and_then(|wide| T::try_from(wide).ok())
-        .filter(|v| range.contains(v));
-    fits.ok_or_else(|| {
-        ArgumentError::OutOfRange {
-            what: what(),
-            min: (*range.start()).into(),
-            max: (*range.end()).into(),
-            found: value
-                .str()
-                .map_or_else(|_| "<unprintable>".into(), |s| s.to_string()),
-        }
-        .into()
-    })
+    let (min, max) = ((*range.start()).into(), (*range.end()).into());
+    if let Ok(wide) = value.extract::<i64>()
+        && (min..=max).contains(&wide)
+        && let Ok(fits) = T::try_from(wide)
+    {
+        return Ok(fits);
+    }
+    Err(out_of_range(value, what(), min, max))
+}
+
+/// The error of [`int_in_range`].
+#[cold]
+#[inline(never)]
+fn out_of_range(value: &Bound<'_, PyAny>, what: String, min: i64, max: i64) -> DLPackError {
+    ArgumentError::OutOfRange {
+        what,
+        min,
+        max,
+        found: value
+            .str()
+            .map_or_else(|_| "<unprintable>".into(), |s| s.to_string()),
+    }
+    .into()
 }
 
 /// `obj.name`, `None` if it has no such attribute; other errors propagate.

@@ -1,7 +1,7 @@
 //! The CUDA driver API, loaded at run time from `libcuda.so.1` (never
 //! linked: the crate has no build-time CUDA dependency, and a machine
 //! without a GPU gets a clear error only where CUDA is needed). The variable
-//! [`DRIVER_VARIABLE`] names another library to load instead (a driver in
+//! `PYO3_DLPACK_CUDA_DRIVER` names another library to load instead (a driver in
 //! an unusual place; the tests' stand-in driver).
 //!
 //! Used by `__cuda_array_interface__` imports (the device of a pointer,
@@ -12,9 +12,13 @@
 //! once per device, pushed before, popped after), on whatever thread: a
 //! Rust thread or a fresh Python thread has none, and on a machine of
 //! several GPUs the current one may be another device's.
+//!
+//! The loader and the calls are feature `cuda-driver` (on by default).
+//! Without it every use finds no driver, as on a machine without one: the
+//! same clear error where CUDA is needed, and no code for it in the binary.
 
-use std::ffi::{c_int, c_uint, c_void};
-use std::sync::{Mutex, OnceLock, PoisonError};
+#[cfg(feature = "cuda-driver")]
+mod loaded;
 
 use crate::error::InterfaceError;
 
@@ -23,6 +27,7 @@ use crate::error::InterfaceError;
 pub(crate) trait Cuda: Sync {
     /// The device ordinal of a device pointer, and whether it is managed
     /// (unified) memory.
+    #[cfg(feature = "non-dlpack-import")]
     fn pointer_device(&self, ptr: usize) -> Result<(i32, bool), InterfaceError>;
     /// Blocks until the work queued on `stream`, a stream of device
     /// `device`, is done.
@@ -52,41 +57,13 @@ pub(crate) trait Cuda: Sync {
     ) -> Result<(), InterfaceError>;
 }
 
-/// The environment variable naming the driver library to load instead of
-/// `libcuda.so.1` (a path, or a name the loader searches for).
-pub(crate) const DRIVER_VARIABLE: &str = "PYO3_DLPACK_CUDA_DRIVER";
-
-type CuResult = c_int;
-const CUDA_SUCCESS: CuResult = 0;
-const CU_POINTER_ATTRIBUTE_IS_MANAGED: c_int = 8;
-const CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: c_int = 9;
-const CU_EVENT_DISABLE_TIMING: c_uint = 2;
-
-/// The driver functions used, resolved once, and the primary contexts
-/// retained so far.
-struct Driver {
-    device_get: unsafe extern "C" fn(*mut c_int, c_int) -> CuResult,
-    primary_ctx_retain: unsafe extern "C" fn(*mut *mut c_void, c_int) -> CuResult,
-    ctx_push: unsafe extern "C" fn(*mut c_void) -> CuResult,
-    ctx_pop: unsafe extern "C" fn(*mut *mut c_void) -> CuResult,
-    stream_get_ctx: unsafe extern "C" fn(*mut c_void, *mut *mut c_void) -> CuResult,
-    /// (device ordinal, its retained primary context), kept for the process.
-    contexts: Mutex<Vec<(i32, usize)>>,
-    pointer_get_attribute: unsafe extern "C" fn(*mut c_void, c_int, u64) -> CuResult,
-    stream_synchronize: unsafe extern "C" fn(*mut c_void) -> CuResult,
-    stream_is_capturing: unsafe extern "C" fn(*mut c_void, *mut c_int) -> CuResult,
-    event_create: unsafe extern "C" fn(*mut *mut c_void, c_uint) -> CuResult,
-    event_record: unsafe extern "C" fn(*mut c_void, *mut c_void) -> CuResult,
-    stream_wait_event: unsafe extern "C" fn(*mut c_void, *mut c_void, c_uint) -> CuResult,
-    event_destroy: unsafe extern "C" fn(*mut c_void) -> CuResult,
-    memcpy_dtoh_async: unsafe extern "C" fn(*mut c_void, u64, usize, *mut c_void) -> CuResult,
-}
-
 /// The loaded driver, or why it could not be loaded (remembered: loading is
 /// tried once per process); `purpose` says what needed it, for the error.
+#[cfg(feature = "cuda-driver")]
 pub(crate) fn driver(purpose: &'static str) -> Result<&'static dyn Cuda, InterfaceError> {
-    static DRIVER: OnceLock<Result<Driver, String>> = OnceLock::new();
-    match DRIVER.get_or_init(load) {
+    use std::sync::OnceLock;
+    static DRIVER: OnceLock<Result<loaded::Driver, String>> = OnceLock::new();
+    match DRIVER.get_or_init(loaded::load) {
         Ok(driver) => Ok(driver),
         Err(reason) => Err(InterfaceError::NoCudaDriver {
             purpose,
@@ -95,338 +72,14 @@ pub(crate) fn driver(purpose: &'static str) -> Result<&'static dyn Cuda, Interfa
     }
 }
 
-fn check(call: &'static str, code: CuResult) -> Result<(), InterfaceError> {
-    if code == CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(InterfaceError::Cuda { call, code })
-    }
-}
-
-impl Driver {
-    /// Device `ordinal`'s primary context, retained once and kept.
-    fn primary_context(&self, ordinal: i32) -> Result<*mut c_void, InterfaceError> {
-        let mut contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(&(_, context)) = contexts.iter().find(|(device, _)| *device == ordinal) {
-            return Ok(context as *mut c_void);
-        }
-        let mut device: c_int = 0;
-        // SAFETY: a resolved `cuDeviceGet` writing a live local.
-        check("cuDeviceGet", unsafe {
-            (self.device_get)(&raw mut device, ordinal)
-        })?;
-        let mut context: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a resolved `cuDevicePrimaryCtxRetain` writing a live local;
-        // the context stays retained for the process (never released).
-        let code = unsafe { (self.primary_ctx_retain)(&raw mut context, device) };
-        check("cuDevicePrimaryCtxRetain", code)?;
-        contexts.push((ordinal, context as usize));
-        Ok(context)
-    }
-
-    /// The context work on `stream` belongs to: a stream's own (it may be
-    /// another device's than the memory's, or not a primary context), or for
-    /// CUDA's legacy and per-thread default streams (0, 1, 2) device
-    /// `ordinal`'s primary context.
-    fn context_of(&self, ordinal: i32, stream: usize) -> Result<*mut c_void, InterfaceError> {
-        if stream <= 2 {
-            return self.primary_context(ordinal);
-        }
-        let mut context: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a resolved `cuStreamGetCtx` writing a live local; the
-        // handle is the producer's promise (a live stream: the driver cannot
-        // tell a stale or made-up handle).
-        let code = unsafe { (self.stream_get_ctx)(stream as *mut c_void, &raw mut context) };
-        check("cuStreamGetCtx", code)?;
-        Ok(context)
-    }
-
-    /// Runs `calls` with the context of `stream` (see `context_of`) current
-    /// on this thread, then makes current again whatever was (also when
-    /// they fail).
-    fn in_context(
-        &self,
-        ordinal: i32,
-        stream: usize,
-        calls: impl FnOnce() -> Result<(), InterfaceError>,
-    ) -> Result<(), InterfaceError> {
-        let context = self.context_of(ordinal, stream)?;
-        // SAFETY: a resolved `cuCtxPushCurrent_v2` with a live context (a
-        // retained primary one, or a live stream's).
-        check("cuCtxPushCurrent_v2", unsafe { (self.ctx_push)(context) })?;
-        let result = calls();
-        let mut popped: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a resolved `cuCtxPopCurrent_v2` writing a live local.
-        let pop = check("cuCtxPopCurrent_v2", unsafe {
-            (self.ctx_pop)(&raw mut popped)
-        });
-        // The calls push and pop nothing themselves: what is popped is ours.
-        let ours = if pop.is_ok() && popped != context {
-            Err(InterfaceError::Cuda {
-                call: "cuCtxPopCurrent_v2 (another context than the one pushed)",
-                code: -1,
-            })
-        } else {
-            Ok(())
-        };
-        result.and(pop).and(ours)
-    }
-}
-
-impl Cuda for Driver {
-    fn pointer_device(&self, ptr: usize) -> Result<(i32, bool), InterfaceError> {
-        let mut ordinal: c_int = -1;
-        // SAFETY: a resolved `cuPointerGetAttribute`; the output is a live
-        // int, the size this attribute writes; the pointer is only looked up
-        // by the driver, never read.
-        let code = unsafe {
-            (self.pointer_get_attribute)(
-                (&raw mut ordinal).cast(),
-                CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                ptr as u64,
-            )
-        };
-        check("cuPointerGetAttribute", code)?;
-        let mut managed: c_uint = 0;
-        // SAFETY: as above; this attribute writes an unsigned int.
-        let code = unsafe {
-            (self.pointer_get_attribute)(
-                (&raw mut managed).cast(),
-                CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                ptr as u64,
-            )
-        };
-        check("cuPointerGetAttribute", code)?;
-        Ok((ordinal, managed != 0))
-    }
-
-    fn synchronize(&self, device: i32, stream: usize) -> Result<(), InterfaceError> {
-        self.in_context(device, stream, || {
-            // The handle is the producer's promise (a live stream as its
-            // interface gave it; 1 and 2 are CUDA's legacy and per-thread
-            // default streams of the current context, the device's).
-            self.refuse_if_capturing(stream, "cuStreamSynchronize")?;
-            // SAFETY: a resolved `cuStreamSynchronize`; the handle as above.
-            let code = unsafe { (self.stream_synchronize)(stream as *mut c_void) };
-            check("cuStreamSynchronize", code)
-        })
-    }
-
-    fn wait(&self, device: i32, producer: usize, consumer: usize) -> Result<(), InterfaceError> {
-        // The event is made in the producer stream's context, as the driver
-        // records an event only on a stream of its own context.
-        self.in_context(device, producer, || {
-            // Within one capture the wait is a graph edge; across its edge it
-            // would pull the other stream into the capture, or fail and
-            // invalidate it: refused before the driver sees it.
-            let (from, to) = (self.capturing(producer)?, self.capturing(consumer)?);
-            if from != to {
-                let stream = if from { producer } else { consumer };
-                return Err(InterfaceError::CudaCapturing {
-                    call: "cuStreamWaitEvent",
-                    stream,
-                });
-            }
-            self.wait_in_context(producer, consumer)
-        })
-    }
-
-    fn stream_capturing(&self, device: i32, stream: usize) -> Result<bool, InterfaceError> {
-        let mut capturing = false;
-        self.in_context(device, stream, || {
-            capturing = self.capturing(stream)?;
-            Ok(())
-        })?;
-        Ok(capturing)
-    }
-
-    unsafe fn copy_to_host(
-        &self,
-        device: i32,
-        src: usize,
-        len: usize,
-        stream: usize,
-        dst: *mut u8,
-    ) -> Result<(), InterfaceError> {
-        self.in_context(device, stream, || {
-            // Synchronising a capturing stream would invalidate the capture.
-            self.refuse_if_capturing(stream, "cuMemcpyDtoHAsync_v2")?;
-            // SAFETY: a resolved `cuMemcpyDtoHAsync_v2`; `dst` is writable
-            // for `len` bytes and untouched until this returns (the caller's
-            // contract), which is after the stream synchronisation below;
-            // the driver checks that `src` is device memory of `len` bytes;
-            // the stream handle is the value's promise (1 and 2: the default
-            // streams of the current context).
-            let code = unsafe {
-                (self.memcpy_dtoh_async)(dst.cast(), src as u64, len, stream as *mut c_void)
-            };
-            check("cuMemcpyDtoHAsync_v2", code)?;
-            // SAFETY: a resolved `cuStreamSynchronize`; the handle as above.
-            let code = unsafe { (self.stream_synchronize)(stream as *mut c_void) };
-            check("cuStreamSynchronize", code)
-        })
-    }
-}
-
-impl Driver {
-    /// Whether `stream` is being captured into a CUDA graph (a query: it
-    /// changes no capture; on the legacy stream while another stream of the
-    /// context captures, the driver answers with an error, 906).
-    fn capturing(&self, stream: usize) -> Result<bool, InterfaceError> {
-        let mut status: c_int = 0;
-        // SAFETY: a resolved `cuStreamIsCapturing` writing a live local; the
-        // handle is the producer's or consumer's promise (1 and 2: the
-        // default streams of the current context).
-        let code = unsafe { (self.stream_is_capturing)(stream as *mut c_void, &raw mut status) };
-        check("cuStreamIsCapturing", code)?;
-        // CU_STREAM_CAPTURE_STATUS_NONE is 0; ACTIVE and INVALIDATED are captures.
-        Ok(status != 0)
-    }
-
-    /// Refuses `call` on a stream being captured, which the driver would
-    /// refuse too, but only after invalidating the user's capture.
-    fn refuse_if_capturing(&self, stream: usize, call: &'static str) -> Result<(), InterfaceError> {
-        if self.capturing(stream)? {
-            return Err(InterfaceError::CudaCapturing { call, stream });
-        }
-        Ok(())
-    }
-
-    /// [`Cuda::wait`] with the device's context current (events are made in
-    /// the current context, and recorded on streams of its device).
-    fn wait_in_context(&self, producer: usize, consumer: usize) -> Result<(), InterfaceError> {
-        let mut event: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a resolved `cuEventCreate` writing a handle into a live local.
-        let code = unsafe { (self.event_create)(&raw mut event, CU_EVENT_DISABLE_TIMING) };
-        check("cuEventCreate", code)?;
-        // SAFETY: a resolved `cuEventRecord`; `event` was just created (in
-        // the producer stream's context) and is destroyed below whatever this
-        // returns; the stream handle is the producer's promise.
-        let recorded = unsafe { (self.event_record)(event, producer as *mut c_void) };
-        let ordered = check("cuEventRecord", recorded).and_then(|()| {
-            // SAFETY: as above, with the consumer's stream.
-            let code = unsafe { (self.stream_wait_event)(consumer as *mut c_void, event, 0) };
-            check("cuStreamWaitEvent", code)
-        });
-        // SAFETY: the event created above, destroyed once (CUDA keeps it
-        // alive until a pending wait on it is satisfied).
-        let destroyed = check("cuEventDestroy_v2", unsafe { (self.event_destroy)(event) });
-        ordered.and(destroyed)
-    }
-}
-
-#[cfg(unix)]
-fn load() -> Result<Driver, String> {
-    use std::ffi::{CStr, c_char};
-
-    unsafe extern "C" {
-        fn dlopen(filename: *const c_char, flag: c_int) -> *mut c_void;
-        fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
-        fn dlerror() -> *mut c_char;
-    }
-    const RTLD_NOW: c_int = 2;
-    const RTLD_LOCAL: c_int = 0;
-
-    fn last_error() -> String {
-        // SAFETY: `dlerror` returns NULL or a NUL-terminated message owned
-        // by the loader, read at once.
-        let message = unsafe { dlerror() };
-        if message.is_null() {
-            "unknown dlopen error".to_owned()
-        } else {
-            // SAFETY: non-NULL, NUL-terminated, as above.
-            unsafe { CStr::from_ptr(message) }
-                .to_string_lossy()
-                .into_owned()
-        }
-    }
-
-    let library = match std::env::var_os(DRIVER_VARIABLE) {
-        Some(path) => {
-            use std::os::unix::ffi::OsStrExt;
-            std::ffi::CString::new(path.as_bytes())
-                .map_err(|_| format!("{DRIVER_VARIABLE} holds a NUL byte"))?
-        }
-        None => c"libcuda.so.1".to_owned(),
-    };
-    // SAFETY: a NUL-terminated library name; the handle is kept for the
-    // life of the process (never closed), so the symbols stay valid.
-    let handle = unsafe { dlopen(library.as_ptr(), RTLD_NOW | RTLD_LOCAL) };
-    if handle.is_null() {
-        return Err(last_error());
-    }
-    let symbol = |name: &CStr| -> Result<*mut c_void, String> {
-        // SAFETY: a live handle and a NUL-terminated symbol name.
-        let address = unsafe { dlsym(handle, name.as_ptr()) };
-        if address.is_null() {
-            Err(format!(
-                "{} not found: {}",
-                name.to_string_lossy(),
-                last_error()
-            ))
-        } else {
-            Ok(address)
-        }
-    };
-    /// Resolves `name` as a function of the C signature `F`.
-    ///
-    /// # Safety
-    ///
-    /// `F` is the `unsafe extern "C" fn` type of the driver function `name`.
-    unsafe fn function<F: Copy>(address: *mut c_void) -> F {
-        debug_assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
-        // SAFETY: the caller's promise: a function pointer type, of the
-        // symbol's C signature; function and data pointers have one size here.
-        unsafe { std::mem::transmute_copy::<*mut c_void, F>(&address) }
-    }
-    // SAFETY (here and for each field below): the symbol is the driver API
-    // function of that name, whose C signature in CUDA's cuda.h (stable
-    // since CUDA 4) is the declared type.
-    let init: unsafe extern "C" fn(c_uint) -> CuResult =
-        // SAFETY: see above.
-        unsafe { function(symbol(c"cuInit")?) };
-    let driver = Driver {
-        // SAFETY: see above.
-        device_get: unsafe { function(symbol(c"cuDeviceGet")?) },
-        // SAFETY: see above.
-        primary_ctx_retain: unsafe { function(symbol(c"cuDevicePrimaryCtxRetain")?) },
-        // SAFETY: see above.
-        ctx_push: unsafe { function(symbol(c"cuCtxPushCurrent_v2")?) },
-        // SAFETY: see above.
-        ctx_pop: unsafe { function(symbol(c"cuCtxPopCurrent_v2")?) },
-        // SAFETY: see above.
-        stream_get_ctx: unsafe { function(symbol(c"cuStreamGetCtx")?) },
-        contexts: Mutex::new(Vec::new()),
-        // SAFETY: see above.
-        pointer_get_attribute: unsafe { function(symbol(c"cuPointerGetAttribute")?) },
-        // SAFETY: see above.
-        stream_synchronize: unsafe { function(symbol(c"cuStreamSynchronize")?) },
-        // SAFETY: see above (CUDA 10 and later).
-        stream_is_capturing: unsafe { function(symbol(c"cuStreamIsCapturing")?) },
-        // SAFETY: see above.
-        event_create: unsafe { function(symbol(c"cuEventCreate")?) },
-        // SAFETY: see above.
-        event_record: unsafe { function(symbol(c"cuEventRecord")?) },
-        // SAFETY: see above.
-        stream_wait_event: unsafe { function(symbol(c"cuStreamWaitEvent")?) },
-        // SAFETY: see above.
-        event_destroy: unsafe { function(symbol(c"cuEventDestroy_v2")?) },
-        // SAFETY: see above.
-        memcpy_dtoh_async: unsafe { function(symbol(c"cuMemcpyDtoHAsync_v2")?) },
-    };
-    // SAFETY: `cuInit(0)` may be called any number of times.
-    let code = unsafe { init(0) };
-    if code != CUDA_SUCCESS {
-        let failed = InterfaceError::Cuda {
-            call: "cuInit",
-            code,
-        };
-        return Err(format!("{}: {failed}", library.to_string_lossy()));
-    }
-    Ok(driver)
-}
-
-#[cfg(not(unix))]
-fn load() -> Result<Driver, String> {
-    Err("loading the CUDA driver is implemented for Unix (libcuda.so.1) only".to_owned())
+/// No driver: this build has none (feature `cuda-driver` off); `purpose`
+/// says what needed it, for the error.
+#[cfg(not(feature = "cuda-driver"))]
+#[cold]
+pub(crate) fn driver(purpose: &'static str) -> Result<&'static dyn Cuda, InterfaceError> {
+    Err(InterfaceError::NoCudaDriver {
+        purpose,
+        reason: "this build has no CUDA support (pyo3-dlpack's feature `cuda-driver` is off)"
+            .to_owned(),
+    })
 }

@@ -211,7 +211,11 @@ unsafe extern "C" fn managed_to_py_object(
         }
         // Moved into the object: no Rust view of it can be made again.
         imported.unregister();
-        let tensor = DLPackTensor::new(imported).expect("described successfully just above");
+        // Not `expect`: that would format the error with `Debug`, and so
+        // link every error type's derived `Debug` into every extension.
+        let Ok(tensor) = DLPackTensor::new(imported) else {
+            unreachable!("described successfully just above");
+        };
         // Only an allocation failure of the Python object itself is left;
         // the tensor is then deleted with the value, and the error reported.
         let object = Bound::new(py, tensor)?;

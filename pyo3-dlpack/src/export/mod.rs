@@ -7,9 +7,10 @@
 //! the plan.
 
 mod aligned;
-#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+#[cfg(all(feature = "non-dlpack-export", any(not(Py_LIMITED_API), Py_3_11)))]
 mod buffer;
 mod copy;
+#[cfg(feature = "non-dlpack-export")]
 mod cuda_array_interface;
 mod data;
 mod info;
@@ -134,6 +135,7 @@ pub(crate) fn managed_shared(
 
 /// A versioned managed tensor owning `owner` (imports from the protocols
 /// other than DLPack): the plan of `__dlpack__(max_version=(1, 3))`.
+#[cfg(feature = "non-dlpack-import")]
 pub(crate) fn managed_value<O: IntoDLPack>(
     owner: O,
 ) -> Result<NonNull<DLManagedTensorVersioned>, DLPackError> {
@@ -148,7 +150,11 @@ pub(crate) fn managed_host_tensor(
     shape: &[i64],
     dtype: DataType,
 ) -> Result<NonNull<DLManagedTensorVersioned>, DLPackError> {
-    managed_value(HostTensor::zeroed(shape, dtype)?)
+    // Shared as a `DLPackTensor`'s value is (see `seal_copy`).
+    let value: Arc<dyn IntoDLPack> = Arc::new(HostTensor::zeroed(shape, dtype)?);
+    let described = Described::shared(value)?;
+    let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(described.info())?;
+    Ok(described.into_block(&plan))
 }
 
 /// Readies the memory for the consumer `plan` is for: the consumer's stream
@@ -223,7 +229,11 @@ fn seal_copy<'py>(
     info: &TensorInfo<'_>,
     plan: &ExportPlan,
 ) -> PyResult<Bound<'py, PyCapsule>> {
-    seal(py, Described::new(HostTensor::copy_of(info)?)?, plan)
+    // Sealed as a shared value, so that its block is written and freed by
+    // the code that serves every `DLPackTensor` (not a second instance of
+    // it for the copy's type): one small allocation beside the copy's own.
+    let copy: Arc<dyn IntoDLPack> = Arc::new(HostTensor::copy_of(info)?);
+    seal(py, Described::shared(copy)?, plan)
 }
 
 /// The block of the planned format, in a capsule.

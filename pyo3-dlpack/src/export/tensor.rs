@@ -2,9 +2,12 @@
 
 use std::sync::Arc;
 
+#[cfg(feature = "non-dlpack-export")]
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict, PyModule, PyTuple};
+#[cfg(any(feature = "non-dlpack-export", all(Py_LIMITED_API, not(Py_3_10))))]
+use pyo3::types::PyDict;
+use pyo3::types::{PyCapsule, PyModule, PyTuple};
 use pyo3::{PyClass, PyClassInitializer};
 
 use crate::DLPackError;
@@ -169,7 +172,8 @@ impl DLPackTensor {
     /// ```
     ///
     /// `make test` checks it with stubtest, mypy and pyright (`tests/typing`).
-    /// Its text:
+    /// It declares `__array__`, `__cuda_array_interface__` and `__buffer__`,
+    /// which exist with feature `non-dlpack-export` (on by default). Its text:
     ///
     #[doc = concat!("```python\n", include_str!("tensor.pyi"), "```")]
     pub const PYI: &'static str = STUB;
@@ -355,6 +359,7 @@ impl DLPackTensor {
     /// asked for. `BufferError` for memory the host cannot read (device
     /// memory: import it with that device's framework) and for dtypes NumPy
     /// lacks (bfloat16, float8, …), never a 0-d object array.
+    #[cfg(feature = "non-dlpack-export")]
     #[pyo3(signature = (dtype=None, copy=None))]
     fn __array__<'py>(
         slf: &Bound<'py, Self>,
@@ -411,6 +416,7 @@ impl DLPackTensor {
 
     /// The interface dict of a CUDA tensor (version 3, for Numba and other
     /// consumers that read only that); `AttributeError` on other devices.
+    #[cfg(feature = "non-dlpack-export")]
     #[getter]
     fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         crate::export::cuda_array_interface::describe(py, &self.described)
@@ -423,7 +429,7 @@ impl DLPackTensor {
     ///
     /// Called by Python only (`bf_getbuffer`), with `view` a writable
     /// `Py_buffer` for this object to fill.
-    #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+    #[cfg(all(feature = "non-dlpack-export", any(not(Py_LIMITED_API), Py_3_11)))]
     unsafe fn __getbuffer__(
         slf: Bound<'_, Self>,
         view: *mut pyo3::ffi::Py_buffer,
@@ -442,7 +448,7 @@ impl DLPackTensor {
     ///
     /// Called by Python only (`bf_releasebuffer`), once for each `view`
     /// this object's `__getbuffer__` filled.
-    #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+    #[cfg(all(feature = "non-dlpack-export", any(not(Py_LIMITED_API), Py_3_11)))]
     unsafe fn __releasebuffer__(&self, view: *mut pyo3::ffi::Py_buffer) {
         // SAFETY: Python releases each view `__getbuffer__` filled once.
         unsafe { crate::export::buffer::release(view) }

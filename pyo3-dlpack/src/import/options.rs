@@ -104,6 +104,8 @@ impl ImportOptions {
     /// Which protocols besides DLPack are accepted, for objects without
     /// `__dlpack__` (all by default): `__cuda_array_interface__`,
     /// `__array_interface__`, the buffer protocol, tried in that order.
+    /// They are feature `non-dlpack-import` (on by default): without it none
+    /// is compiled in, and this only narrows what an error message lists.
     pub fn protocols(mut self, protocols: Protocols) -> Self {
         self.protocols = protocols;
         self
@@ -158,7 +160,9 @@ impl ImportOptions {
 }
 
 /// Which protocols besides DLPack an import accepts (DLPack producers and
-/// capsules always are). The default accepts all three.
+/// capsules always are). The default accepts all three. The imports
+/// themselves are feature `non-dlpack-import` (on by default); without it
+/// only DLPack producers and capsules are imported, whatever this says.
 ///
 /// ```
 /// use pyo3_dlpack::{ImportOptions, Protocols};
@@ -235,13 +239,14 @@ impl Protocols {
     /// `"__dlpack__, __array_interface__ or the buffer protocol"`.
     pub(crate) fn names(self) -> String {
         let mut names = vec!["__dlpack__"];
-        if self.contains(Self::CUDA_ARRAY_INTERFACE) {
+        let compiled = cfg!(feature = "non-dlpack-import");
+        if compiled && self.contains(Self::CUDA_ARRAY_INTERFACE) {
             names.push("__cuda_array_interface__");
         }
-        if self.contains(Self::ARRAY_INTERFACE) {
+        if compiled && self.contains(Self::ARRAY_INTERFACE) {
             names.push("__array_interface__");
         }
-        if self.contains(Self::BUFFER) && cfg!(any(not(Py_LIMITED_API), Py_3_11)) {
+        if compiled && self.contains(Self::BUFFER) && cfg!(any(not(Py_LIMITED_API), Py_3_11)) {
             names.push("the buffer protocol");
         }
         match names.split_last() {

@@ -8,28 +8,39 @@
 //! mirror) is a device array; then NumPy's array interface, which carries
 //! dtype and layout; the buffer protocol last, whose struct formats are the
 //! least precise.
+//!
+//! All of them are feature `non-dlpack-import` (on by default); without it an
+//! object without `__dlpack__` is refused as no tensor.
 
+#[cfg(feature = "non-dlpack-import")]
 mod array_interface;
-#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+#[cfg(all(feature = "non-dlpack-import", any(not(Py_LIMITED_API), Py_3_11)))]
 pub(crate) mod buffer;
+#[cfg(feature = "non-dlpack-import")]
 pub(crate) mod cuda_array_interface;
+#[cfg(feature = "non-dlpack-import")]
 mod format;
+#[cfg(feature = "non-dlpack-import")]
 mod interface_dict;
+#[cfg(feature = "non-dlpack-import")]
 pub(crate) mod owner;
-#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+#[cfg(all(feature = "non-dlpack-import", any(not(Py_LIMITED_API), Py_3_11)))]
 mod view;
 
-use pyo3::intern;
 use pyo3::prelude::*;
 
 use crate::DLPackError;
 use crate::import::options::{ImportOptions, Protocols};
 use crate::import::tensor::PyTensor;
-use crate::python::{optional_attr, type_name};
+use crate::python::type_name;
 
 /// Imports `obj`, which has no `__dlpack__` and is no capsule, through the
 /// first protocol it speaks that `options` accept.
+#[cfg(feature = "non-dlpack-import")]
 pub(crate) fn import(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<PyTensor> {
+    use crate::python::optional_attr;
+    use pyo3::intern;
+
     let py = obj.py();
     let accepted = options.accepted_protocols();
     if accepted.contains(Protocols::CUDA_ARRAY_INTERFACE) {
@@ -49,6 +60,20 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResul
     {
         return buffer::import(obj);
     }
+    not_a_tensor(obj, accepted)
+}
+
+/// Refuses `obj`, which has no `__dlpack__` and is no capsule (feature
+/// `non-dlpack-import` off: no other protocol is compiled in).
+#[cfg(not(feature = "non-dlpack-import"))]
+pub(crate) fn import(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<PyTensor> {
+    not_a_tensor(obj, options.accepted_protocols())
+}
+
+/// The error for an object that speaks none of the `accepted` protocols.
+#[cold]
+#[inline(never)]
+fn not_a_tensor(obj: &Bound<'_, PyAny>, accepted: Protocols) -> PyResult<PyTensor> {
     Err(DLPackError::NotATensor {
         type_name: type_name(obj),
         accepted: accepted.names(),
