@@ -230,18 +230,12 @@ def test_cudarc_views_say_their_length_stream_and_device():
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="left open: the view's writes are ordered before the legacy stream the import is "
-    "ready on, but cudarc frees the slice on its own non-blocking stream, which nothing makes "
-    "wait for the legacy stream when the export is released",
-)
 def test_a_slice_released_by_our_own_import_is_freed_after_the_views_queued_writes():
     # Both sides are the crate's: a CudaSlice export, imported (synchronising: ready on the
     # legacy stream), written through a mutable cudarc view on another stream and dropped
     # with that write still queued. The view's drop makes the legacy stream wait for it;
-    # the slice's free, queued on the slice's stream when the tensor goes, should come
-    # after it too.
+    # the export's release makes the slice's stream wait for the legacy stream, so the
+    # slice's free, queued on its own stream when the tensor goes, comes after the write.
     out = run_cudarc(
         """
         tensor, address, stream = ext.cudarc_arange(8)

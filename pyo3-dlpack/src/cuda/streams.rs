@@ -86,6 +86,33 @@ pub(crate) fn export_wait(
     }
 }
 
+/// The wait an export's release needs, for a value whose pending work is on
+/// stream `producer` exported to a consumer on `consumer`: `(legacy, producer)`,
+/// the value's stream made to wait for the work queued on CUDA's legacy
+/// default stream by then, when the consumer worked on that stream (DLPack:
+/// a consumer uses the tensor on the stream it asked for). The value's
+/// stream then frees or overwrites the memory only after the consumer's work
+/// (cudarc frees a `CudaSlice` on its own non-blocking stream, which nothing
+/// else orders after the legacy stream). Only the legacy stream can be named
+/// at release: it lives as long as the context, where a created stream may be
+/// gone and stream 2 is another stream on each thread (a deleter runs on any
+/// thread); and only a value's own stream other than those two is made to
+/// wait.
+pub(crate) fn release_wait(
+    device: Device,
+    producer: Option<usize>,
+    consumer: Option<i64>,
+) -> Option<(usize, usize)> {
+    const LEGACY: usize = 1;
+    const PER_THREAD: usize = 2;
+    match (producer, consumer) {
+        (Some(producer), Some(1)) if is_cuda(device) && producer > PER_THREAD => {
+            Some((LEGACY, producer))
+        }
+        _ => None,
+    }
+}
+
 /// What an import through a producer's C exchange table (which does no
 /// stream synchronisation) does with a tensor on a device with streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,6 +194,27 @@ mod tests {
             None
         );
         assert_eq!(export_wait(Device::cpu(), Some(0xbeef), 1), None);
+    }
+
+    #[test]
+    fn releases_wait_for_the_legacy_stream_only() {
+        let cuda = Device::cuda(1);
+        assert_eq!(release_wait(cuda, Some(0xbeef), Some(1)), Some((1, 0xbeef)));
+        let managed = Device::cuda_managed(0);
+        assert_eq!(
+            release_wait(managed, Some(0xbeef), Some(1)),
+            Some((1, 0xbeef))
+        );
+        // A consumer on a created or per-thread stream: it may be gone, or another
+        // thread's, when the deleter runs.
+        assert_eq!(release_wait(cuda, Some(0xbeef), Some(0xcafe)), None);
+        assert_eq!(release_wait(cuda, Some(0xbeef), Some(2)), None);
+        assert_eq!(release_wait(cuda, Some(0xbeef), None), None);
+        // A value on the legacy or per-thread stream, or naming none.
+        assert_eq!(release_wait(cuda, Some(1), Some(1)), None);
+        assert_eq!(release_wait(cuda, Some(2), Some(1)), None);
+        assert_eq!(release_wait(cuda, None, Some(1)), None);
+        assert_eq!(release_wait(Device::cpu(), Some(0xbeef), Some(1)), None);
     }
 
     #[test]

@@ -204,9 +204,62 @@ impl<O: Send + 'static> IntoBlock for Described<O> {
 impl<T: Send + Sync + ?Sized + 'static> IntoBlock for &Described<Arc<T>> {
     #[inline(always)]
     fn into_block<M: ManagedTensor>(self, plan: &ExportPlan) -> NonNull<M> {
+        if plan.sync_stream == Some(1) {
+            return ordered_block(self, plan);
+        }
         // SAFETY: the description is the shared value's own (`Described`),
         // and a clone of its `Arc` moves into the block, keeping it alive.
         unsafe { write_block(&self.info, plan, Arc::clone(&self.owner)) }
+    }
+}
+
+/// [`IntoBlock::into_block`] of a shared value exported to a consumer on
+/// CUDA's legacy default stream: when the value has a stream of its own,
+/// the block's owner makes it wait for the legacy stream before letting the
+/// value go ([`OrderedRelease`]).
+#[inline(never)]
+fn ordered_block<M: ManagedTensor, T: Send + Sync + ?Sized + 'static>(
+    described: &Described<Arc<T>>,
+    plan: &ExportPlan,
+) -> NonNull<M> {
+    let info = &described.info;
+    let owner = Arc::clone(&described.owner);
+    match crate::cuda::streams::release_wait(info.device(), info.stream(), plan.sync_stream) {
+        Some((consumer, value)) => {
+            let device = info.device().device_id;
+            let owner = OrderedRelease {
+                _owner: owner,
+                device,
+                consumer,
+                value,
+            };
+            // SAFETY: as in `into_block`: the `Arc` clone, which keeps the
+            // described memory alive, is in the owner that moves in.
+            unsafe { write_block(info, plan, owner) }
+        }
+        // SAFETY: as in `into_block`.
+        None => unsafe { write_block(info, plan, owner) },
+    }
+}
+
+/// An export's owner that, when released, makes the value's stream wait
+/// for the consumer's work queued so far on stream `consumer` (the legacy
+/// default stream: see `cuda::streams::release_wait`), then lets the
+/// value go. A wait that cannot be queued (no driver, a context under
+/// capture) is skipped: a deleter cannot fail.
+struct OrderedRelease<O> {
+    /// Held, not read: dropped after `drop` has queued the wait.
+    _owner: O,
+    device: i32,
+    consumer: usize,
+    value: usize,
+}
+
+impl<O> Drop for OrderedRelease<O> {
+    fn drop(&mut self) {
+        if let Ok(driver) = crate::cuda::driver::driver("ordering a released export's stream") {
+            let _ = driver.wait(self.device, self.consumer, self.value);
+        }
     }
 }
 
