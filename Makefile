@@ -32,11 +32,12 @@ $(VENV_STAMP): requirements-dev.txt
 
 lint: $(VENV_STAMP)
 	cargo fmt --all --check
-	cargo clippy --workspace --all-targets -- -D warnings
+	# The test extension with its cudarc feature, in the one workspace run (alone, its
+	# dependencies' features differ from the workspace's, and they were all checked again).
+	cargo clippy --workspace --all-targets --features dlpack-testext/cudarc -- -D warnings
 	cargo clippy -p pyo3-dlpack --all-targets --all-features -- -D warnings
 	# No default features: DLPack only (benchmarks/size builds it so).
 	cargo clippy -p pyo3-dlpack --all-targets --no-default-features -- -D warnings
-	cargo clippy -p dlpack-testext --features cudarc -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p pyo3-dlpack --all-features
 	# The limited API's 3.11 level (abi3-py39 is built by abi3-test).
 	cargo clippy --quiet -p pyo3-dlpack --target-dir target/abi3 --features pyo3/abi3-py311 -- -D warnings
@@ -84,13 +85,15 @@ test-matrix: $(VENV_STAMP)
 # What `cargo publish` would upload: both crates packaged and built as a workspace publish
 # (the derive crate first), then the packaged runtime crate's doc tests, README included,
 # against the packaged derive crate, in the workspace's target directory (the packaged crates
-# build apart, by their own paths; their dependencies, locked alike, are reused).
+# build apart, by their own paths; their dependencies, locked alike and built without debug
+# info as the workspace's dev profile builds them, are reused).
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 package: $(VENV_STAMP)
 	cargo publish --workspace --dry-run --allow-dirty --quiet -p pyo3-dlpack-derive -p pyo3-dlpack
 	cd target/package/pyo3-dlpack-$(VERSION) && PYTHONPATH=$(VENV_SITE) \
 		CARGO_TARGET_DIR=$(abspath target) cargo test --doc --all-features --quiet \
-		--config 'patch.crates-io.pyo3-dlpack-derive.path="../pyo3-dlpack-derive-$(VERSION)"'
+		--config 'patch.crates-io.pyo3-dlpack-derive.path="../pyo3-dlpack-derive-$(VERSION)"' \
+		--config 'profile.dev.package."*".debug=false'
 
 # pytest against real frameworks, over the test extension and the examples.
 py-test: $(VENV_STAMP)
