@@ -74,8 +74,9 @@
 //!
 //! Host tensors also speak Python's buffer protocol (`memoryview(t)`,
 //! `bytes(t)`, `np.asarray(t)` without a copy), and CUDA tensors
-//! `__cuda_array_interface__` (feature `non-dlpack-export`, on by default); [`asdlpack`], a ready `#[pyfunction]`, makes
-//! any producer (`bytes`, a `bytearray`, an `mmap`, …) a `DLPackTensor`.
+//! `__cuda_array_interface__` (feature `non-dlpack-export`, on by default);
+//! [`asdlpack`], a ready `#[pyfunction]`, makes any producer (`bytes`, a
+//! `bytearray`, an `mmap`, …) a `DLPackTensor`.
 //!
 //! To hand Python a framework's own array instead (a `numpy.ndarray`,
 //! `torch.Tensor`, `jax.Array` or CuPy array over the same memory), return
@@ -241,15 +242,12 @@
 //!   synchronising exchange-API imports, `__cuda_array_interface__`
 //!   imports. Without it those fail as on a machine without a driver (a
 //!   `BufferError` that names the feature); host tensors never need it.
-//!
-//! An extension that needs DLPack only can turn the defaults off
-//! (`default-features = false`, plus `derive` if it derives) for a smaller
-//! binary.
 //! - `ndarray`: export `ndarray::Array<T, D>` with its own strides.
 //! - `half`: `f16` and `bf16` elements. `num-complex`: `Complex<f32>`/`Complex<f64>`.
 //! - `cudarc` (enables `cuda-driver`): cudarc's `CudaSlice<T>` is tensor
 //!   memory (exported on its device, consumers ordered after its stream),
-//!   and CUDA imports give typed cudarc views ([`PyTensor::cuda_view`], [`PyTensor::cuda_view_mut`]).
+//!   and CUDA imports give typed cudarc views ([`PyTensor::cuda_view`],
+//!   [`PyTensor::cuda_view_mut`]).
 //!   cudarc loads the CUDA driver at run time, so it builds anywhere.
 //! - `safetensors`: `SafetensorsFile` (a memory-mapped file, or bytes you
 //!   own) and its tensors, `SafetensorView`s exported read-only with no
@@ -265,6 +263,10 @@
 //!   with no copy (CPU tensors; it holds the storage's read lock while
 //!   exported); imports copied once into a CPU `Tensor`
 //!   (`PyTensor::to_candle_tensor`). Needs Rust 1.89 (candle 0.11's `zip`).
+//!
+//! An extension that needs DLPack only can turn the defaults off
+//! (`default-features = false`, plus `derive` if it derives) for a smaller
+//! binary.
 //!
 //! The adapters' dependencies and the oldest Rust they declare: safetensors
 //! 0.8 (1.80) with memmap2 0.9.8 or later (1.63; 0.9.12: 1.65); nalgebra 0.33
