@@ -66,7 +66,10 @@ struct Held {
 
 impl CandleTensor {
     /// Takes the tensor's storage lock for reading (waiting for a write in
-    /// progress on another thread) and checks that it can be exported: a
+    /// progress or queued on another thread: the lock lets a waiting writer
+    /// go first, so a thread that already holds an export of the storage
+    /// should clone that `CandleTensor` rather than make a new one while
+    /// another thread may be writing) and checks that it can be exported: a
     /// [`DLPackError::Device`] for a CUDA or Metal tensor, an
     /// [`AdapterError::UnsupportedDtype`] for float6 and float4.
     pub fn new(tensor: Tensor) -> Result<Self, DLPackError> {
