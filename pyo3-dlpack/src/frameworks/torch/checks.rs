@@ -148,16 +148,20 @@ mod direct {
     /// torch's C functions behind the three questions, each with the class
     /// that owns its descriptor (the type its function expects `self` of).
     pub(super) struct Functions {
+        /// The type the functions were found on: each owning class is one
+        /// of its bases (checked by `descriptor_of`), so an object of
+        /// exactly this type needs no further check.
+        found_on: *mut ffi::PyTypeObject,
         requires_grad: (ffi::getter, *mut c_void, *mut ffi::PyTypeObject),
         is_conj: (ffi::PyCFunction, *mut ffi::PyTypeObject),
         is_neg: (ffi::PyCFunction, *mut ffi::PyTypeObject),
     }
 
     // SAFETY: function pointers into torch's library (never unloaded), the
-    // getter's closure, an opaque constant torch passes back to itself, and
-    // the owning classes, which stay alive: each is in the MRO of the type
-    // the checks were found on, which the exchange-table cache keeps alive
-    // forever; all only used attached.
+    // getter's closure, an opaque constant torch passes back to itself, the
+    // type the checks were found on, which the exchange-table cache keeps
+    // alive forever, and the owning classes, which stay alive with it (each
+    // is in its MRO); all only used attached.
     unsafe impl Send for Functions {}
     // SAFETY: as above; nothing here is ever written after `of`.
     unsafe impl Sync for Functions {}
@@ -173,6 +177,7 @@ mod direct {
             let is_neg = ty.getattr(pyo3::intern!(py, "is_neg"))?;
             Ok((|| {
                 Some(Self {
+                    found_on: ty.as_type_ptr(),
                     requires_grad: getter_of(&requires_grad, ty)?,
                     is_conj: method_of(&is_conj, ty)?,
                     is_neg: method_of(&is_neg, ty)?,
@@ -189,9 +194,13 @@ mod direct {
                 Question::IsConj => self.is_conj.1,
                 Question::IsNeg => self.is_neg.1,
             };
+            // An object of exactly the type the functions were found on is an
+            // instance of every owner (the import's object is: only that type
+            // takes this path); the subtype walk is for any other.
+            let of_found_type = obj.get_type_ptr() == self.found_on;
             // SAFETY: attached; `obj` and `owner` (a static type of torch,
             // see `Send` above) are live.
-            if unsafe { ffi::PyObject_TypeCheck(obj.as_ptr(), owner) } == 0 {
+            if !of_found_type && unsafe { ffi::PyObject_TypeCheck(obj.as_ptr(), owner) } == 0 {
                 return question.through_python(obj);
             }
             let answer = match question {
