@@ -390,12 +390,26 @@ mod tests {
     }
 
     #[test]
-    fn clones_share_one_lock() {
+    fn a_clone_keeps_the_lock_after_the_original_is_dropped() {
         let t = Tensor::ones(2, DType::U8, &CandleDevice::Cpu).unwrap();
-        let held = CandleTensor::new(t).unwrap();
+        let held = CandleTensor::new(t.clone()).unwrap();
         let again = held.clone();
         drop(held);
         assert_eq!(again.tensor_info().unwrap().numel(), 2);
         assert!(format!("{again:?}").starts_with("CandleTensor(Tensor["));
+        let written = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                t.zero_set().unwrap();
+                written.store(true, Ordering::SeqCst);
+            });
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(
+                !written.load(Ordering::SeqCst),
+                "the clone's lock was released"
+            );
+            drop(again);
+        });
+        assert_eq!(t.to_vec1::<u8>().unwrap(), [0, 0]);
     }
 }
