@@ -2,6 +2,9 @@
 
 import ctypes
 import gc
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -16,6 +19,22 @@ def numpy_arange(dtype, n):
     if dtype.startswith("complex"):
         return (np.arange(n) - 1j * np.arange(n)).astype(dtype)
     return np.arange(n).astype(dtype)
+
+
+def run_fresh(code, env=None, silent=False):
+    """`code` in a new interpreter (the fast paths' caches are per process); its stdout. A
+    crash is a negative return code; `silent`: nothing may be printed to stderr either."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    if silent:
+        assert done.stderr == ""
+    return done.stdout
 
 
 def _has_buffer_protocol():

@@ -3,13 +3,11 @@ C++ function JAX's `__dlpack__` ends in, without JAX's Python `__dlpack__` and
 `__dlpack_device__`; everything else (other options, sharded arrays, objects that only
 claim to be JAX's) takes the `__dlpack__` path, with JAX's own errors."""
 
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
 import dlpack_testext as ext
+
+from conftest import run_fresh
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -39,19 +37,6 @@ def dlpack_calls():
     finally:
         for name, original in originals.items():
             setattr(array_type, name, original)
-
-
-def run_fresh(code, env=None):
-    """`code` in a new interpreter (the JAX lookup is cached per process); its stdout."""
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
-    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    return done.stdout
 
 
 def test_a_jax_array_is_imported_in_place_without_its_python_methods(dlpack_calls):

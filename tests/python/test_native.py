@@ -10,6 +10,8 @@ import torch
 
 import dlpack_testext as ext
 
+from conftest import run_fresh
+
 jax = pytest.importorskip("jax")
 
 # torch's C exchange table (and its allocator) exists from 2.10.
@@ -153,7 +155,20 @@ def test_jax_results_are_jax_arrays(dtype, drops):
     assert drops.dropped == drops.created == 2
 
 
-def test_jax_results_come_from_jax_dlpack_from_dlpack_the_function_jnp_calls(monkeypatch):
+# The dtypes JAX keeps as they are; the 64-bit ones it narrows unless x64 is on.
+JAX_KEPT_DTYPES = ["bool", "int8", "uint16", "float16", "bfloat16", "float32", "complex64"]
+JAX_NARROWED_DTYPES = ["int64", "float64"]
+# jaxlib's five-argument capsule import, which host values go through (jaxlib_extension_version).
+has_capsule_import = pytest.mark.skipif(
+    getattr(__import__("jax._src.lib", fromlist=["lib"]), "jaxlib_extension_version", 0) < 467,
+    reason="jaxlib before extension version 467: every value takes jax.dlpack.from_dlpack",
+)
+
+
+@pytest.fixture
+def from_dlpack_calls(monkeypatch):
+    """The types `jax.dlpack.from_dlpack` is called with while the test runs (it checks that
+    `jax.numpy.from_dlpack`, which only forwards, is never called)."""
     import jax.dlpack
 
     calls = []
@@ -168,9 +183,88 @@ def test_jax_results_come_from_jax_dlpack_from_dlpack_the_function_jnp_calls(mon
 
     monkeypatch.setattr(jax.dlpack, "from_dlpack", counting)
     monkeypatch.setattr(jnp, "from_dlpack", refused)
-    x = ext.native_arange("jax", "float32", 4)
-    assert calls == ["DLPackTensor"]
-    assert np.asarray(x).tolist() == [0.0, 1.0, 2.0, 3.0]
+    return calls
+
+
+@pytest.mark.parametrize("dtype", JAX_NARROWED_DTYPES)
+def test_jax_results_that_jax_narrows_come_from_jax_dlpack_from_dlpack(dtype, from_dlpack_calls):
+    x = ext.native_arange("jax", dtype, 4)
+    assert from_dlpack_calls == ["DLPackTensor"]
+    # Without x64, JAX's from_dlpack narrows them (a copy) as it does any producer's.
+    assert x.dtype == jnp.asarray(np.zeros(1, dtype)).dtype
+    assert np.asarray(x).tolist() == [0, 1, 2, 3]
+
+
+@has_capsule_import
+@pytest.mark.parametrize("dtype", JAX_KEPT_DTYPES)
+def test_jax_results_of_host_values_are_what_from_dlpack_makes_without_calling_it(dtype, drops, monkeypatch):
+    import jax.dlpack
+
+    public = jax.dlpack.from_dlpack
+    monkeypatch.setattr(jax.dlpack, "from_dlpack", None)  # a call would raise TypeError
+    x = ext.native_arange("jax", dtype, 6, shape=[2, 3])
+    monkeypatch.undo()
+    want = public(ext.arange(dtype, 6)).reshape(2, 3)
+    assert type(x) is type(want)
+    assert (x.dtype, x.shape, x.weak_type, x.committed, x.sharding) == (
+        want.dtype, want.shape, want.weak_type, want.committed, want.sharding)
+    values = np.asarray(want)
+    np.testing.assert_array_equal(np.asarray(x), values)
+    # Zero-copy: the Rust value lives exactly as long as the array.
+    del want
+    gc.collect()
+    assert (drops.created, drops.dropped_now) == (2, 1)
+    y = x + 1
+    del x
+    gc.collect()
+    assert drops.dropped == 2
+    np.testing.assert_array_equal(np.asarray(y), values + 1)
+
+
+# Two Native::jax results in a fresh interpreter after PATCH, with the types
+# jax.dlpack.from_dlpack was called with, how often jaxlib's import raised our way, and the
+# Rust values' drop count once both arrays are gone.
+CAPSULE_IMPORT_PATCHED = """
+    import gc, sys
+    import jax.dlpack, numpy as np
+    from jax._src import lib
+    import dlpack_testext as ext
+
+    original_import = lib._jax.dlpack_managed_tensor_to_buffer
+    refusals = []
+
+    def five_arguments_refused(*args):
+        # A jaxlib whose import takes other arguments, for callers other than JAX's own.
+        if sys._getframe(1).f_code.co_filename.endswith("dlpack.py"):
+            return original_import(*args)
+        refusals.append(len(args))
+        raise TypeError("dlpack_managed_tensor_to_buffer(): incompatible function arguments")
+
+    PATCH
+    calls = []
+    original = jax.dlpack.from_dlpack
+    jax.dlpack.from_dlpack = lambda x, *a, **k: (calls.append(type(x).__name__), original(x, *a, **k))[1]
+    created0, dropped0, _ = ext.drop_counts()
+    results = [ext.native_arange("jax", "float32", 3) for _ in range(2)]
+    assert [np.asarray(x).tolist() for x in results] == [[0.0, 1.0, 2.0]] * 2
+    del results
+    gc.collect()
+    created, dropped, _ = ext.drop_counts()
+    print(calls, refusals, created - created0, dropped - dropped0)
+"""
+
+
+@has_capsule_import
+@pytest.mark.parametrize("patch, calls, refusals", [
+    ("pass", [], []),
+    # An older jaxlib: from_dlpack, never the import.
+    ("lib.jaxlib_extension_version = 466", ["DLPackTensor"] * 2, []),
+    # A jaxlib whose import refuses our arguments: tried once, then from_dlpack for good.
+    ("lib._jax.dlpack_managed_tensor_to_buffer = five_arguments_refused", ["DLPackTensor"] * 2, [5]),
+])
+def test_jax_results_take_from_dlpack_where_jaxlibs_import_is_not_the_one_proven(patch, calls, refusals):
+    out = run_fresh(CAPSULE_IMPORT_PATCHED.replace("PATCH", patch))
+    assert out.strip() == f"{calls} {refusals} 2 2"
 
 
 def test_jax_takes_read_only_values_its_immutable_arrays_cannot_write(drops):

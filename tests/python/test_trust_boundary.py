@@ -3,9 +3,6 @@ wrong answer from a fast path. Objects that claim a framework's name, buffer req
 every flag, buffers without strides."""
 
 import ctypes
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -13,16 +10,12 @@ import pytest
 import dlpack_testext as ext
 
 from conftest import needs_buffer_protocol
+from conftest import run_fresh as conftest_run_fresh
+
 
 def run_fresh(code):
-    """`code` in a new interpreter (the fast paths' caches are per process), with its
-    output; a crash is a negative return code."""
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    assert done.stderr == ""
-    return done.stdout
+    """`code` in a new interpreter, which must print nothing to stderr."""
+    return conftest_run_fresh(code, silent=True)
 
 
 # A bytes subclass that calls itself NumPy's array, with a `__dlpack__` of its own: read as

@@ -407,7 +407,8 @@ impl DLPackTensor {
     }
 
     /// `jax.numpy.asarray(t)` and every `jax.numpy` function given `t`: the
-    /// tensor as a `jax.Array` through `jax.dlpack.from_dlpack`, zero-copy
+    /// tensor as a `jax.Array`, as `Native::jax` makes it (the array
+    /// `jax.dlpack.from_dlpack` returns), zero-copy
     /// where JAX does not copy (64-byte-aligned host buffers), read-only
     /// tensors included (JAX arrays are immutable).
     fn __jax_array__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {

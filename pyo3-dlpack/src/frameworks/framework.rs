@@ -104,7 +104,15 @@ impl Framework {
         py: Python<'_>,
         value: T,
     ) -> PyResult<Bound<'_, PyAny>> {
-        let tensor = DLPackTensor::new(value)?;
+        self.call_from_dlpack(py, DLPackTensor::new(value)?)
+    }
+
+    /// The framework's public `from_dlpack` on `tensor`.
+    pub(crate) fn call_from_dlpack(
+        self,
+        py: Python<'_>,
+        tensor: DLPackTensor,
+    ) -> PyResult<Bound<'_, PyAny>> {
         self.import(py)?
             .call_method1(pyo3::intern!(py, "from_dlpack"), (tensor,))
     }

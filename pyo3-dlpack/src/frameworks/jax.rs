@@ -1,6 +1,8 @@
 //! JAX: imports of `jax.Array`s without JAX's Python `__dlpack__`
-//! ([`export_capsule`]), and `Native::jax` results through JAX's public
-//! `jax.dlpack.from_dlpack` (which `jax.numpy.from_dlpack` calls).
+//! ([`export_capsule`]), and `Native::jax` results ([`array_of`]): host
+//! values straight through jaxlib's capsule import where its signature is
+//! known, everything else through JAX's public `jax.dlpack.from_dlpack`
+//! (which `jax.numpy.from_dlpack` calls).
 //!
 //! JAX (up to 0.12 at least) asks `__dlpack__(stream=None)` for a legacy
 //! capsule, which cannot say "read-only", so a read-only value is refused to
@@ -9,14 +11,16 @@
 //! unknown, the state a legacy capsule may carry.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyType};
 
 use super::framework::Framework;
-use crate::export::IntoDLPack;
-use crate::{DLPackError, TensorInfo};
+use crate::export::{CapsuleFormat, DLPackTensor, IntoDLPack};
+use crate::{DLPackError, DataType, DeviceType, TensorInfo};
 
 /// jaxlib's array type, its C++ DLPack export and the sharding of arrays on
 /// one device, as found in one module.
@@ -97,9 +101,118 @@ fn find_jaxlib(obj: &Bound<'_, PyAny>) -> Option<Jaxlib> {
     })
 }
 
-/// `value` as a `jax.Array` (imports JAX).
+/// `value` as a `jax.Array` (imports JAX): the very array
+/// `jax.dlpack.from_dlpack` returns for it.
+///
+/// A host value whose dtype JAX keeps as it is goes straight to jaxlib's
+/// capsule import ([`CapsuleImport`]): `from_dlpack` adds, for such a value,
+/// only Python work whose outcome is known (`__dlpack_device__`, the CPU
+/// device, a stream lookup that raises on CPU, and a `jnp.asarray` that
+/// returns the array it is given), about 60 µs of its 75. Device values
+/// (their streams) and the 64-bit dtypes (which JAX narrows unless x64 is
+/// on) take `from_dlpack` itself.
 pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {
-    Framework::Jax.through_from_dlpack(py, ForImmutableConsumer(value))
+    let tensor = DLPackTensor::new(ForImmutableConsumer(value))?;
+    if is_taken_as_it_is(tensor.info()) {
+        if let Some(import) = CapsuleImport::of_this_jax(py)? {
+            match import.array(py, &tensor) {
+                Err(err) if err.is_instance_of::<PyTypeError>(py) => CapsuleImport::give_up(),
+                result => return result,
+            }
+        }
+    }
+    Framework::Jax.call_from_dlpack(py, tensor)
+}
+
+/// Whether JAX's `from_dlpack` makes an array of a value so described
+/// without a step after jaxlib's capsule import: host memory, and a dtype
+/// that `jnp.asarray` keeps (int64, uint64, float64 and complex128 become
+/// 32-bit types unless x64 is enabled).
+fn is_taken_as_it_is(info: &TensorInfo<'_>) -> bool {
+    let narrowed = [DataType::I64, DataType::U64, DataType::F64, DataType::C128];
+    info.device().device_type == DeviceType::CPU && !narrowed.contains(&info.dtype())
+}
+
+/// jaxlib's import of a DLPack capsule (`dlpack_managed_tensor_to_buffer`
+/// of `jax._src.lib._jax`, what `jax.dlpack.from_dlpack` calls) and the
+/// function that finds its CPU device, for the jaxlib whose extension
+/// version is 467 or later: the five-argument form (capsule, device,
+/// stream, copy, device type) that JAX 0.10 calls and the test matrix
+/// proves. Older jaxlibs, and one whose import raises a `TypeError` (its
+/// signature changed), get `from_dlpack`.
+struct CapsuleImport {
+    to_buffer: Py<PyAny>,
+    get_backend: Py<PyAny>,
+}
+
+/// This process's [`CapsuleImport`], looked up once; `None` where the
+/// jaxlib is older or lacks a name.
+static CAPSULE_IMPORT: PyOnceLock<Option<CapsuleImport>> = PyOnceLock::new();
+
+/// Set once a capsule import raised a `TypeError`: from then on every
+/// value takes `from_dlpack`.
+static CAPSULE_IMPORT_REFUSED: AtomicBool = AtomicBool::new(false);
+
+impl CapsuleImport {
+    /// The first jaxlib extension version with the five-argument import.
+    const FIRST_VERSION: u32 = 467;
+
+    fn of_this_jax(py: Python<'_>) -> PyResult<Option<&'static Self>> {
+        if CAPSULE_IMPORT_REFUSED.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let import = CAPSULE_IMPORT.get_or_try_init(py, || Self::look_up(py))?;
+        Ok(import.as_ref())
+    }
+
+    /// The functions, from JAX's own modules (importing JAX, as
+    /// `from_dlpack` would); `None` where a name is missing or the version
+    /// is older.
+    fn look_up(py: Python<'_>) -> PyResult<Option<Self>> {
+        let lib = py.import("jax._src.lib")?;
+        let version = lib.getattr("jaxlib_extension_version");
+        let version = version.and_then(|v| v.extract::<u32>()).unwrap_or(0);
+        if version < Self::FIRST_VERSION {
+            return Ok(None);
+        }
+        let Ok(to_buffer) = lib
+            .getattr("_jax")
+            .and_then(|jax| jax.getattr("dlpack_managed_tensor_to_buffer"))
+        else {
+            return Ok(None);
+        };
+        let Ok(get_backend) = py
+            .import("jax._src.xla_bridge")
+            .and_then(|bridge| bridge.getattr("get_backend"))
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Self {
+            to_buffer: to_buffer.unbind(),
+            get_backend: get_backend.unbind(),
+        }))
+    }
+
+    fn give_up() {
+        CAPSULE_IMPORT_REFUSED.store(true, Ordering::Relaxed);
+    }
+
+    /// `tensor` (host memory) as a `jax.Array` on JAX's CPU device, through
+    /// a legacy capsule as `from_dlpack` asks for one, with no stream and
+    /// `copy=None` (jaxlib copies memory it cannot alias, as there).
+    fn array<'py>(&self, py: Python<'py>, tensor: &DLPackTensor) -> PyResult<Bound<'py, PyAny>> {
+        let backend = self.get_backend.bind(py).call1(("cpu",))?;
+        let device = backend.call_method1(
+            pyo3::intern!(py, "device_from_local_hardware_id"),
+            (tensor.info().device().device_id,),
+        )?;
+        let capsule = tensor.to_capsule(py, CapsuleFormat::Legacy)?;
+        let (stream, copy) = (py.None(), py.None());
+        let cpu = DeviceType::CPU.code();
+        self.to_buffer
+            .bind(py)
+            .call1((capsule, device, stream, copy, cpu))
+    }
 }
 
 /// A `DLPackTensor`'s shared value as a `jax.Array` (`DLPackTensor.__jax_array__`,

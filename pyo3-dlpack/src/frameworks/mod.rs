@@ -8,8 +8,9 @@
 //!   place, arrays made over exported memory, the type numbers;
 //! - [`torch`]: `torch.Tensor`, the checks of its C exchange path, tensors
 //!   made through its exchange table;
-//! - [`jax`]: `Native::jax` results (read-only values included: JAX arrays
-//!   are immutable);
+//! - [`jax`]: imports of jaxlib's arrays through its C++ export, and
+//!   `Native::jax` results through its capsule import (read-only values
+//!   included: JAX arrays are immutable);
 //! - [`framework`]: [`Framework`], which framework an object belongs to, and
 //!   the public `from_dlpack` route (JAX, CuPy); [`native`]: [`Native`]
 //!   results; [`allocate`]: outputs allocated by the caller's framework.
