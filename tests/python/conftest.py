@@ -85,6 +85,24 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "cuda: needs a CUDA GPU (skipped without one; `make gpu-bundle`)")
 
 
+def freeze_what_lives():
+    """Collects, then moves every object alive now out of the collector's reach (`gc.freeze`:
+    reference counting still frees them): a later `gc.collect()` scans only what was made
+    after. With torch and JAX imported, a full collection scans about 250,000 objects
+    (~0.13 s); the suite's drop counts collect several hundred times."""
+    gc.collect()
+    gc.freeze()
+
+
+def pytest_collection_finish(session):
+    freeze_what_lives()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # Collectable again at exit: nanobind modules (torch's triton) count what is never freed.
+    gc.unfreeze()
+
+
 class DLDevice(ctypes.Structure):
     _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
 
@@ -183,7 +201,7 @@ class DropCounter:
     """Counts values the test extension created and dropped since the fixture began."""
 
     def __init__(self):
-        gc.collect()
+        freeze_what_lives()
         self.created0, self.dropped0, self.with_gil0 = ext.drop_counts()
 
     @property
