@@ -82,14 +82,19 @@ test-matrix: $(VENV_STAMP)
 			target/matrix-venvs || failed="$$failed $$entry"; \
 	done; test -z "$$failed" || { echo "test-matrix: failed:$$failed"; exit 1; }
 
-# What `cargo publish` would upload: both crates packaged and built as a workspace publish
-# (the derive crate first), then the packaged runtime crate's doc tests, README included,
-# against the packaged derive crate, in the workspace's target directory (the packaged crates
-# build apart, by their own paths; their dependencies, locked alike and built without debug
-# info as the workspace's dev profile builds them, are reused).
+# What `cargo publish` would upload: both crates packaged (`.crate` files, unpacked), then the
+# packaged runtime crate's doc tests, README included, against the packaged derive crate: the
+# build of both packaged crates (cargo's own verification would build them once more), in the
+# workspace's target directory (the packaged crates build apart, by their own paths; their
+# dependencies, locked alike and built without debug info as the workspace's dev profile
+# builds them, are reused).
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 package: $(VENV_STAMP)
-	cargo publish --workspace --dry-run --allow-dirty --quiet -p pyo3-dlpack-derive -p pyo3-dlpack
+	rm -rf target/package
+	cargo package --allow-dirty --quiet --no-verify -p pyo3-dlpack-derive -p pyo3-dlpack
+	for crate in pyo3-dlpack-derive pyo3-dlpack; do \
+		tar -xzf target/package/$$crate-$(VERSION).crate -C target/package || exit 1; \
+	done
 	cd target/package/pyo3-dlpack-$(VERSION) && PYTHONPATH=$(VENV_SITE) \
 		CARGO_TARGET_DIR=$(abspath target) cargo test --doc --all-features --quiet \
 		--config 'patch.crates-io.pyo3-dlpack-derive.path="../pyo3-dlpack-derive-$(VERSION)"' \
