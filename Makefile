@@ -14,23 +14,29 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test package abi3-test test-matrix abi3-bench bench copies-bench head-to-head sanitize fuzz coverage-cuda gpu-bundle venv lint rust-test py-test clean-venv
+.PHONY: demo test package abi3-test abi3-venvs test-matrix abi3-bench bench copies-bench head-to-head sanitize fuzz coverage-cuda gpu-bundle venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
 	$(VENV_PY) examples/image-buffer/demo.py
 
-test: lint rust-test py-test abi3-test package
+# The downloads of the main venv's packages and of the abi3 venvs' (network, mostly) run while
+# lint compiles: lint needs only the venv's interpreter. Each one's output is shown when it ends.
+test:
+	$(MAKE) -j3 --output-sync=target venv abi3-venvs lint
+	$(MAKE) rust-test py-test abi3-test package
 
 venv: $(VENV_STAMP)
 
-$(VENV_STAMP): requirements-dev.txt
-	@test -x $(VENV_PY) || $(PYTHON) -m venv $(VENV)
+$(VENV_PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV_STAMP): requirements-dev.txt | $(VENV_PY)
 	$(VENV_PY) -m pip install --quiet --upgrade pip
 	$(VENV_PY) -m pip install --quiet -r requirements-dev.txt
 	@touch $@
 
-lint: $(VENV_STAMP)
+lint: | $(VENV_PY)
 	cargo fmt --all --check
 	# The test extension with its cudarc feature, in the one workspace run (alone, its
 	# dependencies' features differ from the workspace's, and they were all checked again).
@@ -54,7 +60,7 @@ rust-test: $(VENV_STAMP)
 # own with NumPy and pytest only (tests/abi3/). torch and JAX stay on the main venv.
 ABI3_PYTHONS ?= 3.9.18 3.10.13 3.13.0
 PYENV_VERSIONS ?= $(HOME)/.pyenv/versions
-abi3-test: $(VENV_STAMP)
+abi3-test: $(VENV_STAMP) abi3-venvs
 	rm -rf target/abi3-wheel
 	maturin build --quiet -m tests/extension/Cargo.toml --features abi3 \
 		--target-dir target/abi3 -o target/abi3-wheel
@@ -64,6 +70,12 @@ abi3-test: $(VENV_STAMP)
 			target/abi3-venvs/$$version > target/abi3-$$version.log 2>&1 & pids="$$pids $$!"; \
 	done; failed=0; for pid in $$pids; do wait $$pid || failed=1; done; \
 	for version in $(ABI3_PYTHONS); do cat target/abi3-$$version.log; done; test $$failed -eq 0
+
+# The abi3 runs' venvs alone (made once, reused; `make test` makes them while lint compiles).
+abi3-venvs:
+	for version in $(ABI3_PYTHONS); do \
+		tests/abi3/run.sh $(PYENV_VERSIONS)/$$version/bin/python "" target/abi3-venvs/$$version || exit 1; \
+	done
 
 # Not in `make test` (the torch venvs take ~4 GB each): the same abi3-py39 wheel against older
 # and other frameworks. Each entry is a file tests/matrix/ENTRY.txt: its CPython, its pins and

@@ -2,7 +2,8 @@
 # Runs the NumPy-only suites with the abi3 wheel on one CPython, in its own venv.
 # usage: tests/abi3/run.sh PYTHON WHEEL_DIR VENV_DIR
 # The venv holds only what tests/abi3/requirements-X.Y.txt pins (X.Y: PYTHON's
-# version); it is made once and reused until that file changes.
+# version); it is made once and reused until that file changes. An empty
+# WHEEL_DIR only makes the venv.
 set -euo pipefail
 python=$1 wheels=$2 venv=$3
 version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
@@ -13,6 +14,7 @@ if ! cmp -s "$requirements" "$venv/.requirements"; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
     cp "$requirements" "$venv/.requirements"
 fi
+[ -n "$wheels" ] || exit 0
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps \
     "$wheels"/dlpack_testext-*-abi3-*.whl
 "$venv/bin/python" - <<'PY'
