@@ -48,9 +48,12 @@ lint: | $(VENV_PY)
 	# The limited API's 3.11 level (abi3-py39 is built by abi3-test).
 	cargo clippy --quiet -p pyo3-dlpack --target-dir target/abi3 --features pyo3/abi3-py311 -- -D warnings
 
-# Unit, integration, doc (README included) and ui tests.
+# Unit, integration, doc and ui tests. The runtime crate's doc tests (README included), all
+# features on, run once, in `make package`, against the packaged crates (a second run here
+# would repeat them to the letter).
 rust-test: $(VENV_STAMP)
-	PYTHONPATH=$(VENV_SITE) cargo test --workspace
+	PYTHONPATH=$(VENV_SITE) cargo test --workspace --lib --bins --tests --examples
+	PYTHONPATH=$(VENV_SITE) cargo test --workspace --doc --exclude pyo3-dlpack
 	# The runtime crate alone, default features only (the workspace run enables them all).
 	PYTHONPATH=$(VENV_SITE) cargo test -p pyo3-dlpack
 
