@@ -158,10 +158,10 @@ def test_jax_results_are_jax_arrays(dtype, drops):
 # The dtypes JAX keeps as they are; the 64-bit ones it narrows unless x64 is on.
 JAX_KEPT_DTYPES = ["bool", "int8", "uint16", "float16", "bfloat16", "float32", "complex64"]
 JAX_NARROWED_DTYPES = ["int64", "float64"]
-# jaxlib's five-argument capsule import, which host values go through (jaxlib_extension_version).
+# The jaxlib whose capsule import host values go through (its jaxlib_extension_version).
 has_capsule_import = pytest.mark.skipif(
-    getattr(__import__("jax._src.lib", fromlist=["lib"]), "jaxlib_extension_version", 0) < 467,
-    reason="jaxlib before extension version 467: every value takes jax.dlpack.from_dlpack",
+    getattr(__import__("jax._src.lib", fromlist=["lib"]), "jaxlib_extension_version", 0) != 467,
+    reason="not the proven jaxlib (extension version 467): every value takes jax.dlpack.from_dlpack",
 )
 
 
@@ -221,6 +221,21 @@ def test_jax_results_of_host_values_are_what_from_dlpack_makes_without_calling_i
     np.testing.assert_array_equal(np.asarray(y), values + 1)
 
 
+@has_capsule_import
+@pytest.mark.parametrize("dtype", ["int16", "int32", "uint8", "uint32"])
+def test_jax_arrays_of_dlpack_tensors_take_the_same_route(dtype, monkeypatch):
+    import jax.dlpack
+
+    public = jax.dlpack.from_dlpack
+    monkeypatch.setattr(jax.dlpack, "from_dlpack", None)
+    x = jnp.asarray(ext.arange(dtype, 5))  # DLPackTensor.__jax_array__
+    monkeypatch.undo()
+    want = public(ext.arange(dtype, 5))
+    assert (type(x), x.dtype, x.weak_type, x.committed, x.sharding) == (
+        type(want), want.dtype, want.weak_type, want.committed, want.sharding)
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(want))
+
+
 # Two Native::jax results in a fresh interpreter after PATCH, with the types
 # jax.dlpack.from_dlpack was called with, how often jaxlib's import raised our way, and the
 # Rust values' drop count once both arrays are gone.
@@ -233,11 +248,11 @@ CAPSULE_IMPORT_PATCHED = """
     original_import = lib._jax.dlpack_managed_tensor_to_buffer
     refusals = []
 
-    def five_arguments_refused(*args):
+    def our_keywords_refused(*args, **kwargs):
         # A jaxlib whose import takes other arguments, for callers other than JAX's own.
         if sys._getframe(1).f_code.co_filename.endswith("dlpack.py"):
-            return original_import(*args)
-        refusals.append(len(args))
+            return original_import(*args, **kwargs)
+        refusals.append(len(args) + len(kwargs))
         raise TypeError("dlpack_managed_tensor_to_buffer(): incompatible function arguments")
 
     PATCH
@@ -257,10 +272,13 @@ CAPSULE_IMPORT_PATCHED = """
 @has_capsule_import
 @pytest.mark.parametrize("patch, calls, refusals", [
     ("pass", [], []),
-    # An older jaxlib: from_dlpack, never the import.
+    # An older and a newer jaxlib than the proven one: from_dlpack, never the import.
     ("lib.jaxlib_extension_version = 466", ["DLPackTensor"] * 2, []),
+    ("lib.jaxlib_extension_version = 468", ["DLPackTensor"] * 2, []),
+    # A JAX whose private module moved (JAX's own from_dlpack holds it already).
+    ("sys.modules['jax._src.lib'] = None", ["DLPackTensor"] * 2, []),
     # A jaxlib whose import refuses our arguments: tried once, then from_dlpack for good.
-    ("lib._jax.dlpack_managed_tensor_to_buffer = five_arguments_refused", ["DLPackTensor"] * 2, [5]),
+    ("lib._jax.dlpack_managed_tensor_to_buffer = our_keywords_refused", ["DLPackTensor"] * 2, [5]),
 ])
 def test_jax_results_take_from_dlpack_where_jaxlibs_import_is_not_the_one_proven(patch, calls, refusals):
     out = run_fresh(CAPSULE_IMPORT_PATCHED.replace("PATCH", patch))

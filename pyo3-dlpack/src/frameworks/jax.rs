@@ -1,8 +1,8 @@
 //! JAX: imports of `jax.Array`s without JAX's Python `__dlpack__`
 //! ([`export_capsule`]), and `Native::jax` results ([`array_of`]): host
-//! values straight through jaxlib's capsule import where its signature is
-//! known, everything else through JAX's public `jax.dlpack.from_dlpack`
-//! (which `jax.numpy.from_dlpack` calls).
+//! values of the dtypes JAX keeps straight through jaxlib's capsule import
+//! on the jaxlib proven, everything else through JAX's public
+//! `jax.dlpack.from_dlpack` (which `jax.numpy.from_dlpack` calls).
 //!
 //! JAX (up to 0.12 at least) asks `__dlpack__(stream=None)` for a legacy
 //! capsule, which cannot say "read-only", so a read-only value is refused to
@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyType};
+use pyo3::types::{PyCapsule, PyDict, PyType};
 
 use super::framework::Framework;
 use crate::export::{CapsuleFormat, DLPackTensor, IntoDLPack};
@@ -106,18 +106,18 @@ fn find_jaxlib(obj: &Bound<'_, PyAny>) -> Option<Jaxlib> {
 ///
 /// A host value whose dtype JAX keeps as it is goes straight to jaxlib's
 /// capsule import ([`CapsuleImport`]): `from_dlpack` adds, for such a value,
-/// only Python work whose outcome is known (`__dlpack_device__`, the CPU
-/// device, a stream lookup that raises on CPU, and a `jnp.asarray` that
-/// returns the array it is given), about 60 µs of its 75. Device values
-/// (their streams) and the 64-bit dtypes (which JAX narrows unless x64 is
-/// on) take `from_dlpack` itself.
+/// only Python work whose outcome is known (`__dlpack_device__`, a stream
+/// lookup that raises on CPU, and a `jnp.asarray` that returns the array it
+/// is given), most of its time. Device values (their streams) and the
+/// 64-bit dtypes (which JAX narrows unless x64 is on) take `from_dlpack`
+/// itself. A patched `jax.dlpack.from_dlpack` is therefore not called for
+/// the values the route takes.
 pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {
     let tensor = DLPackTensor::new(ForImmutableConsumer(value))?;
     if is_taken_as_it_is(tensor.info()) {
-        if let Some(import) = CapsuleImport::of_this_jax(py)? {
-            match import.array(py, &tensor) {
-                Err(err) if err.is_instance_of::<PyTypeError>(py) => CapsuleImport::give_up(),
-                result => return result,
+        if let Some(import) = CapsuleImport::of_this_jax(py) {
+            if let Some(array) = import.array(py, &tensor)? {
+                return Ok(array);
             }
         }
     }
@@ -135,18 +135,20 @@ fn is_taken_as_it_is(info: &TensorInfo<'_>) -> bool {
 
 /// jaxlib's import of a DLPack capsule (`dlpack_managed_tensor_to_buffer`
 /// of `jax._src.lib._jax`, what `jax.dlpack.from_dlpack` calls) and the
-/// function that finds its CPU device, for the jaxlib whose extension
-/// version is 467 or later: the five-argument form (capsule, device,
-/// stream, copy, device type) that JAX 0.10 calls and the test matrix
-/// proves. Older jaxlibs, and one whose import raises a `TypeError` (its
-/// signature changed), get `from_dlpack`.
+/// function that finds its CPU device, for the jaxlib extension versions
+/// the test matrix proves ([`PROVEN`](Self::PROVEN): JAX 0.10.2's 467, whose
+/// import takes `dlpack`, `device`, `stream`, `copy` and `dl_device_type`).
+/// Other jaxlibs (JAX 0.4's has no `jaxlib_extension_version`), a JAX
+/// whose private modules moved, and one whose import raises a `TypeError`
+/// for our keywords get `from_dlpack`. Widen `PROVEN` only with a matrix
+/// run of the newer JAX.
 struct CapsuleImport {
     to_buffer: Py<PyAny>,
     get_backend: Py<PyAny>,
 }
 
 /// This process's [`CapsuleImport`], looked up once; `None` where the
-/// jaxlib is older or lacks a name.
+/// jaxlib is not a proven one or a module or name is missing.
 static CAPSULE_IMPORT: PyOnceLock<Option<CapsuleImport>> = PyOnceLock::new();
 
 /// Set once a capsule import raised a `TypeError`: from then on every
@@ -154,64 +156,74 @@ static CAPSULE_IMPORT: PyOnceLock<Option<CapsuleImport>> = PyOnceLock::new();
 static CAPSULE_IMPORT_REFUSED: AtomicBool = AtomicBool::new(false);
 
 impl CapsuleImport {
-    /// The first jaxlib extension version with the five-argument import.
-    const FIRST_VERSION: u32 = 467;
+    /// The jaxlib extension versions whose capsule import, and whose
+    /// `from_dlpack` around it, the test matrix has proven.
+    const PROVEN: std::ops::RangeInclusive<u32> = 467..=467;
 
-    fn of_this_jax(py: Python<'_>) -> PyResult<Option<&'static Self>> {
+    fn of_this_jax(py: Python<'_>) -> Option<&'static Self> {
         if CAPSULE_IMPORT_REFUSED.load(Ordering::Relaxed) {
-            return Ok(None);
+            return None;
         }
-        let import = CAPSULE_IMPORT.get_or_try_init(py, || Self::look_up(py))?;
-        Ok(import.as_ref())
+        CAPSULE_IMPORT
+            .get_or_init(py, || Self::look_up(py))
+            .as_ref()
     }
 
     /// The functions, from JAX's own modules (importing JAX, as
-    /// `from_dlpack` would); `None` where a name is missing or the version
-    /// is older.
-    fn look_up(py: Python<'_>) -> PyResult<Option<Self>> {
-        let lib = py.import("jax._src.lib")?;
-        let version = lib.getattr("jaxlib_extension_version");
-        let version = version.and_then(|v| v.extract::<u32>()).unwrap_or(0);
-        if version < Self::FIRST_VERSION {
-            return Ok(None);
+    /// `from_dlpack` would); `None` where a module or name is missing or
+    /// the version is not a proven one (`from_dlpack` then raises what
+    /// there is to raise, such as JAX's absence).
+    fn look_up(py: Python<'_>) -> Option<Self> {
+        let lib = py.import("jax._src.lib").ok()?;
+        let version = lib.getattr("jaxlib_extension_version").ok()?;
+        if !Self::PROVEN.contains(&version.extract::<u32>().ok()?) {
+            return None;
         }
-        let Ok(to_buffer) = lib
+        let to_buffer = lib
             .getattr("_jax")
             .and_then(|jax| jax.getattr("dlpack_managed_tensor_to_buffer"))
-        else {
-            return Ok(None);
-        };
-        let Ok(get_backend) = py
+            .ok()?;
+        let get_backend = py
             .import("jax._src.xla_bridge")
             .and_then(|bridge| bridge.getattr("get_backend"))
-        else {
-            return Ok(None);
-        };
-        Ok(Some(Self {
+            .ok()?;
+        Some(Self {
             to_buffer: to_buffer.unbind(),
             get_backend: get_backend.unbind(),
-        }))
-    }
-
-    fn give_up() {
-        CAPSULE_IMPORT_REFUSED.store(true, Ordering::Relaxed);
+        })
     }
 
     /// `tensor` (host memory) as a `jax.Array` on JAX's CPU device, through
     /// a legacy capsule as `from_dlpack` asks for one, with no stream and
     /// `copy=None` (jaxlib copies memory it cannot alias, as there).
-    fn array<'py>(&self, py: Python<'py>, tensor: &DLPackTensor) -> PyResult<Bound<'py, PyAny>> {
+    /// `Ok(None)` where the import refuses our keywords with a `TypeError`
+    /// (a signature we do not know): the route is then off for good.
+    fn array<'py>(
+        &self,
+        py: Python<'py>,
+        tensor: &DLPackTensor,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let backend = self.get_backend.bind(py).call1(("cpu",))?;
         let device = backend.call_method1(
             pyo3::intern!(py, "device_from_local_hardware_id"),
             (tensor.info().device().device_id,),
         )?;
-        let capsule = tensor.to_capsule(py, CapsuleFormat::Legacy)?;
-        let (stream, copy) = (py.None(), py.None());
-        let cpu = DeviceType::CPU.code();
-        self.to_buffer
-            .bind(py)
-            .call1((capsule, device, stream, copy, cpu))
+        let arguments = PyDict::new(py);
+        arguments.set_item(
+            pyo3::intern!(py, "dlpack"),
+            tensor.to_capsule(py, CapsuleFormat::Legacy)?,
+        )?;
+        arguments.set_item(pyo3::intern!(py, "device"), device)?;
+        arguments.set_item(pyo3::intern!(py, "stream"), py.None())?;
+        arguments.set_item(pyo3::intern!(py, "copy"), py.None())?;
+        arguments.set_item(pyo3::intern!(py, "dl_device_type"), DeviceType::CPU.code())?;
+        match self.to_buffer.bind(py).call((), Some(&arguments)) {
+            Err(err) if err.is_instance_of::<PyTypeError>(py) => {
+                CAPSULE_IMPORT_REFUSED.store(true, Ordering::Relaxed);
+                Ok(None)
+            }
+            result => result.map(Some),
+        }
     }
 }
 

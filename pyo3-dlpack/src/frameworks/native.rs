@@ -10,10 +10,11 @@
 //! - NumPy: the NumPy C API (`frameworks::numpy`), an array over
 //!   the memory whose base object owns the value; a dtype NumPy lacks
 //!   (bfloat16, float8, …) is a `BufferError` naming it;
-//! - JAX: host values through jaxlib's capsule import, the array
+//! - JAX: host values of the dtypes JAX keeps (not the 64-bit ones it
+//!   narrows) through jaxlib's capsule import, the array
 //!   `jax.dlpack.from_dlpack` would return without its Python steps
-//!   (`frameworks::jax`); other values, and JAX versions whose import is
-//!   not the one proven, through `jax.dlpack.from_dlpack`;
+//!   (`frameworks::jax`); other values, and jaxlibs other than the one
+//!   proven, through `jax.dlpack.from_dlpack`;
 //! - CuPy: its `from_dlpack` on a [`DLPackTensor`](crate::DLPackTensor)
 //!   ([`Framework::through_from_dlpack`]).
 
