@@ -1,5 +1,7 @@
 """`__dlpack__` negotiation, checked by reading the capsules with ctypes."""
 
+import ctypes
+
 import pytest
 
 import dlpack_testext as ext
@@ -124,6 +126,20 @@ def test_copy_true_copies_and_sets_is_copied(capsule_view):
     t = ext.from_bytes(bytes(range(24)), "uint8", [6, 4], strides=[1, 6])
     copied = capsule_view(t.__dlpack__(max_version=(1, 0), copy=True))
     assert copied.strides == (4, 1)
+
+
+@pytest.mark.parametrize("n", [3, 1 << 25])
+def test_a_copy_of_packed_sub_byte_elements_is_their_bytes(n, capsule_view):
+    # float4 elements, two to a byte: the copy was made one byte an element, reading and
+    # writing past both buffers (an abort, or a heap overflow under AddressSanitizer).
+    data = bytes(range(7, 256)) * ((n + 1) // 2 // 249 + 1)
+    data = data[: (n + 1) // 2]
+    x = ext.from_bytes(data, "float4_e2m1fn", [n])
+    capsule = x.__dlpack__(max_version=(1, 3), copy=True)
+    view = capsule_view(capsule)
+    assert (view.flags, view.shape, view.dtype) == (IS_COPIED, (n,), (17, 4, 1))
+    assert view.data != x.data_ptr
+    assert ctypes.string_at(view.data, len(data)) == data
 
 
 def test_copy_false_never_copies(capsule_view):

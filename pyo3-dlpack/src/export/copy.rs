@@ -37,12 +37,24 @@ impl HostTensor {
         let nbytes = layout::storage_bytes(info.numel(), dtype, false)
             .expect("a checked description's storage fits in memory");
         let (shape, strides) = info.dims_slices();
+        // Packed sub-byte elements (float4, float6) are never strided
+        // (`TensorInfo` refuses strides for them): their copy is their
+        // `nbytes` bytes, moved as bytes (`copy_to_host` moves whole bytes
+        // only; at one byte an element it would move twice the storage).
+        let packed_bytes = [nbytes as i64];
+        let (shape, strides, moved) = if dtype.is_byte_sized() {
+            (shape, strides, dtype)
+        } else {
+            (&packed_bytes[..], &[1i64][..], DataType::U8)
+        };
         let src = info.data_ptr().cast::<u8>().cast_const();
         let write = |dst| {
             // SAFETY: a live TensorInfo checked the layout to lie inside its
             // buffer on its device (asserted above), which its owner keeps
-            // allocated while `info` is borrowed; `dst` is a new allocation
-            // of `nbytes`: the `numel` elements of `itemsize` bytes.
+            // allocated while `info` is borrowed (packed sub-byte elements:
+            // their `nbytes` bytes from the first, row-major); `moved` is a
+            // whole number of bytes; `dst` is a new allocation of `nbytes`:
+            // the `numel` elements of `itemsize` bytes, or the packed bytes.
             unsafe {
                 crate::cuda::host::copy_to_host(
                     info.device(),
@@ -50,7 +62,7 @@ impl HostTensor {
                     src,
                     shape,
                     strides,
-                    dtype,
+                    moved,
                     dst,
                 )
             }
