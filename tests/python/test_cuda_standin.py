@@ -647,6 +647,31 @@ def test_a_host_copy_of_strided_device_memory_is_gathered_in_row_major_order():
     assert out == "[[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]\n[1.0, 4.0]\n"
 
 
+def test_a_host_copy_of_packed_sub_byte_device_elements_is_their_bytes():
+    # 64 float4 elements packed in a 32-byte allocation: copied as their 32 bytes (one byte
+    # an element read 64 bytes of a 32-byte allocation, and wrote as many into 32).
+    out = run(
+        """
+        import ctypes, struct
+        memory = cuda.standin_alloc(0, 32, 0)
+        producer = cuda.standin_stream_create(0)
+        write(producer, memory, range(8))
+        t = ext.over_memory(memory, 32, 2, 0, [64], dtype="float4_e2m1fn", stream=producer)
+        capsule = t.__dlpack__(dl_device=(1, 0), max_version=(1, 3))
+        api = ctypes.pythonapi
+        api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+        api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+        managed = api.PyCapsule_GetPointer(capsule, b"dltensor_versioned")
+        # dl_tensor.data follows the version, manager_ctx, deleter and flags (8 bytes each).
+        data = ctypes.c_void_p.from_address(managed + 32)
+        print(ctypes.string_at(data.value, 32) == struct.pack("8f", *range(8)))
+        print(ext.describe(capsule)["copied"])
+        assert_clean()
+        """
+    )
+    assert out == "True\nTrue\n"
+
+
 def test_to_vec_of_a_device_import_reads_through_the_driver_after_the_producers_stream():
     out = run(
         """
