@@ -365,10 +365,11 @@ mod tests {
         );
     }
 
-    #[test]
-    fn an_in_place_write_waits_until_the_export_is_dropped() {
-        let t = Tensor::ones(4, DType::F32, &CandleDevice::Cpu).unwrap();
-        let held = CandleTensor::new(t.clone()).unwrap();
+    /// Runs candle's in-place `zero_set` of `t` on another thread while
+    /// `hold` runs here, checks that the write had not happened when `hold`
+    /// returned (it drops what holds the lock: `why` says what), then that
+    /// it did once the thread ended.
+    fn assert_write_waits_for(t: &Tensor, why: &str, hold: impl FnOnce()) {
         let written = AtomicBool::new(false);
         std::thread::scope(|scope| {
             scope.spawn(|| {
@@ -376,16 +377,22 @@ mod tests {
                 written.store(true, Ordering::SeqCst);
             });
             std::thread::sleep(Duration::from_millis(100));
-            assert!(
-                !written.load(Ordering::SeqCst),
-                "candle wrote under an export"
-            );
+            assert!(!written.load(Ordering::SeqCst), "{why}");
+            hold();
+        });
+        assert!(written.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn an_in_place_write_waits_until_the_export_is_dropped() {
+        let t = Tensor::ones(4, DType::F32, &CandleDevice::Cpu).unwrap();
+        let held = CandleTensor::new(t.clone()).unwrap();
+        assert_write_waits_for(&t, "candle wrote under an export", || {
             let first = held.data_ptr().cast::<f32>();
             // SAFETY: the export's first element, read while it is held.
             assert_eq!(unsafe { first.read() }, 1.0);
             drop(held);
         });
-        assert!(written.load(Ordering::SeqCst));
         assert_eq!(t.to_vec1::<f32>().unwrap(), [0.0; 4]);
     }
 
@@ -397,19 +404,7 @@ mod tests {
         drop(held);
         assert_eq!(again.tensor_info().unwrap().numel(), 2);
         assert!(format!("{again:?}").starts_with("CandleTensor(Tensor["));
-        let written = AtomicBool::new(false);
-        std::thread::scope(|scope| {
-            scope.spawn(|| {
-                t.zero_set().unwrap();
-                written.store(true, Ordering::SeqCst);
-            });
-            std::thread::sleep(Duration::from_millis(100));
-            assert!(
-                !written.load(Ordering::SeqCst),
-                "the clone's lock was released"
-            );
-            drop(again);
-        });
+        assert_write_waits_for(&t, "the clone's lock was released", || drop(again));
         assert_eq!(t.to_vec1::<u8>().unwrap(), [0, 0]);
     }
 }
