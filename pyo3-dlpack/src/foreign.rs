@@ -242,10 +242,11 @@ pub(crate) fn check_row_major(
         numel = numel.checked_mul(extent as u64)?;
     }
     let nbytes = numel.checked_mul(tensor.dtype.itemsize() as u64)?;
-    if nbytes > isize::MAX as u64 {
+    // Within one allocation: at most `isize::MAX` bytes from `data`.
+    if tensor.byte_offset.checked_add(nbytes)? > isize::MAX as u64 {
         return None;
     }
-    let start = (tensor.data as usize).checked_add(usize::try_from(tensor.byte_offset).ok()?)?;
+    let start = (tensor.data as usize).checked_add(tensor.byte_offset as usize)?;
     let end = start.checked_add(nbytes as usize)?;
     Some(RowMajor {
         numel: numel as usize,
@@ -311,8 +312,20 @@ fn check_extent(
             None => return Err(address_overflow(tensor, shape, strides)),
         }
     };
+    // Every byte reached lies in the allocation `data` points into, so
+    // within `isize::MAX` bytes of it (Rust's and C's bound on one object),
+    // and at a real address.
+    let (from_data_low, from_data_high) = (
+        i128::from(tensor.byte_offset) + low,
+        i128::from(tensor.byte_offset) + high,
+    );
+    let within = -(isize::MAX as i128)..=isize::MAX as i128;
     let first = tensor.data as usize as i128 + i128::from(tensor.byte_offset);
-    if first + low < 0 || first + high > usize::MAX as i128 {
+    if !within.contains(&from_data_low)
+        || !within.contains(&from_data_high)
+        || first + low < 0
+        || first + high > usize::MAX as i128
+    {
         return Err(address_overflow(tensor, shape, strides));
     }
     Ok(((first + low) as usize, (first + high) as usize))

@@ -211,8 +211,12 @@ def test_array_interface_data_may_be_a_buffer_with_an_offset():
     assert d["data_ptr"] == address_of(raw) + 4
     assert ext.to_list(p, "uint16") == [2, 3, 4]
     # The layout is checked against the buffer's length.
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"needs 18 bytes, but the buffer holds 16 bytes"):
         ext.describe(ArrayInterface(np.zeros(0), data=raw, offset=4, shape=(7,), typestr="<u2", strides=None))
+    # An offset near 2^64: what it needs is counted past 2^64 (was cut to
+    # 64 bits: "needs 3 bytes, but the buffer holds 16 bytes").
+    with pytest.raises(ValueError, match=r"needs 18446744073709551621 bytes, but the buffer holds 16 bytes"):
+        ext.describe(ArrayInterface(np.zeros(0), data=raw, offset=2**64 - 1, shape=(3,), typestr="<u2", strides=None))
 
 
 def test_array_interface_refusals_name_what_was_expected():

@@ -167,6 +167,23 @@ def test_empty_tensors_with_negative_strides_give_empty_views():
     assert h.deleted == 1
 
 
+def test_the_stride_of_a_one_element_axis_is_never_used():
+    # Any stride is valid where the extent is 1; i64::MIN's magnitude went
+    # into ndarray's view as is (a panic, a BaseException, in debug builds).
+    values = bytes(range(12))
+    for shape, strides, expected in [
+        ((1, 3), (-(2**63), 1), [0, 1, 2]),
+        ((2, 1, 3), (6, -(2**63), 2), [0, 2, 4, 6, 8, 10]),
+        ((3, 1), (1, 2**63 - 1), [0, 1, 2]),
+    ]:
+        h = HandMade(values=values, dtype=(1, 8, 1), shape=shape, strides=strides)
+        assert ext.array_values(h.capsule, "uint8") == expected
+        assert h.deleted == 1
+    h = HandMade(values=values, dtype=(1, 8, 1), shape=(1, 3), strides=(-(2**63), 1))
+    ext.fill(h.capsule, 7.0, as_type="uint8", through_ndarray=True)
+    assert h.deleted == 1
+
+
 def test_torch_bfloat16_and_zero_copy():
     t = torch.arange(5, dtype=torch.bfloat16)
     assert ext.describe(t)["data_ptr"] == t.data_ptr()
@@ -502,6 +519,11 @@ def test_handmade_legacy_and_byte_offset():
         ({"shape": (2, -3)}, ValueError, r"shape \[2, -3\] has a negative extent -3 in dimension 1"),
         ({"shape": (2**40, 2**40)}, ValueError, "more elements than fit in memory"),
         ({"shape": (2, 3), "strides": (2**62, 1)}, ValueError, "reaches outside the address space"),
+        # An offset within an allocation is at most isize::MAX bytes: 2^63
+        # did not wrap the address, was accepted and read (a crash).
+        ({"shape": (3,), "byte_offset": 2**63}, ValueError, "reaches outside the address space"),
+        ({"shape": (3,), "strides": (2,), "byte_offset": 2**63}, ValueError, "reaches outside the address space"),
+        ({"shape": (2,), "strides": (2**61,), "byte_offset": 2**62}, ValueError, "reaches outside the address space"),
         ({"ndim": -1}, ValueError, "ndim -1 is outside"),
         ({"ndim": 5000, "shape": (1,)}, ValueError, "ndim 5000 is outside"),
         ({"dtype": (99, 8, 1)}, ValueError, "unknown DLPack dtype code 99"),

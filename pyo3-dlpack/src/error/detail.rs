@@ -102,8 +102,9 @@ pub enum LayoutError {
     PastEnd {
         /// The description.
         layout: Box<LayoutDesc>,
-        /// Bytes from the start of the buffer the elements need.
-        needed: u64,
+        /// Bytes from the start of the buffer the elements need (an offset
+        /// near `u64::MAX` plus the elements' reach can need more than 2^64).
+        needed: u128,
         /// Bytes the buffer holds.
         available: usize,
     },

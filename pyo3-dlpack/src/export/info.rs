@@ -420,7 +420,7 @@ impl<'a> TensorInfoBuilder<'a> {
         if offset + high > byte_len as i128 {
             return Err(LayoutError::PastEnd {
                 layout: self.describe(info),
-                needed: (offset + high) as u64,
+                needed: (offset + high) as u128,
                 available: byte_len,
             }
             .into());

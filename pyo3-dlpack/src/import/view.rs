@@ -255,7 +255,10 @@ mod ndarray_views {
 
     /// Where a view starts (the lowest element reached), its shape with the
     /// absolute strides (ndarray's constructors need strides ≥ 0), and the
-    /// axes to invert afterwards to restore the negative ones.
+    /// axes to invert afterwards to restore the negative ones. An axis of
+    /// one element (or none) gets stride 0: its stride is never used, so
+    /// the producer may have sent any (`i64::MIN`, whose magnitude no
+    /// `isize` holds, included).
     fn view_layout<T>(
         tensor: &PyTensor,
         first: NonNull<T>,
@@ -265,7 +268,11 @@ mod ndarray_views {
         let mut inverted = Vec::new();
         let mut lowest_offset = 0isize;
         for (axis, (&dim, &stride)) in shape.iter().zip(tensor.strides()).enumerate() {
-            if stride < 0 && dim > 0 {
+            if dim <= 1 {
+                strides.push(0);
+                continue;
+            }
+            if stride < 0 {
                 inverted.push(axis);
                 lowest_offset += (dim as isize - 1) * stride as isize;
             }
