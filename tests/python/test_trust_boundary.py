@@ -3,6 +3,7 @@ wrong answer from a fast path. Objects that claim a framework's name, buffer req
 every flag, buffers without strides."""
 
 import ctypes
+import re
 
 import numpy as np
 import pytest
@@ -300,6 +301,89 @@ def test_the_array_interfaces_read_only_flag_is_read_by_truth_value():
     assert ext.describe(ArrayInterface(a, data=(address, 1)))["writability"] == "ReadOnly"
     assert ext.describe(ArrayInterface(a, data=(address, 0)))["writability"] == "Writable"
     assert ext.describe(ArrayInterface(a, data=(address, [])))["writability"] == "Writable"
+
+
+def test_a_read_only_flag_whose_truth_raises_raises_that_error():
+    class Refuses:
+        def __bool__(self):
+            raise RuntimeError("no truth here")
+
+    a = np.arange(3.0)
+    address = a.__array_interface__["data"][0]
+    # Was the generic "data must be an (int, bool) tuple" ValueError.
+    with pytest.raises(RuntimeError, match="^no truth here"):
+        ext.describe(ArrayInterface(a, data=(address, Refuses())))
+
+
+@pytest.mark.parametrize("returned", [None, "ab", {}, (1.0, 0), (1, 0, 0), [1]])
+def test_a_dlpack_device_of_the_wrong_type_is_a_type_error(returned):
+    a = np.arange(3.0)
+
+    class Lies:
+        def __dlpack__(self, **kwargs):
+            return a.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return returned
+
+    message = rf"^Lies.__dlpack_device__\(\) returned {re.escape(repr(returned))}, expected a \(device_type, device_id\) tuple"
+    with pytest.raises(TypeError, match=message):
+        ext.describe(Lies())
+
+
+class ImportsItself:
+    """A producer whose `__dlpack__` imports itself, unboundedly."""
+
+    calls = 0
+
+    def __dlpack__(self, **kwargs):
+        ImportsItself.calls += 1
+        return ext.describe(self)
+
+
+class Wraps:
+    """A producer whose `__dlpack__` imports the producer it wraps."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __dlpack__(self, **kwargs):
+        return ext.asdlpack(self.inner).__dlpack__(**kwargs)
+
+
+def imports_itself_until_refused():
+    ImportsItself.calls = 0
+    with pytest.raises(RecursionError, match="while importing a tensor"):
+        ext.describe(ImportsItself())
+    return ImportsItself.calls
+
+
+def test_a_dlpack_that_imports_itself_ends_in_recursion_error_not_a_crash():
+    # Unbounded, it overflowed the C stack (SIGSEGV) before Python's limit:
+    # the Rust frames of each level are not Python frames.
+    assert imports_itself_until_refused() == 32
+    # Every level was left: the next import starts from none.
+    assert imports_itself_until_refused() == 32
+    a = np.arange(3.0)
+    producer = a
+    for _ in range(31):
+        producer = Wraps(producer)
+    assert ext.describe(producer)["shape"] == (3,)
+
+
+def test_recursion_levels_are_counted_per_thread():
+    # A thread with a small stack (512 KiB) still ends in RecursionError.
+    import threading
+
+    results = []
+    previous = threading.stack_size(512 * 1024)
+    try:
+        thread = threading.Thread(target=lambda: results.append(imports_itself_until_refused()))
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(previous)
+    assert results == [32]
 
 
 def test_an_extent_beyond_int64_is_out_of_range_not_a_wrong_type():

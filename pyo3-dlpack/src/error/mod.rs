@@ -30,7 +30,7 @@ use crate::{DataType, Device};
 /// |---|---|
 /// | the tensor cannot be exported as asked ([`Export`](Self::Export), [`UnsupportedVersion`](Self::UnsupportedVersion)) | `BufferError` |
 /// | another protocol's producer describes what DLPack cannot hold, or CUDA fails ([`Interface`](Self::Interface), but for [`InterfaceError::Malformed`] and [`InterfaceError::Version`]) | `BufferError` |
-/// | the object speaks no accepted protocol, or returned the wrong type ([`NotDLPack`](Self::NotDLPack), [`NotATensor`](Self::NotATensor), [`NotACapsule`](Self::NotACapsule), [`NotADLPackTensor`](Self::NotADLPackTensor)) | `TypeError` |
+/// | the object speaks no accepted protocol, or returned the wrong type ([`NotDLPack`](Self::NotDLPack), [`NotATensor`](Self::NotATensor), [`NotACapsule`](Self::NotACapsule), [`NotADLPackTensor`](Self::NotADLPackTensor), [`CapsuleError::DeviceTuple`]) | `TypeError` |
 /// | an integer argument outside its field's range ([`ArgumentError::OutOfRange`]) | `OverflowError` |
 /// | your own code's Python exception ([`User`](Self::User), from a `PyErr`) | that exception |
 /// | a constraint the data or an argument fails (everything else, your own Rust errors included) | `ValueError` |
@@ -206,7 +206,8 @@ impl DLPackError {
             Self::NotDLPack { .. }
             | Self::NotATensor { .. }
             | Self::NotACapsule { .. }
-            | Self::NotADLPackTensor { .. } => PythonKind::Type,
+            | Self::NotADLPackTensor { .. }
+            | Self::InvalidCapsule(CapsuleError::DeviceTuple { .. }) => PythonKind::Type,
             Self::Interface(InterfaceError::Malformed { .. } | InterfaceError::Version { .. }) => {
                 PythonKind::Value
             }

@@ -12,6 +12,7 @@ use crate::frameworks::{jax, numpy};
 use crate::import::negotiate::{legacy_writability, probe_dlpack, request_capsule};
 use crate::import::options::ImportOptions;
 use crate::import::protocols;
+use crate::python::RecursionLevel;
 use crate::{PyTensor, Writability};
 
 impl PyTensor {
@@ -24,7 +25,10 @@ impl PyTensor {
     /// Errors: `TypeError` for an object that speaks none of these, the
     /// producer's own exception when its `__dlpack__` fails, and a
     /// [`DLPackError`](crate::DLPackError) (as `BufferError` or `ValueError`) for a capsule that
-    /// is consumed, malformed or of an unsupported version.
+    /// is consumed, malformed or of an unsupported version. `RecursionError`
+    /// when the producer's own Python code imports again, beyond the
+    /// interpreter's recursion limit or 32 imports nested on one thread (a
+    /// `__dlpack__` that imports itself).
     pub fn from_pyany(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
         Self::from_pyany_with(obj, &ImportOptions::default())
     }
@@ -98,6 +102,7 @@ impl PyTensor {
                 // capsule, unless its device has streams (it was asked
                 // for none: ask again, below).
                 Err(_) => {
+                    let _level = RecursionLevel::enter(obj.py())?;
                     let tensor = Self::from_requested(obj, &probe_dlpack(obj)?, options)?;
                     if !tensor.device().device_type.uses_streams() {
                         return Ok(tensor);
@@ -112,6 +117,7 @@ impl PyTensor {
             }
             // Made for no stream: given back (dropped), and asked again.
         }
+        let _level = RecursionLevel::enter(obj.py())?;
         let Some(capsule) = request_capsule(obj, options)? else {
             return protocols::import(obj, options);
         };
@@ -174,6 +180,7 @@ impl PyTensor {
                 // As in `from_pyany_with`: the producer's own error, or
                 // its capsule.
                 Some(Err(_)) => {
+                    let _level = RecursionLevel::enter(obj.py())?;
                     let tensor =
                         Self::from_requested(obj, &probe_dlpack(obj)?, &ImportOptions::default())?;
                     if !tensor.device().device_type.uses_streams() {

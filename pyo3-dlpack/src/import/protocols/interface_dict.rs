@@ -97,13 +97,14 @@ impl<'py> InterfaceDict<'py> {
     }
 
     /// `data` as `(address, read_only)`; the flag is read by its truth
-    /// value, as NumPy reads it (`(ptr, 1)`, `(ptr, 0)`).
+    /// value, as NumPy reads it (`(ptr, 1)`, `(ptr, 0)`): a flag whose
+    /// `__bool__` raises raises that exception.
     pub(crate) fn pointer(&self, data: &Bound<'py, PyAny>) -> Result<(usize, bool), DLPackError> {
         let wrong = || malformed(self.interface, "data", "an (int, bool) tuple", data);
         let (address, read_only) = data
             .extract::<(usize, Bound<'py, PyAny>)>()
             .map_err(|_| wrong())?;
-        let read_only = read_only.is_truthy().map_err(|_| wrong())?;
+        let read_only = read_only.is_truthy()?;
         Ok((address, read_only))
     }
 
