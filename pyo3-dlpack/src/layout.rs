@@ -127,6 +127,20 @@ pub(crate) fn reach(shape: &[i64], strides: &[i64], itemsize: usize) -> Option<(
     Some((low, high))
 }
 
+/// A stride in bytes, for the protocols that count strides so (the buffer
+/// protocol, the array interfaces, NumPy's C API). A stride the elements
+/// step along is within the tensor's checked reach, so its product fits; a
+/// stride no element uses (of an axis of one element, or of an empty
+/// tensor) may be any `i64`, and where its product does not fit it is 0.
+#[inline]
+pub(crate) fn byte_stride(stride: i64, itemsize: usize) -> isize {
+    i64::try_from(itemsize)
+        .ok()
+        .and_then(|itemsize| stride.checked_mul(itemsize))
+        .and_then(|bytes| isize::try_from(bytes).ok())
+        .unwrap_or(0)
+}
+
 /// Whether the elements are packed in row-major (C) order. Strides of
 /// dimensions of extent 1 do not matter (torch rewrites them), nor do any
 /// strides of an empty tensor.

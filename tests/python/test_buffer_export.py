@@ -151,6 +151,40 @@ def test_cuda_array_interface_of_a_cuda_export_only():
         ext.arange("float32", 2).__cuda_array_interface__
 
 
+# The stride of an axis of one element, and every stride of an empty tensor,
+# is never used and may be any int64; in bytes it may not fit (stride 2^62 of
+# float32). `__dlpack__` exported such layouts; the buffer protocol, the CUDA
+# array interface and NumPy's native arrays overflowed (a panic from Python).
+UNUSED_STRIDES = [
+    ([1, 4], [2**62, 1], 4),
+    ([4, 1], [1, -(2**62)], 4),
+    ([0, 3], [2**62, 2**62], 0),
+]
+
+
+@needs_buffer_protocol
+@pytest.mark.parametrize("shape, strides, numel", UNUSED_STRIDES)
+def test_unused_strides_that_overflow_in_bytes_are_exported(shape, strides, numel):
+    t = ext.from_bytes(bytes(range(4 * numel)), "float32", shape, strides=strides)
+    view = memoryview(t)
+    assert view.shape == tuple(shape)
+    assert bytes(view) == bytes(range(4 * numel))
+    expected = np.frombuffer(bytes(range(4 * numel)), np.float32).reshape(shape)
+    np.testing.assert_array_equal(np.asarray(view), expected)
+    x = torch.arange(4.0).as_strided((1, 4), (2**62, 1))
+    assert memoryview(ext.asdlpack(x)).tolist() == [[0.0, 1.0, 2.0, 3.0]]
+
+
+def test_unused_strides_in_the_cuda_array_interface():
+    host = np.zeros(8, np.float32)  # described as CUDA memory, never read
+    for shape, strides, expected in [([1, 2], [2**62, 2], 8), ([2, 1], [3, -(2**62)], 12)]:
+        t = ext.over_memory(host.ctypes.data, host.nbytes, 2, 0, shape, strides=strides)
+        cai = t.__cuda_array_interface__
+        assert cai["shape"] == tuple(shape)
+        used = [b for n, b in zip(shape, cai["strides"]) if n > 1]
+        assert used == [expected]
+
+
 @needs_buffer_protocol
 def test_asdlpack_makes_any_producer_a_dlpack_tensor():
     b = bytearray(b"\x01\x02\x03\x04")

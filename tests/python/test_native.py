@@ -49,6 +49,17 @@ def test_numpy_results_are_ndarrays_over_the_rust_memory(dtype, drops):
     assert (drops.created, drops.dropped_now) == (1, 1)
 
 
+def test_numpy_results_of_unused_strides_that_overflow_in_bytes(drops):
+    # An axis of one element, or an empty array, may have any stride; in
+    # bytes 2^62 float32s overflow (was a panic from Python).
+    a = ext.native_arange("numpy", "float32", 4, shape=[1, 4], strides=[2**62, 1])
+    np.testing.assert_array_equal(a, [[0, 1, 2, 3]])
+    e = ext.native_arange("numpy", "float32", 0, shape=[0, 3], strides=[2**62, 2**62])
+    assert e.shape == (0, 3)
+    del a, e
+    assert drops.created == drops.dropped_now == 2
+
+
 def test_numpy_results_keep_layout_and_writability(drops):
     # A (2, 3) transposed view of 6 elements: strides in elements (1, 2) → bytes (4, 8).
     a = ext.native_arange("numpy", "float32", 6, shape=[3, 2], strides=[1, 3])

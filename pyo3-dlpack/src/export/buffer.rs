@@ -79,11 +79,7 @@ pub(crate) unsafe fn fill(
     // for a consumer that asked for no shape).
     let block: Box<[ffi::Py_ssize_t]> = std::iter::once((1 + 2 * ndim) as ffi::Py_ssize_t)
         .chain(shape.iter().map(|&n| n as ffi::Py_ssize_t))
-        .chain(
-            strides
-                .iter()
-                .map(|&s| (s * itemsize as i64) as ffi::Py_ssize_t),
-        )
+        .chain(strides.iter().map(|&s| layout::byte_stride(s, itemsize)))
         .collect();
     let block = Box::into_raw(block).cast::<ffi::Py_ssize_t>();
     let dims = block.wrapping_add(1);

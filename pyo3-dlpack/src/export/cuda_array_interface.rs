@@ -10,7 +10,7 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::export::Described;
 use crate::export::into::IntoDLPack;
-use crate::{DataType, DataTypeCode, DeviceType, Writability};
+use crate::{DataType, DataTypeCode, DeviceType, Writability, layout};
 
 /// CUDA's legacy default stream, as the interface numbers it.
 const LEGACY_DEFAULT_STREAM: i64 = 1;
@@ -67,7 +67,7 @@ pub(crate) fn describe<'py>(
     };
     crate::export::synchronize(described.owner().as_ref(), info, LEGACY_DEFAULT_STREAM)?;
     let (shape, strides) = info.dims_slices();
-    let itemsize = dtype.itemsize() as i64;
+    let itemsize = dtype.itemsize();
     let dict = PyDict::new(py);
     dict.set_item("shape", PyTuple::new(py, shape)?)?;
     dict.set_item("typestr", &typestr)?;
@@ -77,7 +77,8 @@ pub(crate) fn describe<'py>(
     let strides = if info.is_contiguous() {
         py.None().into_bound(py)
     } else {
-        PyTuple::new(py, strides.iter().map(|s| s * itemsize))?.into_any()
+        let bytes = strides.iter().map(|&s| layout::byte_stride(s, itemsize));
+        PyTuple::new(py, bytes)?.into_any()
     };
     dict.set_item("strides", strides)?;
     dict.set_item("descr", vec![("", typestr.as_str())])?;

@@ -10,10 +10,10 @@ use pyo3::types::PyCapsule;
 
 use super::api::api;
 use super::{WRITEABLE, type_number};
-use crate::DLPackError;
 use crate::error::ExportError;
 use crate::export::managed::drop_owner;
 use crate::export::{Described, IntoDLPack};
+use crate::{DLPackError, layout};
 
 /// `value` as a `numpy.ndarray` over its own memory: shape and strides from
 /// its description, writable unless the description says otherwise (or
@@ -45,11 +45,11 @@ pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Boun
         .into());
     };
     let api = api(py)?;
-    let itemsize = info.dtype().itemsize() as i64;
+    let itemsize = info.dtype().itemsize();
     let (shape, strides) = info.dims_slices();
     let ndim = shape.len();
-    // Extents, then strides in bytes (within the checked reach of the tensor,
-    // so within isize); on the stack for up to 8 dimensions.
+    // Extents, then strides in bytes (`byte_stride`: those an element steps
+    // along are within the checked reach); on the stack for up to 8 dimensions.
     let mut inline = [0 as ffi::Py_ssize_t; 16];
     let mut heap = Vec::new();
     let dims: &mut [ffi::Py_ssize_t] = if ndim <= 8 {
@@ -60,7 +60,7 @@ pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Boun
     };
     for (i, (&extent, &stride)) in shape.iter().zip(strides).enumerate() {
         dims[i] = extent as ffi::Py_ssize_t;
-        dims[ndim + i] = (stride * itemsize) as ffi::Py_ssize_t;
+        dims[ndim + i] = layout::byte_stride(stride, itemsize);
     }
     let (dims, byte_strides) = dims.split_at(ndim);
     let flags = if info.is_read_only() { 0 } else { WRITEABLE };
