@@ -1,5 +1,6 @@
 """Each exported value is dropped exactly once, whatever its capsules go through."""
 
+import ctypes
 import gc
 import itertools
 import threading
@@ -55,6 +56,22 @@ def test_unconsumed_capsules_free_their_share(drops, max_version):
     assert drops.dropped == 0, "the capsule keeps the value alive"
     del capsule
     assert drops.dropped == 1
+
+
+@pytest.mark.parametrize("max_version, name", [(None, b"dltensor"), ((1, 0), b"dltensor_versioned")])
+def test_an_unconsumed_capsule_is_known_by_its_names_text_not_its_address(drops, max_version, name):
+    # The destructor compared the name's address with its own constant's:
+    # the same text at another address (another copy of the constant, or a
+    # consumer that renames it back) was taken for a consumed capsule, and
+    # the value leaked.
+    set_name = ctypes.pythonapi.PyCapsule_SetName
+    set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    same_text = ctypes.create_string_buffer(name)  # outlives the capsule
+    capsule = ext.arange("float32", 4).__dlpack__(max_version=max_version)
+    assert set_name(capsule, ctypes.cast(same_text, ctypes.c_char_p)) == 0
+    del capsule
+    assert (drops.created, drops.dropped_now) == (1, 1)
+    del same_text
 
 
 @pytest.mark.parametrize("versioned", [False, True])

@@ -418,10 +418,16 @@ unsafe extern "C" fn capsule_destructor<M: ManagedTensor>(capsule: *mut ffi::PyO
     // SAFETY: `capsule` is the live capsule being destroyed, made by
     // `new_capsule` with a non-NULL pointer, so `PyCapsule_GetName` cannot
     // fail or set an exception (CPython fails it only for non-capsules and
-    // NULL pointers). A consumer that took the tensor renamed the capsule to
-    // its own `used_…` string (the DLPack Python specification), so then our
-    // name's address is gone.
-    let unconsumed = unsafe { ffi::PyCapsule_GetName(capsule) } == M::NAME.as_ptr();
+    // NULL pointers).
+    let name = unsafe { ffi::PyCapsule_GetName(capsule) };
+    // A consumer that took the tensor renamed the capsule (`used_…`, the
+    // DLPack Python specification). Compared by content, as CPython compares
+    // capsule names: a constant's address is not unique (each codegen unit
+    // may hold its own copy of the string), so an address comparison could
+    // take an unconsumed capsule for a consumed one, and leak it.
+    // SAFETY: a non-NULL capsule name is a NUL-terminated string that
+    // outlives the capsule (CPython's contract for `PyCapsule_SetName`).
+    let unconsumed = !name.is_null() && unsafe { CStr::from_ptr(name) } == M::NAME;
     if unconsumed {
         // SAFETY: as above, and the name is the one we gave, so this returns
         // our pointer without setting an exception.
