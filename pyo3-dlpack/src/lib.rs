@@ -130,7 +130,10 @@
 //! 2. `__array_interface__` (version 3): host memory, as an `(address,
 //!    read_only)` pair or a buffer object with an `offset` (the layout is
 //!    checked to stay inside it); strides in bytes must be whole elements;
-//!    a `mask` is refused. The producer object is kept alive.
+//!    a `mask` is refused. The producer object is kept alive. A raw
+//!    address is trusted as NumPy trusts it (an object that lies about it
+//!    crashes the import, as it crashes `np.asarray`); a buffer object is
+//!    bounds-checked.
 //! 3. The buffer protocol (`bytes`, `bytearray`, `memoryview`,
 //!    `array.array`, `mmap`, ctypes objects, …): every struct format with a
 //!    DLPack dtype (`?`, `b h i l q n` and unsigned, `e f d`, `Zf Zd`, in
@@ -166,6 +169,26 @@
 //!   extents, size and address overflow, dtype codes); views check dtype,
 //!   contiguity, alignment and read-only flags, and never create `&[bool]`
 //!   over foreign bytes ([`PlainElement`]).
+//!
+//! What the types cannot see, and you must (memory shared with Python lies
+//! outside Rust's borrow rules, as with rust-numpy's arrays):
+//!
+//! - **Python code writing an imported tensor.** A view (`as_slice`,
+//!   `as_slice_mut`, `ndarray` views) excludes other views of this crate,
+//!   not the producer's own object: Python code that runs while the view is
+//!   alive (a callback you call, another thread once you detach) may write
+//!   the memory through it. Hold views only while no Python code that could
+//!   write the array runs, or copy first (`to_vec`).
+//! - **Memory your own `IntoDLPack` shares.** A hand-written
+//!   [`IntoDLPack::tensor_info`] that describes memory other Rust code still
+//!   references (the contents of an `Arc<Vec<T>>` it shares, a leaked
+//!   `&'static` slice) must export it read-only
+//!   ([`TensorInfoBuilder::read_only`]): the crate sees only the reference it
+//!   is given, and a consumer's writes under those references break Rust's
+//!   aliasing rules. Fields the value owns (what the derive exports) are safe.
+//! - **`bool` memory exported writable** may come back holding bytes other
+//!   than 0 and 1 (a consumer that writes through a `uint8` view): a `Drop`
+//!   that reads it after export should read the bytes as `u8`.
 //!
 //! # Threads and free-threaded Python
 //!
