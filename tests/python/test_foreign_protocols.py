@@ -194,6 +194,37 @@ def test_an_array_interface_pointer_is_imported_in_place_and_its_producer_kept()
     assert alive() is None
 
 
+class TemporaryInterface:
+    """Describes memory only its interface dict keeps alive (NumPy's `__ref`
+    convention), as a NumPy scalar's `__array_interface__` does."""
+
+    def __init__(self, values):
+        self.values = values
+
+    @property
+    def __array_interface__(self):
+        temporary = np.array(self.values)
+        return dict(temporary.__array_interface__, __ref=temporary)
+
+
+def test_the_interface_dict_lives_as_long_as_the_import():
+    # The memory of a NumPy scalar's interface is a temporary array that only
+    # the dict keeps: the import dropped the dict, then read freed memory.
+    for producer, expected in [
+        (np.float64(1.5), [1.5]),
+        (np.int16(-7), [-7]),
+        (TemporaryInterface([2.5, 3.5, 4.5]), [2.5, 3.5, 4.5]),
+    ]:
+        held = ext.reexport(producer)
+        clutter = [np.full(np.size(expected), 42.0) for _ in range(100)]  # reuses freed memory
+        assert np.from_dlpack(held).ravel().tolist() == expected
+        del clutter
+    # Two scalars are two tensors, not one array passed twice.
+    a, b = np.float64(1.0), np.float64(2.0)
+    first, second = ext.reexport(a), ext.reexport(b)
+    assert ext.describe(first)["data_ptr"] != ext.describe(second)["data_ptr"]
+
+
 def test_array_interface_read_only_and_strides_are_honoured():
     a = np.arange(6.0)
     d = ext.describe(ArrayInterface(a, data=(a.__array_interface__["data"][0], True)))

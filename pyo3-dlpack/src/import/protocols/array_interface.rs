@@ -6,7 +6,7 @@
 use pyo3::prelude::*;
 
 use super::interface_dict::{InterfaceDict, malformed};
-use super::owner::{self, Keeper, Memory};
+use super::owner::{self, Memory};
 use crate::error::{Interface, InterfaceError};
 use crate::import::tensor::PyTensor;
 use crate::{DLPackError, Device};
@@ -30,16 +30,17 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>, value: Bound<'_, PyAny>) -> PyResul
                 .into());
             }
             let layout = dict.layout(read_only)?;
+            let keeper = dict.keeper(obj)?;
             // SAFETY: the interface's promise: the memory at `address` lives
-            // as long as the producer object, which the tensor keeps, and may
-            // be written unless `read_only`.
+            // as long as the producer object or its interface dict, both of
+            // which the tensor keeps, and may be written unless `read_only`.
             unsafe {
                 owner::import(
                     Memory::FirstElement(address),
                     layout,
                     Device::cpu(),
                     Interface::ArrayInterface,
-                    Keeper::Object(Some(obj.clone().unbind())),
+                    keeper,
                 )
             }
         }
@@ -82,7 +83,7 @@ fn import_buffer(
             layout,
             Device::cpu(),
             dict.interface(),
-            Keeper::View(view),
+            owner::Keeper::View(view),
         )
     }
 }

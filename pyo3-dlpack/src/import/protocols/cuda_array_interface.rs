@@ -7,7 +7,7 @@
 use pyo3::prelude::*;
 
 use super::interface_dict::{InterfaceDict, malformed};
-use super::owner::{self, Keeper, Memory};
+use super::owner::{self, Memory};
 use crate::cuda::driver::{self as cuda_driver, Cuda};
 use crate::error::{Interface, InterfaceError};
 use crate::import::tensor::PyTensor;
@@ -117,16 +117,18 @@ pub(crate) fn import_with(
         }
         Device::new(kind, ordinal)
     };
+    let keeper = dict.keeper(obj)?;
     // SAFETY: the interface's promise: device memory at `address` that lives
-    // as long as the producer object (kept by the tensor), writable unless
-    // `read_only`; it is described, never read, by the import.
+    // as long as the producer object or its interface dict (both kept by the
+    // tensor), writable unless `read_only`; it is described, never read, by
+    // the import.
     let mut tensor = unsafe {
         owner::import(
             Memory::FirstElement(address),
             layout,
             device,
             Interface::CudaArrayInterface,
-            Keeper::Object(Some(obj.clone().unbind())),
+            keeper,
         )
     }?;
     tensor.set_stream(ready_on);

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyTuple};
 
 use super::format::from_typestr;
-use super::owner::Layout;
+use super::owner::{Keeper, Layout};
 use crate::DLPackError;
 use crate::error::{Interface, InterfaceError};
 use crate::python::int_in_range;
@@ -29,6 +29,15 @@ impl<'py> InterfaceDict<'py> {
                 err.into_inner().as_any(),
             )),
         }
+    }
+
+    /// What an import of a raw address keeps alive: the producer and this
+    /// dict. NumPy's convention lets the dict alone own the memory (its
+    /// `__ref` entry: a NumPy scalar's interface describes a temporary
+    /// array only the dict holds), so the dict lives as long as the tensor.
+    pub(crate) fn keeper(&self, producer: &Bound<'py, PyAny>) -> PyResult<Keeper> {
+        let both = PyTuple::new(producer.py(), [producer.as_any(), self.dict.as_any()])?;
+        Ok(Keeper::Object(Some(both.into_any().unbind())))
     }
 
     /// An optional field; `None` when absent (a present `None` is returned as such).
