@@ -65,6 +65,27 @@ def test_options_other_than_the_defaults_go_through_dlpack(dlpack_calls):
     assert dlpack_calls["__dlpack__"] == 1
 
 
+def test_jax_float4_is_read_a_byte_per_element_as_jax_stores_it():
+    # JAX exports float4_e2m1fn as (17, 4, 1) without the padded flag, a byte
+    # per element; read packed (3 bytes for 6 elements) the bytes were misread.
+    values = [0.5, 1.0, 1.5, 2.0, 3.0, -1.0]
+    a = jnp.array(values, dtype=jnp.float4_e2m1fn)
+    for described in [ext.describe(a), ext.import_with(a, max_version=(1, 0))]:
+        assert (described["numel"], described["nbytes"]) == (6, 6)
+        assert described["data_ptr"] == a.unsafe_buffer_pointer()
+    # Our export packs sub-byte types only: refused, not misread.
+    with pytest.raises(ValueError, match="float4_e2m1fn elements are padded to a byte each"):
+        ext.reexport(a)
+
+    class ClaimsToBeJax:
+        """Hands on JAX's capsule: not a jax.Array, so the capsule is read as it says."""
+
+        def __dlpack__(self, **kwargs):
+            return a.__dlpack__()
+
+    assert ext.describe(ClaimsToBeJax())["nbytes"] == 3
+
+
 def test_a_deleted_array_raises_jaxlib_error():
     x = jnp.ones(4)
     x.delete()

@@ -75,6 +75,23 @@ pub(crate) fn export_capsule<'py>(
     Ok(capsule.cast_into::<PyCapsule>().ok())
 }
 
+/// Whether `obj` is a `jax.Array` of jaxlib's own array type, whose
+/// sub-byte elements (float4_e2m1fn) JAX stores a byte each (XLA's buffer):
+/// JAX exports them as `(17, 4, 1)`, one byte per element, without the flag
+/// that says so (a legacy capsule cannot carry it). Read packed, the bytes
+/// were misread (tested on JAX 0.10.2). A capsule that sets the flag is
+/// read by it anyway. Identity as in [`export_capsule`].
+pub(crate) fn stores_subbyte_padded(obj: &Bound<'_, PyAny>) -> bool {
+    let py = obj.py();
+    match JAXLIB.get(py) {
+        Some(jaxlib) => obj.get_type().is(jaxlib.array_type.bind(py)),
+        None => find_jaxlib(obj).is_some_and(|found| {
+            JAXLIB.get_or_init(py, || found);
+            true
+        }),
+    }
+}
+
 /// jaxlib's array type and export, if `obj` is of the array type of the
 /// `jaxlib` module its type names (imported: `obj` is of one of its types).
 fn find_jaxlib(obj: &Bound<'_, PyAny>) -> Option<Jaxlib> {

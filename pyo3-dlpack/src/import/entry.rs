@@ -133,6 +133,12 @@ impl PyTensor {
     ) -> PyResult<Self> {
         let mut tensor = Self::from_capsule(capsule)?;
         crate::frameworks::torch::check_dlpack_import(obj, tensor.dtype())?;
+        if !tensor.dtype().is_byte_sized()
+            && !tensor.is_subbyte_padded()
+            && jax::stores_subbyte_padded(obj)
+        {
+            tensor.assume_subbyte_padded()?;
+        }
         // A capsule handed over as it is was made for no stream of ours.
         if !obj.is(capsule) {
             tensor.set_stream(options.stream_for(Some(tensor.device())));

@@ -40,6 +40,9 @@ pub(crate) struct State {
     /// A legacy capsule whose producer said, through its own API, that the
     /// memory may be written (see `legacy_writability`).
     pub(crate) legacy_writable: bool,
+    /// Sub-byte elements stored a byte each by a producer known to store
+    /// them so without the flag that says it (JAX's float4).
+    pub(crate) subbyte_padded: bool,
     /// The stream the data is ready on (see `PyTensor::stream`).
     pub(crate) stream: Option<i64>,
 }
@@ -68,6 +71,7 @@ impl State {
             registration: OnceLock::new(),
             dims_copy: None,
             legacy_writable: false,
+            subbyte_padded: false,
             stream: None,
         });
         // SAFETY: initialised by the `write` just above.

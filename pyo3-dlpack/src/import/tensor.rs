@@ -167,9 +167,23 @@ impl PyTensor {
         self.state.managed = None;
     }
 
-    /// Whether the producer's flags say sub-byte elements take a byte each.
+    /// Whether sub-byte elements take a byte each: the producer's flags say
+    /// so, or its framework home knows it stores them so.
     pub(crate) fn is_subbyte_padded(&self) -> bool {
-        self.flags().is_some_and(protocol::is_subbyte_padded)
+        self.state.subbyte_padded || self.flags().is_some_and(protocol::is_subbyte_padded)
+    }
+
+    /// Reads the sub-byte elements as a byte each, for a producer that
+    /// stores them so without saying it (its framework home decides): the
+    /// fields are checked again with that size.
+    pub(crate) fn assume_subbyte_padded(&mut self) -> Result<(), DLPackError> {
+        self.state.subbyte_padded = true;
+        let state = &mut *self.state;
+        let managed = state.managed.as_ref().expect("present until drop");
+        let dl_tensor = dl_tensor_of(managed, &state.own_tensor);
+        // SAFETY: checked once already, as in `checked`: the struct is live
+        // and of a version whose layout we know.
+        unsafe { foreign::check_into(dl_tensor, true, &mut state.checked) }
     }
 
     /// The address range `[start, end)` of every byte the elements reach.
