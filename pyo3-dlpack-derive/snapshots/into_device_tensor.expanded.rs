@@ -19,28 +19,28 @@ const _: () = {
             crate::dl::__private::assert_send_sync_field::<Device, _>();
             crate::dl::__private::assert_send_sync_field::<DataType, _>();
             crate::dl::__private::assert_send_sync_field::<bool, _>();
-            let builder = crate::dl::__private::builder(&self.buffer);
-            let builder = builder
+            let __dlpack_builder = crate::dl::__private::builder(&self.buffer);
+            let __dlpack_builder = __dlpack_builder
                 .shape(<Vec<i64> as crate::dl::__private::DimsField>::dims(&self.shape));
-            let builder = builder
+            let __dlpack_builder = __dlpack_builder
                 .maybe_strides(
                     <Option<
                         Vec<i64>,
                     > as crate::dl::__private::StridesField>::strides(&self.strides),
                 );
-            let builder = builder
+            let __dlpack_builder = __dlpack_builder
                 .device(
                     <Device as crate::dl::__private::DeviceField>::device(&self.device),
                 );
-            let builder = builder
+            let __dlpack_builder = __dlpack_builder
                 .dtype(
                     <DataType as crate::dl::__private::DtypeField>::dtype(&self.dtype),
                 );
-            let builder = builder
+            let __dlpack_builder = __dlpack_builder
                 .read_only(
                     <bool as crate::dl::__private::ReadOnlyField>::flag(&self.frozen),
                 );
-            builder.build()
+            __dlpack_builder.build()
         }
     }
     #[automatically_derived]
@@ -54,9 +54,10 @@ const _: () = {
         type Error = crate::dl::__private::pyo3::PyErr;
         fn into_pyobject(
             self,
-            py: crate::dl::__private::pyo3::Python<'__dlpack_py>,
+            __dlpack_python: crate::dl::__private::pyo3::Python<'__dlpack_py>,
         ) -> crate::dl::__private::core::result::Result<Self::Output, Self::Error> {
-            crate::dl::__private::IntoPyObjectProbe::<Self>::new().convert(self, py)
+            crate::dl::__private::IntoPyObjectProbe::<Self>::new()
+                .convert(self, __dlpack_python)
         }
     }
 };

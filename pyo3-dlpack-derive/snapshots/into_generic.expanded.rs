@@ -15,7 +15,7 @@ const _: () = {
             ::pyo3_dlpack::DLPackError,
         > {
             ::pyo3_dlpack::__private::assert_send_sync_field::<S, _>();
-            let builder = ::pyo3_dlpack::__private::builder(&self.storage);
+            let __dlpack_builder = ::pyo3_dlpack::__private::builder(&self.storage);
             ::pyo3_dlpack::__private::DtypeProbe::<S, f32>::new().dtype_check().check();
             const {
                 ::pyo3_dlpack::__private::check_static_dtype(
@@ -23,9 +23,10 @@ const _: () = {
                     <f32 as ::pyo3_dlpack::Element>::DTYPE,
                 )
             };
-            let builder = builder.dtype(<f32 as ::pyo3_dlpack::Element>::DTYPE);
-            let builder = builder.read_only(true);
-            builder.build()
+            let __dlpack_builder = __dlpack_builder
+                .dtype(<f32 as ::pyo3_dlpack::Element>::DTYPE);
+            let __dlpack_builder = __dlpack_builder.read_only(true);
+            __dlpack_builder.build()
         }
     }
     #[automatically_derived]
@@ -44,9 +45,10 @@ const _: () = {
         type Error = ::pyo3_dlpack::__private::pyo3::PyErr;
         fn into_pyobject(
             self,
-            py: ::pyo3_dlpack::__private::pyo3::Python<'__dlpack_py>,
+            __dlpack_python: ::pyo3_dlpack::__private::pyo3::Python<'__dlpack_py>,
         ) -> ::pyo3_dlpack::__private::core::result::Result<Self::Output, Self::Error> {
-            ::pyo3_dlpack::__private::IntoPyObjectProbe::<Self>::new().convert(self, py)
+            ::pyo3_dlpack::__private::IntoPyObjectProbe::<Self>::new()
+                .convert(self, __dlpack_python)
         }
     }
 };

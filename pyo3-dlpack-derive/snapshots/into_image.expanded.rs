@@ -16,14 +16,14 @@ const _: () = {
             ::pyo3_dlpack::__private::assert_send_sync_field::<AlignedBuffer<u8>, _>();
             ::pyo3_dlpack::__private::assert_send_sync_field::<[usize; 3], _>();
             ::pyo3_dlpack::__private::assert_send_sync_field::<String, _>();
-            let builder = ::pyo3_dlpack::__private::builder(&self.pixels);
-            let builder = builder
+            let __dlpack_builder = ::pyo3_dlpack::__private::builder(&self.pixels);
+            let __dlpack_builder = __dlpack_builder
                 .shape(
                     <[usize; 3] as ::pyo3_dlpack::__private::DimsField>::dims(
                         &self.shape,
                     ),
                 );
-            builder.build()
+            __dlpack_builder.build()
         }
     }
     #[automatically_derived]
@@ -37,9 +37,10 @@ const _: () = {
         type Error = ::pyo3_dlpack::__private::pyo3::PyErr;
         fn into_pyobject(
             self,
-            py: ::pyo3_dlpack::__private::pyo3::Python<'__dlpack_py>,
+            __dlpack_python: ::pyo3_dlpack::__private::pyo3::Python<'__dlpack_py>,
         ) -> ::pyo3_dlpack::__private::core::result::Result<Self::Output, Self::Error> {
-            ::pyo3_dlpack::__private::IntoPyObjectProbe::<Self>::new().convert(self, py)
+            ::pyo3_dlpack::__private::IntoPyObjectProbe::<Self>::new()
+                .convert(self, __dlpack_python)
         }
     }
 };

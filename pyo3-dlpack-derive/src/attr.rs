@@ -150,6 +150,14 @@ fn each_dlpack_meta(
     mut parse: impl FnMut(ParseNestedMeta<'_>) -> syn::Result<()>,
 ) {
     for attr in attrs.iter().filter(|attr| attr.path() == DLPACK) {
+        if matches!(&attr.meta, syn::Meta::List(list) if list.tokens.is_empty()) {
+            // Would parse as no key at all, and silently mean nothing.
+            ctxt.error_spanned_by(
+                attr,
+                "empty #[dlpack()]: name at least one key, as in #[dlpack(data)], or remove it",
+            );
+            continue;
+        }
         if let Err(error) = attr.parse_nested_meta(&mut parse) {
             ctxt.syn_error(error);
         }

@@ -1,11 +1,11 @@
 //! `#[derive(FromDLPack)]`: `FromDLPack` and `FromPyObject` (any DLPack producer).
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::ast::Field;
-use crate::tokens::krate;
+use crate::tokens::{krate, local};
 use crate::validate::FromPlan;
 
 pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
@@ -15,15 +15,16 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
     let ident = &input.original.ident;
     let (impl_generics, ty_generics, where_clause) = input.original.generics.split_for_impl();
     let attrs = &input.attrs;
+    let tensor = local("__dlpack_tensor");
 
     // Constraints, in the order their errors are most useful.
     let mut checks = Vec::new();
     if let Some(element) = &attrs.dtype {
-        checks.push(quote_spanned!(element.span()=> tensor.ensure_dtype(<#element as #krate::Element>::DTYPE)?;));
+        checks.push(quote_spanned!(element.span()=> #tensor.ensure_dtype(<#element as #krate::Element>::DTYPE)?;));
     }
     if let Some(ndim) = &attrs.ndim {
         let n = ndim.value;
-        checks.push(quote!(tensor.ensure_ndim(#n)?;));
+        checks.push(quote!(#tensor.ensure_ndim(#n)?;));
     }
     if let Some(device) = &attrs.device {
         let code = device.value.code;
@@ -31,13 +32,13 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
             Some(id) => quote!(#private::core::option::Option::Some(#id)),
             None => quote!(#private::core::option::Option::None),
         };
-        checks.push(quote!(#private::check_device(&tensor, #code, #id)?;));
+        checks.push(quote!(#private::check_device(&#tensor, #code, #id)?;));
     }
     if attrs.contiguous.is_some() {
-        checks.push(quote!(tensor.ensure_contiguous()?;));
+        checks.push(quote!(#tensor.ensure_contiguous()?;));
     }
     if attrs.writable.is_some() {
-        checks.push(quote!(tensor.ensure_writable()?;));
+        checks.push(quote!(#tensor.ensure_writable()?;));
     }
 
     // One local per field, computed before the tensor moves into its field.
@@ -48,19 +49,19 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
             .position(|f| f.member == field.member)
             .expect("a field of this input")
     };
-    let local = |field: &Field<'_>| format_ident!("__field{}", position(field));
+    let field_local = |field: &Field<'_>| local(&format!("__dlpack_field{}", position(field)));
     let mut lets = Vec::new();
     let typed = |field: &Field<'_>, value: TokenStream| {
-        let (name, ty) = (local(field), field.ty);
+        let (name, ty) = (field_local(field), field.ty);
         quote_spanned!(ty.span()=> let #name: #ty = #value;)
     };
     if let Some(shape) = plan.shape {
         let ty = shape.ty;
-        lets.push(typed(shape, quote_spanned!(ty.span()=> <#ty as #private::DimsField>::from_entries(tensor.shape(), "shape")?)));
+        lets.push(typed(shape, quote_spanned!(ty.span()=> <#ty as #private::DimsField>::from_entries(#tensor.shape(), "shape")?)));
     }
     if let Some(strides) = plan.strides {
         let ty = strides.ty;
-        lets.push(typed(strides, quote_spanned!(ty.span()=> <#ty as #private::StridesField>::from_entries(tensor.strides())?)));
+        lets.push(typed(strides, quote_spanned!(ty.span()=> <#ty as #private::StridesField>::from_entries(#tensor.strides())?)));
     }
     for (field, role_trait) in [
         (plan.device, quote!(DeviceField)),
@@ -71,7 +72,7 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
             let ty = field.ty;
             lets.push(typed(
                 field,
-                quote_spanned!(ty.span()=> <#ty as #private::#role_trait>::from_tensor(&tensor)),
+                quote_spanned!(ty.span()=> <#ty as #private::#role_trait>::from_tensor(&#tensor)),
             ));
         }
     }
@@ -79,7 +80,7 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
         let ty = data.ty;
         lets.push(typed(
             data,
-            quote_spanned!(ty.span()=> <#ty as #private::DataField>::from_tensor(&tensor)?),
+            quote_spanned!(ty.span()=> <#ty as #private::DataField>::from_tensor(&#tensor)?),
         ));
         if let Some(element) = &attrs.dtype {
             lets.push(quote_spanned!(ty.span()=>
@@ -90,14 +91,14 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
     let tensor_ty = tensor_field.ty;
     lets.push(typed(
         tensor_field,
-        quote_spanned!(tensor_ty.span()=> <#tensor_ty as #private::TensorField>::from_tensor(tensor)),
+        quote_spanned!(tensor_ty.span()=> <#tensor_ty as #private::TensorField>::from_tensor(#tensor)),
     ));
     let assigned: Vec<_> = plan
         .fields
         .iter()
         .filter(|f| f.role.is_some())
         .map(|field| {
-            let (member, name) = (&field.member, local(field));
+            let (member, name) = (&field.member, field_local(field));
             quote!(#member: #name)
         })
         .collect();
@@ -113,11 +114,12 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
     py_generics.params.insert(0, syn::parse_quote!('__dlpack_a));
     let (py_impl_generics, _, _) = py_generics.split_for_impl();
     let pyo3 = quote!(#private::pyo3);
+    let obj = local("__dlpack_obj");
 
     quote! {
         #[automatically_derived]
         impl #impl_generics #krate::FromDLPack for #ident #ty_generics #where_clause {
-            fn from_dlpack(tensor: #krate::PyTensor) -> #private::core::result::Result<Self, #krate::DLPackError> {
+            fn from_dlpack(#tensor: #krate::PyTensor) -> #private::core::result::Result<Self, #krate::DLPackError> {
                 #(#checks)*
                 #(#lets)*
                 #private::core::result::Result::Ok(Self { #(#assigned,)* #(#defaults,)* })
@@ -128,8 +130,8 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
         impl #py_impl_generics #pyo3::FromPyObject<'__dlpack_a, '__dlpack_py> for #ident #ty_generics #where_clause {
             type Error = #pyo3::PyErr;
 
-            fn extract(obj: #pyo3::Borrowed<'__dlpack_a, '__dlpack_py, #pyo3::PyAny>) -> #private::core::result::Result<Self, Self::Error> {
-                #private::extract(&obj)
+            fn extract(#obj: #pyo3::Borrowed<'__dlpack_a, '__dlpack_py, #pyo3::PyAny>) -> #private::core::result::Result<Self, Self::Error> {
+                #private::extract(&#obj)
             }
         }
     }

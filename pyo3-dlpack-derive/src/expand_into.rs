@@ -4,7 +4,7 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::tokens::{exportable_where_clause, krate, respan};
+use crate::tokens::{exportable_where_clause, krate, local, respan};
 use crate::validate::IntoPlan;
 
 pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
@@ -24,29 +24,30 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
         quote_spanned!(ty.span()=> #private_at::assert_send_sync_field::<#ty, _>();)
     });
 
+    let builder = local("__dlpack_builder");
     let data = &plan.data.member;
     let data_ty = plan.data.ty;
     let mut steps =
-        vec![quote_spanned!(data_ty.span()=> let builder = #private::builder(&self.#data);)];
+        vec![quote_spanned!(data_ty.span()=> let #builder = #private::builder(&self.#data);)];
     if let Some(shape) = plan.shape {
         let (member, ty) = (&shape.member, shape.ty);
         steps.push(quote_spanned!(ty.span()=>
-            let builder = builder.shape(<#ty as #private::DimsField>::dims(&self.#member));));
+            let #builder = #builder.shape(<#ty as #private::DimsField>::dims(&self.#member));));
     }
     if let Some(strides) = plan.strides {
         let (member, ty) = (&strides.member, strides.ty);
         steps.push(quote_spanned!(ty.span()=>
-            let builder = builder.maybe_strides(<#ty as #private::StridesField>::strides(&self.#member));));
+            let #builder = #builder.maybe_strides(<#ty as #private::StridesField>::strides(&self.#member));));
     }
     if let Some(device) = plan.device {
         let (member, ty) = (&device.member, device.ty);
         steps.push(quote_spanned!(ty.span()=>
-            let builder = builder.device(<#ty as #private::DeviceField>::device(&self.#member));));
+            let #builder = #builder.device(<#ty as #private::DeviceField>::device(&self.#member));));
     }
     if let Some(dtype) = plan.dtype {
         let (member, ty) = (&dtype.member, dtype.ty);
         steps.push(quote_spanned!(ty.span()=>
-            let builder = builder.dtype(<#ty as #private::DtypeField>::dtype(&self.#member));));
+            let #builder = #builder.dtype(<#ty as #private::DtypeField>::dtype(&self.#member));));
     }
     if let Some(element) = &input.attrs.dtype {
         // A type error on the data field when its type names a different
@@ -61,16 +62,16 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
             #private_at::DtypeProbe::<#data_ty, #element>::new().dtype_check().check();));
         steps.push(quote_spanned!(element.span()=>
             const { #private::check_static_dtype(<#data_ty as #krate::TensorData>::STATIC_DTYPE, <#element as #krate::Element>::DTYPE) };
-            let builder = builder.dtype(<#element as #krate::Element>::DTYPE);
+            let #builder = #builder.dtype(<#element as #krate::Element>::DTYPE);
         ));
     }
     if let Some(read_only) = plan.read_only {
         let (member, ty) = (&read_only.member, read_only.ty);
         steps.push(quote_spanned!(ty.span()=>
-            let builder = builder.read_only(<#ty as #private::ReadOnlyField>::flag(&self.#member));));
+            let #builder = #builder.read_only(<#ty as #private::ReadOnlyField>::flag(&self.#member));));
     }
     if input.attrs.read_only.is_some() {
-        steps.push(quote!(let builder = builder.read_only(true);));
+        steps.push(quote!(let #builder = #builder.read_only(true);));
     }
 
     let mut py_generics = generics.clone();
@@ -79,6 +80,7 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
         .insert(0, syn::parse_quote!('__dlpack_py));
     let (py_impl_generics, _, _) = py_generics.split_for_impl();
     let pyo3 = quote!(#private::pyo3);
+    let py = local("__dlpack_python");
 
     // `IntoPyObject` holds even when `IntoDLPack` does not (a field that is
     // not `Send + Sync`): see `IntoPyObjectProbe`.
@@ -88,7 +90,7 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
             fn tensor_info(&self) -> #private::core::result::Result<#krate::TensorInfo<'_>, #krate::DLPackError> {
                 #(#thread_safe)*
                 #(#steps)*
-                builder.build()
+                #builder.build()
             }
         }
 
@@ -98,8 +100,8 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
             type Output = #pyo3::Bound<'__dlpack_py, #krate::DLPackTensor>;
             type Error = #pyo3::PyErr;
 
-            fn into_pyobject(self, py: #pyo3::Python<'__dlpack_py>) -> #private::core::result::Result<Self::Output, Self::Error> {
-                #private::IntoPyObjectProbe::<Self>::new().convert(self, py)
+            fn into_pyobject(self, #py: #pyo3::Python<'__dlpack_py>) -> #private::core::result::Result<Self::Output, Self::Error> {
+                #private::IntoPyObjectProbe::<Self>::new().convert(self, #py)
             }
         }
     }

@@ -6,6 +6,14 @@ use quote::quote;
 
 use crate::attr::ContainerAttrs;
 
+/// A name the generated code introduces (a local, a parameter): `__dlpack_`
+/// names, as a `let` or a parameter named like a constant, unit struct or
+/// const generic in the user's scope (`const builder`, `struct py;`) is a
+/// pattern matching it; at the mixed site, so that no user local is seen.
+pub(crate) fn local(name: &str) -> proc_macro2::Ident {
+    proc_macro2::Ident::new(name, Span::mixed_site())
+}
+
 /// The path generated code uses for the runtime crate.
 pub(crate) fn krate(attrs: &ContainerAttrs) -> TokenStream {
     match &attrs.krate {
