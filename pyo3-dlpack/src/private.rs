@@ -489,14 +489,21 @@ pub fn check_device(
     device_id: Option<i32>,
 ) -> Result<(), DLPackError> {
     let found = tensor.device();
-    let expected = Device::new(
-        DeviceType::from_code(device_type),
-        device_id.unwrap_or(found.device_id),
-    );
-    if found.device_type == expected.device_type && found.device_id == expected.device_id {
-        Ok(())
-    } else {
-        Err(DLPackError::Device { expected, found })
+    let expected_type = DeviceType::from_code(device_type);
+    match device_id {
+        _ if found.device_type != expected_type && device_id.is_none() => {
+            Err(DLPackError::DeviceType {
+                expected: expected_type,
+                found,
+            })
+        }
+        Some(id) if found.device_type != expected_type || found.device_id != id => {
+            Err(DLPackError::Device {
+                expected: Device::new(expected_type, id),
+                found,
+            })
+        }
+        _ => Ok(()),
     }
 }
 

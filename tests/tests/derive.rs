@@ -260,6 +260,28 @@ fn device_and_writable_constraints() {
     });
 }
 
+#[derive(FromDLPack)]
+#[dlpack(device = "cuda")]
+struct OnAnyGpu {
+    #[dlpack(tensor)]
+    _tensor: PyTensor,
+}
+
+#[test]
+fn a_device_type_without_an_index_accepts_any_index_and_says_so() {
+    Python::attach(|py| {
+        let err = numpy(py, "np.zeros(2)")
+            .extract::<OnAnyGpu>()
+            .err()
+            .unwrap();
+        // Was "expected a tensor on cuda:0": the index of the tensor found.
+        assert_eq!(
+            err.value(py).to_string(),
+            "expected a tensor on cuda, got one on cpu:0"
+        );
+    });
+}
+
 #[test]
 fn read_only_rejected_by_writable() {
     #[derive(FromDLPack)]

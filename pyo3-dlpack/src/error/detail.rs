@@ -253,8 +253,13 @@ impl fmt::Display for LayoutError {
             ),
             Self::NegativeEntries { kind, entries } => write!(
                 f,
-                "the {kind} {} has negative entries, which a usize field cannot hold",
-                list(entries)
+                "the {kind} {} {} negative entries, which a usize field cannot hold",
+                list(entries),
+                if matches!(kind, DimsKind::Strides) {
+                    "have"
+                } else {
+                    "has"
+                }
             ),
         }
     }
@@ -633,7 +638,11 @@ impl fmt::Display for ExportError {
                     f,
                     "a {array} cannot hold this {dtype} tensor on {device}: {reason}"
                 ),
-                None => write!(f, "a {array} cannot hold a {dtype} tensor: {reason}"),
+                None => write!(
+                    f,
+                    "a {array} cannot hold {} {dtype} tensor: {reason}",
+                    super::article(&dtype.to_string())
+                ),
             },
             Self::RequiresGrad => {
                 f.write_str("Can't export tensors that require gradient, use tensor.detach()")

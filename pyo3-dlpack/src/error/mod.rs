@@ -18,7 +18,7 @@ pub(crate) use user::panic_error;
 use pyo3::PyErr;
 use pyo3::exceptions::{PyBufferError, PyOverflowError, PyTypeError, PyValueError};
 
-use crate::{DataType, Device};
+use crate::{DataType, Device, DeviceType};
 
 /// Everything that can go wrong exchanging a tensor.
 ///
@@ -85,6 +85,14 @@ pub enum DLPackError {
     Device {
         /// The required device.
         expected: Device,
+        /// The tensor's device.
+        found: Device,
+    },
+    /// The tensor is on another kind of device than required (any index of
+    /// it would do: a derive's `#[dlpack(device = "cuda")]`).
+    DeviceType {
+        /// The required kind of device.
+        expected: DeviceType,
         /// The tensor's device.
         found: Device,
     },
@@ -177,6 +185,14 @@ impl From<PyErr> for DLPackError {
     }
 }
 
+/// "a" or "an" before `word` as it is read aloud: dtype names (`an int8`)
+/// and numbers (`an 8-dimensional`, `an 11-dimensional`).
+pub(crate) fn article(word: &str) -> &'static str {
+    let vowel_sound =
+        word.starts_with("int") || word.starts_with('8') || word == "11" || word == "18";
+    if vowel_sound { "an" } else { "a" }
+}
+
 /// The Python exception a [`DLPackError`] becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PythonKind {
@@ -224,7 +240,12 @@ impl fmt::Display for DLPackError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Dtype { expected, found } => {
-                write!(f, "expected a {expected} tensor, got {found}")
+                let expected = expected.to_string();
+                write!(
+                    f,
+                    "expected {} {expected} tensor, got {found}",
+                    article(&expected)
+                )
             }
             Self::MissingDtype => f.write_str(
                 "the tensor's memory has no element type: give a dtype \
@@ -233,11 +254,15 @@ impl fmt::Display for DLPackError {
             Self::Ndim { expected, found } => {
                 write!(
                     f,
-                    "expected a {expected}-dimensional tensor, got {}",
+                    "expected {} {expected}-dimensional tensor, got {}",
+                    article(&expected.to_string()),
                     detail::dimensions(found)
                 )
             }
             Self::Device { expected, found } => {
+                write!(f, "expected a tensor on {expected}, got one on {found}")
+            }
+            Self::DeviceType { expected, found } => {
                 write!(f, "expected a tensor on {expected}, got one on {found}")
             }
             Self::Layout(err) => err.fmt(f),
@@ -388,6 +413,41 @@ mod tests {
                     found: Device::cuda(1),
                 },
                 "expected a tensor on cpu:0, got one on cuda:1",
+            ),
+            (
+                DLPackError::Ndim {
+                    expected: 8,
+                    found: 1,
+                },
+                "expected an 8-dimensional tensor, got 1 dimension",
+            ),
+            (
+                DLPackError::Dtype {
+                    expected: DataType::I64,
+                    found: DataType::U8,
+                },
+                "expected an int64 tensor, got uint8",
+            ),
+            (
+                DLPackError::Dtype {
+                    expected: DataType::U8,
+                    found: DataType::I64,
+                },
+                "expected a uint8 tensor, got int64",
+            ),
+            (
+                DLPackError::DeviceType {
+                    expected: DeviceType::CUDA,
+                    found: Device::cpu(),
+                },
+                "expected a tensor on cuda, got one on cpu:0",
+            ),
+            (
+                DLPackError::Layout(LayoutError::NegativeEntries {
+                    kind: DimsKind::Strides,
+                    entries: vec![3, -1],
+                }),
+                "the strides [3, -1] have negative entries, which a usize field cannot hold",
             ),
             (
                 DLPackError::UnsupportedVersion { major: 2, minor: 0 },

@@ -65,8 +65,9 @@ pub(crate) unsafe fn fill(
     let dtype = info.dtype();
     let Some(format) = format(dtype) else {
         return Err(refuse(format!(
-            "a {dtype} tensor has no buffer-protocol format: expected bool, int8 to int64, \
-             uint8 to uint64, float16, float32, float64, complex64 or complex128"
+            "{} {dtype} tensor has no buffer-protocol format: expected bool, int8 to int64, \
+             uint8 to uint64, float16, float32, float64, complex64 or complex128",
+            crate::error::article(&dtype.to_string())
         )));
     };
     let writable = info.writability() == Writability::Writable;

@@ -61,8 +61,9 @@ pub(crate) fn describe<'py>(
     let dtype = info.dtype();
     let Some(typestr) = typestr(dtype) else {
         return Err(PyAttributeError::new_err(format!(
-            "a {dtype} tensor has no __cuda_array_interface__ typestr: expected bool, an \
-             integer, float or complex type"
+            "{} {dtype} tensor has no __cuda_array_interface__ typestr: expected bool, an \
+             integer, float or complex type",
+            crate::error::article(&dtype.to_string())
         )));
     };
     crate::export::synchronize(described.owner().as_ref(), info, LEGACY_DEFAULT_STREAM)?;
