@@ -21,4 +21,19 @@ const _: () = {
             ::pyo3_dlpack::__private::core::unimplemented!()
         }
     }
+    impl<'__dlpack_py> ::pyo3_dlpack::__private::pyo3::IntoPyObject<'__dlpack_py>
+    for Broken {
+        type Target = ::pyo3_dlpack::DLPackTensor;
+        type Output = ::pyo3_dlpack::__private::pyo3::Bound<
+            '__dlpack_py,
+            ::pyo3_dlpack::DLPackTensor,
+        >;
+        type Error = ::pyo3_dlpack::__private::pyo3::PyErr;
+        fn into_pyobject(
+            self,
+            _: ::pyo3_dlpack::__private::pyo3::Python<'__dlpack_py>,
+        ) -> ::pyo3_dlpack::__private::core::result::Result<Self::Output, Self::Error> {
+            ::pyo3_dlpack::__private::core::unimplemented!()
+        }
+    }
 };

@@ -40,29 +40,56 @@ fn wrap(tokens: TokenStream) -> TokenStream {
     }
 }
 
-/// Impls that compile whatever the input, so only the real errors show.
+/// Impls that compile whatever the input, so only the real errors show:
+/// the trait, and the PyO3 conversion a `#[pyfunction]` argument or result
+/// needs (without it, every function that takes or returns the type adds
+/// an error of its own).
 fn fallback(derive: Derive, input: &DeriveInput, attrs: &ContainerAttrs) -> TokenStream {
     let krate = krate(attrs);
+    let private = quote!(#krate::__private);
+    let pyo3 = quote!(#private::pyo3);
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let mut py_generics = input.generics.clone();
+    py_generics
+        .params
+        .insert(0, syn::parse_quote!('__dlpack_py));
+    if derive == Derive::FromDLPack {
+        py_generics.params.insert(0, syn::parse_quote!('__dlpack_a));
+    }
+    let (py_impl_generics, _, _) = py_generics.split_for_impl();
     match derive {
         // An export must be 'static: a stub for a borrowing struct would only
         // add errors to the one that explains this.
         Derive::IntoDLPack if input.generics.lifetimes().next().is_some() => TokenStream::new(),
         Derive::IntoDLPack => {
-            let where_clause = exportable_where_clause(&input.generics, &krate);
+            let exportable = exportable_where_clause(&input.generics, &krate);
             quote! {
-                impl #impl_generics #krate::IntoDLPack for #ident #ty_generics #where_clause {
-                    fn tensor_info(&self) -> #krate::__private::core::result::Result<#krate::TensorInfo<'_>, #krate::DLPackError> {
-                        #krate::__private::core::unimplemented!()
+                impl #impl_generics #krate::IntoDLPack for #ident #ty_generics #exportable {
+                    fn tensor_info(&self) -> #private::core::result::Result<#krate::TensorInfo<'_>, #krate::DLPackError> {
+                        #private::core::unimplemented!()
+                    }
+                }
+                impl #py_impl_generics #pyo3::IntoPyObject<'__dlpack_py> for #ident #ty_generics #where_clause {
+                    type Target = #krate::DLPackTensor;
+                    type Output = #pyo3::Bound<'__dlpack_py, #krate::DLPackTensor>;
+                    type Error = #pyo3::PyErr;
+                    fn into_pyobject(self, _: #pyo3::Python<'__dlpack_py>) -> #private::core::result::Result<Self::Output, Self::Error> {
+                        #private::core::unimplemented!()
                     }
                 }
             }
         }
         Derive::FromDLPack => quote! {
             impl #impl_generics #krate::FromDLPack for #ident #ty_generics #where_clause {
-                fn from_dlpack(_: #krate::PyTensor) -> #krate::__private::core::result::Result<Self, #krate::DLPackError> {
-                    #krate::__private::core::unimplemented!()
+                fn from_dlpack(_: #krate::PyTensor) -> #private::core::result::Result<Self, #krate::DLPackError> {
+                    #private::core::unimplemented!()
+                }
+            }
+            impl #py_impl_generics #pyo3::FromPyObject<'__dlpack_a, '__dlpack_py> for #ident #ty_generics #where_clause {
+                type Error = #pyo3::PyErr;
+                fn extract(_: #pyo3::Borrowed<'__dlpack_a, '__dlpack_py, #pyo3::PyAny>) -> #private::core::result::Result<Self, Self::Error> {
+                    #private::core::unimplemented!()
                 }
             }
         },
