@@ -134,12 +134,15 @@ fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
     })
 }
 
-/// A flag (`contiguous`) must not be given a value (`contiguous = true`).
-fn flag(meta: &ParseNestedMeta<'_>, key: Symbol) -> syn::Result<Span> {
+/// A flag (`contiguous`) must not be given a value (`contiguous = true`):
+/// `None`, with the error recorded and the value skipped, so parsing goes on.
+fn flag(ctxt: &Ctxt, meta: &ParseNestedMeta<'_>, key: Symbol) -> syn::Result<Option<Span>> {
     if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
-        return Err(meta.error(format!("`{key}` takes no value: write #[dlpack({key})]")));
+        ctxt.syn_error(meta.error(format!("`{key}` takes no value: write #[dlpack({key})]")));
+        skip_value(meta)?;
+        return Ok(None);
     }
-    Ok(meta.path.span())
+    Ok(Some(meta.path.span()))
 }
 
 /// Runs `parse` on every `#[dlpack(...)]` in `attrs`, recording the error
@@ -174,14 +177,17 @@ pub(crate) fn container(ctxt: &Ctxt, attrs: &[Attribute]) -> ContainerAttrs {
                 set_once(ctxt, &mut out.dtype, ty, &path, DTYPE);
             }
         } else if path == READ_ONLY {
-            let span = flag(&meta, READ_ONLY)?;
-            set_once(ctxt, &mut out.read_only, span, &path, READ_ONLY);
+            if let Some(span) = flag(ctxt, &meta, READ_ONLY)? {
+                set_once(ctxt, &mut out.read_only, span, &path, READ_ONLY);
+            }
         } else if path == CONTIGUOUS {
-            let span = flag(&meta, CONTIGUOUS)?;
-            set_once(ctxt, &mut out.contiguous, span, &path, CONTIGUOUS);
+            if let Some(span) = flag(ctxt, &meta, CONTIGUOUS)? {
+                set_once(ctxt, &mut out.contiguous, span, &path, CONTIGUOUS);
+            }
         } else if path == WRITABLE {
-            let span = flag(&meta, WRITABLE)?;
-            set_once(ctxt, &mut out.writable, span, &path, WRITABLE);
+            if let Some(span) = flag(ctxt, &meta, WRITABLE)? {
+                set_once(ctxt, &mut out.writable, span, &path, WRITABLE);
+            }
         } else if path == CRATE {
             let hint = "`crate` takes a path in a string: write `crate = \"::pyo3_dlpack\"`";
             let Some(lit) = literal_value::<LitStr>(ctxt, &meta, hint)? else {
@@ -251,7 +257,17 @@ pub(crate) fn container(ctxt: &Ctxt, attrs: &[Attribute]) -> ContainerAttrs {
 fn dtype_value(ctxt: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Option<syn::Type>> {
     let value = meta.value()?;
     if !value.peek(LitStr) {
-        return value.parse().map(Some);
+        let fork = value.fork();
+        if fork.parse::<syn::Type>().is_ok() && (fork.is_empty() || fork.peek(Token![,])) {
+            return value.parse().map(Some);
+        }
+        // Not a type (`dtype = 1`): recorded, and parsing goes on.
+        ctxt.syn_error(syn::Error::new(
+            value.span(),
+            "`dtype` takes a Rust element type: write `dtype = f32`",
+        ));
+        skip_value(meta)?;
+        return Ok(None);
     }
     let lit: LitStr = value.parse()?;
     let message = match dtype_for_string(&lit.value()) {
