@@ -53,11 +53,24 @@ pub(crate) fn parse(text: &str) -> Result<DeviceSpec, String> {
         .ok_or_else(expected)?;
     let id = match id {
         None => None,
-        Some(id) => Some(id.parse::<i32>().ok().filter(|&i| i >= 0).ok_or_else(|| {
-            format!("the device index {id:?} in {text:?} is not a non-negative integer: write \"{name}:0\"")
-        })?),
+        Some(id) => Some(device_index(text, name, id)?),
     };
     Ok(DeviceSpec { code, id })
+}
+
+/// The index after `name:`: a non-negative `i32` (DLPack's `device_id`).
+fn device_index(text: &str, name: &str, id: &str) -> Result<i32, String> {
+    let digits = !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit());
+    match id.parse::<i32>() {
+        Ok(index) if index >= 0 => Ok(index),
+        _ if digits => Err(format!(
+            "the device index {id} in {text:?} is past DLPack's largest, {}: write \"{name}:0\"",
+            i32::MAX
+        )),
+        _ => Err(format!(
+            "the device index {id:?} in {text:?} is not a non-negative integer: write \"{name}:0\""
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -84,6 +97,10 @@ mod tests {
         assert_eq!(
             parse("cuda:x").unwrap_err(),
             "the device index \"x\" in \"cuda:x\" is not a non-negative integer: write \"cuda:0\""
+        );
+        assert_eq!(
+            parse("cuda:4294967296").unwrap_err(),
+            "the device index 4294967296 in \"cuda:4294967296\" is past DLPack's largest, 2147483647: write \"cuda:0\""
         );
     }
 }
