@@ -75,6 +75,7 @@ fn into_dlpack<'i, 'a>(
             "#[dlpack(strides)] needs a #[dlpack(shape)] field too: strides describe the dimensions of a shape",
         ));
     }
+    check_strides_against_shape(ctxt, input, shape, strides);
     if let (Some(field), Some(ty)) = (dtype, &attrs.dtype) {
         ctxt.error_spanned_by(
             ty,
@@ -172,6 +173,7 @@ fn from_dlpack<'i, 'a>(
     let read_only = unique(ctxt, fields, Role::ReadOnly);
     let data = unique(ctxt, fields, Role::Data);
     check_ndim_against_shape(ctxt, input, shape);
+    check_strides_against_shape(ctxt, input, shape, strides);
     // Checked last, so a missing tensor field hides no other mistake.
     let Some(tensor) = tensor else {
         ctxt.error_spanned_by(
@@ -228,6 +230,42 @@ fn check_ndim_against_shape(ctxt: &Ctxt, input: &Input<'_>, shape: Option<&Field
                 ),
             ));
         }
+    }
+}
+
+/// A `[_; N]` strides field must have as many entries as a `[_; M]` shape
+/// field, and as `ndim = K` says: otherwise every export or import fails.
+fn check_strides_against_shape(
+    ctxt: &Ctxt,
+    input: &Input<'_>,
+    shape: Option<&Field<'_>>,
+    strides: Option<&Field<'_>>,
+) {
+    let Some(strides) = strides else {
+        return;
+    };
+    let Some(len) = fixed_array_len(strides.ty) else {
+        return;
+    };
+    let shape_len = shape.and_then(|shape| fixed_array_len(shape.ty).map(|n| (shape, n)));
+    if let Some((shape, shape_len)) = shape_len.filter(|&(_, n)| n != len) {
+        ctxt.syn_error(syn::Error::new(
+            strides.ty.span(),
+            format!(
+                "the #[dlpack(strides)] field `{}`, an array of {len}, contradicts the #[dlpack(shape)] field `{}`, an array of {shape_len}: give one stride per dimension",
+                strides.name(),
+                shape.name()
+            ),
+        ));
+    } else if let Some(ndim) = input.attrs.ndim.as_ref().filter(|n| n.value != len) {
+        ctxt.syn_error(syn::Error::new(
+            strides.ty.span(),
+            format!(
+                "the #[dlpack(strides)] field `{}`, an array of {len}, contradicts `ndim = {}`: give one stride per dimension",
+                strides.name(),
+                ndim.value
+            ),
+        ));
     }
 }
 
