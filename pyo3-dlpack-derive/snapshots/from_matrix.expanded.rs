@@ -39,10 +39,18 @@ const _: () = {
             let __dlpack_field3: *mut f32 = <*mut f32 as ::pyo3_dlpack::__private::DataField>::from_tensor(
                 &__dlpack_tensor,
             )?;
-            ::pyo3_dlpack::__private::assert_same_element::<
+            ::pyo3_dlpack::__private::ElementProbe::<
                 <*mut f32 as ::pyo3_dlpack::__private::DataField>::Elem,
                 f32,
-            >();
+            >::new()
+                .dtype_check()
+                .check();
+            const {
+                ::pyo3_dlpack::__private::check_pointer_dtype(
+                    <<*mut f32 as ::pyo3_dlpack::__private::DataField>::Elem as ::pyo3_dlpack::__private::PointeeDtype>::DTYPE,
+                    <f32 as ::pyo3_dlpack::Element>::DTYPE,
+                )
+            };
             let __dlpack_field0: PyTensor = <PyTensor as ::pyo3_dlpack::__private::TensorField>::from_tensor(
                 __dlpack_tensor,
             );

@@ -5,7 +5,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::ast::Field;
-use crate::tokens::{krate, local};
+use crate::tokens::{krate, local, respan};
 use crate::validate::FromPlan;
 
 pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
@@ -83,8 +83,14 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
             quote_spanned!(ty.span()=> <#ty as #private::DataField>::from_tensor(&#tensor)?),
         ));
         if let Some(element) = &attrs.dtype {
+            // A type error on the data field for two built-in element types
+            // (see `ElementProbe`), a compile-time dtype comparison for the
+            // rest (a user's element type, a generic one).
+            let private_at = respan(private.clone(), ty.span());
             lets.push(quote_spanned!(ty.span()=>
-                #private::assert_same_element::<<#ty as #private::DataField>::Elem, #element>();));
+                #private_at::ElementProbe::<<#ty as #private::DataField>::Elem, #element>::new().dtype_check().check();
+                const { #private::check_pointer_dtype(<<#ty as #private::DataField>::Elem as #private::PointeeDtype>::DTYPE, <#element as #krate::Element>::DTYPE) };
+            ));
         }
     }
     let tensor_field = plan.tensor;

@@ -568,14 +568,109 @@ impl DataField for usize {
     }
 }
 
-/// `#[dlpack(dtype = T)]` against a data pointer to `U`: `T` and `U` must be one type.
+/// `#[dlpack(dtype = T)]` against a data pointer to `U`, both built-in
+/// element types: `T` and `U` must be one type.
 #[diagnostic::on_unimplemented(
     message = "the #[dlpack(data)] pointer's element type `{Self}` differs from #[dlpack(dtype = {T})]",
     label = "expected a pointer to `{T}`"
 )]
 pub trait SameElement<T> {}
 impl<T: Element> SameElement<T> for T {}
-impl<T: Element> SameElement<T> for Untyped {}
 
-/// Compile-time check that `Pointee` is `Declared`.
-pub fn assert_same_element<Pointee: SameElement<Declared>, Declared>() {}
+/// `#[dlpack(dtype = D)]` against a FromDLPack data pointer to `P`, checked
+/// by the type checker where the types say enough:
+/// `ElementProbe::<P, D>::new().dtype_check().check()`.
+///
+/// When both are [`BuiltinElement`]s, `dtype_check` is the inherent method
+/// below and `check` requires [`SameElement`]: a mismatch is a type error on
+/// the data field. Otherwise (an address field, a user's own element type,
+/// a generic one) method lookup goes on through `Deref` to
+/// [`UncheckedDtype`], and [`check_pointer_dtype`] compares the dtypes.
+pub struct ElementProbe<P, D> {
+    types: std::marker::PhantomData<fn(P) -> D>,
+    unchecked: UncheckedDtype,
+}
+
+impl<P, D> ElementProbe<P, D> {
+    /// A probe for a pointer to `P` declared as `D`.
+    pub const fn new() -> Self {
+        Self {
+            types: std::marker::PhantomData,
+            unchecked: UncheckedDtype,
+        }
+    }
+}
+
+impl<P: BuiltinElement, D: BuiltinElement> ElementProbe<P, D> {
+    /// Both element types are built in: compare them.
+    pub fn dtype_check(&self) -> TypedElement<P, D> {
+        TypedElement(std::marker::PhantomData)
+    }
+}
+
+impl<P, D> Default for ElementProbe<P, D> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P, D> std::fmt::Debug for ElementProbe<P, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ElementProbe")
+    }
+}
+
+impl<P, D> std::ops::Deref for ElementProbe<P, D> {
+    type Target = UncheckedDtype;
+    fn deref(&self) -> &UncheckedDtype {
+        &self.unchecked
+    }
+}
+
+/// See [`ElementProbe`]: a pointer and a declared dtype, both built in.
+pub struct TypedElement<P, D>(std::marker::PhantomData<fn(P) -> D>);
+
+impl<P, D> std::fmt::Debug for TypedElement<P, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TypedElement")
+    }
+}
+
+impl<P, D> TypedElement<P, D> {
+    /// Compiles only if the pointer's element type is the declared one.
+    pub fn check(self)
+    where
+        P: SameElement<D>,
+    {
+    }
+}
+
+/// The dtype a FromDLPack data field's pointer claims: its element's, or
+/// none for an address ([`Untyped`]).
+pub trait PointeeDtype {
+    /// The claimed dtype.
+    const DTYPE: Option<DataType>;
+}
+
+impl<T: Element> PointeeDtype for T {
+    const DTYPE: Option<DataType> = Some(T::DTYPE);
+}
+
+impl PointeeDtype for Untyped {
+    const DTYPE: Option<DataType> = None;
+}
+
+/// `#[dlpack(dtype = D)]` against a FromDLPack data pointer, at compile
+/// time (at code generation, for what [`ElementProbe`] cannot compare: a
+/// user's element type of the declared dtype is accepted).
+pub const fn check_pointer_dtype(pointee: Option<DataType>, declared: DataType) {
+    if let Some(pointee) = pointee {
+        assert!(
+            pointee.code.code() == declared.code.code()
+                && pointee.bits == declared.bits
+                && pointee.lanes == declared.lanes,
+            "the #[dlpack(data)] pointer's element type has another dtype than #[dlpack(dtype = …)]: \
+             point to elements of the declared dtype"
+        );
+    }
+}
