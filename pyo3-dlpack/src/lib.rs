@@ -179,13 +179,17 @@
 //!   alive (a callback you call, another thread once you detach) may write
 //!   the memory through it. Hold views only while no Python code that could
 //!   write the array runs, or copy first (`to_vec`).
-//! - **Memory your own `IntoDLPack` shares.** A hand-written
-//!   [`IntoDLPack::tensor_info`] that describes memory other Rust code still
-//!   references (the contents of an `Arc<Vec<T>>` it shares, a leaked
-//!   `&'static` slice) must export it read-only
-//!   ([`TensorInfoBuilder::read_only`]): the crate sees only the reference it
-//!   is given, and a consumer's writes under those references break Rust's
-//!   aliasing rules. Fields the value owns (what the derive exports) are safe.
+//! - **Memory your own `IntoDLPack` reaches through something shared.** A
+//!   consumer's writes under another Rust reference to the memory break
+//!   Rust's aliasing rules, and the crate sees only the reference a
+//!   hand-written [`IntoDLPack::tensor_info`] gives it. So an export is
+//!   writable only when that buffer (the `Vec`, the `AlignedBuffer`) lies
+//!   inside the exported value: a field, or the value itself (what the
+//!   derive and `DLPackTensor::new(vec)` export). One reached through
+//!   anything else (the contents of an `Arc` other clones share, a `Box`,
+//!   one `Vec` of several) is exported read-only, unless the description
+//!   vouches that nothing else reaches it
+//!   ([`TensorInfoBuilder::unshared`], `unsafe`).
 //! - **`bool` memory exported writable** may come back holding bytes other
 //!   than 0 and 1 (a consumer that writes through a `uint8` view): a `Drop`
 //!   that reads it after export should read the bytes as `u8`.

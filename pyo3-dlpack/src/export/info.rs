@@ -52,6 +52,9 @@ pub struct TensorInfo<'a> {
     length_known: bool,
     /// The CUDA stream pending work writes the memory on (see `TensorData::stream`).
     stream: Option<usize>,
+    /// Where the `TensorData` value the description was built from lies
+    /// (see [`TensorInfo::is_owned_by`]); 0 when vouched unshared.
+    buffer_at: usize,
     /// The buffer the description borrows.
     buffer: PhantomData<&'a ()>,
 }
@@ -72,6 +75,7 @@ pub struct TensorInfoBuilder<'a> {
     byte_offset: usize,
     read_only: bool,
     stream: Option<usize>,
+    buffer_at: usize,
 }
 
 impl<'a> TensorInfo<'a> {
@@ -90,6 +94,7 @@ impl<'a> TensorInfo<'a> {
             byte_offset: 0,
             read_only: false,
             stream: data.stream(),
+            buffer_at: address_of(data),
         }
     }
 
@@ -118,6 +123,7 @@ impl<'a> TensorInfo<'a> {
             writability: data.writability(),
             length_known: true,
             stream: data.stream(),
+            buffer_at: address_of(data),
             buffer: PhantomData,
         }
     }
@@ -229,8 +235,26 @@ impl<'a> TensorInfo<'a> {
             writability: self.writability,
             length_known: self.length_known,
             stream: self.stream,
+            buffer_at: self.buffer_at,
             buffer: PhantomData,
         }
+    }
+
+    /// Whether the `TensorData` value this description was built from lies
+    /// inside the `len` bytes at `value` (a field of the exported value, or
+    /// the value itself), or was vouched unshared
+    /// ([`TensorInfoBuilder::unshared`]). Memory described through anything
+    /// else (the contents of an `Arc` the value shares, a leaked `&'static`)
+    /// may be read by other Rust code while a consumer writes it: exports
+    /// make such descriptions read-only.
+    pub(crate) fn is_owned_by(&self, value: usize, len: usize) -> bool {
+        self.buffer_at == 0 || (value..value.saturating_add(len)).contains(&self.buffer_at)
+    }
+
+    /// Vouches, for this crate's own wrappers, that the described memory is
+    /// reached by nothing but the exported value (see [`Self::is_owned_by`]).
+    pub(crate) fn vouch_unshared(&mut self) {
+        self.buffer_at = 0;
     }
 
     /// The CUDA stream pending work writes the memory on, if the buffer or
@@ -290,6 +314,25 @@ impl<'a> TensorInfoBuilder<'a> {
         self
     }
 
+    /// Vouches that no Rust code but the exported value reaches the memory
+    /// while it is exported, for a `TensorData` value the exported value
+    /// does not hold inline (a `Box` it owns, an element of a `Vec` of
+    /// buffers). Without it such a description is exported read-only: the
+    /// crate can only see that the value holds the buffer's handle inside
+    /// its own bytes (a field, or the value itself); memory reached through
+    /// anything else (the contents of a shared `Arc`) may be read by other
+    /// Rust code while a consumer writes it.
+    ///
+    /// # Safety
+    ///
+    /// While the value is exported, no other Rust code holds a reference to
+    /// the described memory or to the `TensorData` value (no other clone of
+    /// an `Arc` around it, no `&'static` to it).
+    pub unsafe fn unshared(mut self) -> Self {
+        self.buffer_at = 0;
+        self
+    }
+
     /// Exports read-only when `true`. A buffer that is read-only itself
     /// (`Arc<[T]>`) stays read-only whatever this says.
     pub fn read_only(mut self, read_only: bool) -> Self {
@@ -345,6 +388,7 @@ impl<'a> TensorInfoBuilder<'a> {
             },
             length_known: self.byte_len.is_some(),
             stream: self.stream,
+            buffer_at: self.buffer_at,
             buffer: PhantomData,
         };
         self.check_bounds(&info)?;
@@ -427,6 +471,11 @@ impl<'a> TensorInfoBuilder<'a> {
         }
         Ok(())
     }
+}
+
+/// The address of a (possibly unsized) value, never 0 for a reference.
+fn address_of<D: ?Sized>(data: &D) -> usize {
+    std::ptr::from_ref(data).cast::<()>() as usize
 }
 
 /// Writes the extents and strides into `dims` (a pair of `shape.len()`

@@ -57,9 +57,12 @@ use crate::{DLPackError, Element};
 /// Implementing it is safe: the memory promise lives in the
 /// [`TensorData`](crate::TensorData) the [`TensorInfo`] is built from, and
 /// `TensorInfo`'s constructors check that the description fits the buffer.
-/// Describe memory the value owns; memory that other Rust code also
-/// references (the contents of an `Arc` you share) must be exported
-/// read-only (see the crate docs, "Safety model").
+/// The export is writable only when the buffer described lies inside the
+/// value (a field, or the value itself); a buffer reached through an `Arc`,
+/// a `Box` or a `Vec` of buffers is exported read-only unless the
+/// description vouches that nothing else reaches it
+/// ([`TensorInfoBuilder::unshared`](crate::TensorInfoBuilder::unshared), see
+/// the crate docs, "Safety model").
 ///
 /// The exported value is kept alive, behind an `Arc`, until the Python
 /// object and every consumer are done with it; it may then be dropped on any

@@ -144,7 +144,11 @@ impl<O: IntoDLPack> Described<O> {
         // SAFETY: the description is stored with `owner`, which keeps its
         // memory alive at the same address wherever the pair moves
         // (`TensorData`'s promise), and is only lent out with a borrow of it.
-        let info = unsafe { owner.tensor_info()?.detach() };
+        let mut info = unsafe { owner.tensor_info()?.detach() };
+        let at = std::ptr::from_ref(&owner).cast::<()>() as usize;
+        if !info.is_owned_by(at, size_of::<O>()) {
+            info.force_read_only();
+        }
         Ok(Self { info, owner })
     }
 }
@@ -154,7 +158,11 @@ impl<T: IntoDLPack + ?Sized> Described<Arc<T>> {
     pub(crate) fn shared(value: Arc<T>) -> Result<Self, DLPackError> {
         // SAFETY: as in `new`: every clone of the `Arc` keeps the value, and
         // so its memory, alive and in place.
-        let info = unsafe { value.tensor_info()?.detach() };
+        let mut info = unsafe { value.tensor_info()?.detach() };
+        let at = Arc::as_ptr(&value).cast::<()>() as usize;
+        if !info.is_owned_by(at, size_of_val(&*value)) {
+            info.force_read_only();
+        }
         Ok(Self { info, owner: value })
     }
 }

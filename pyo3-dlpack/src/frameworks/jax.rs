@@ -261,7 +261,11 @@ struct Shared(Arc<dyn IntoDLPack>);
 
 impl IntoDLPack for Shared {
     fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
-        self.0.tensor_info()
+        let mut info = self.0.tensor_info()?;
+        // The memory of the `DLPackTensor`'s own value, whose export decided
+        // its writability; JAX never writes it.
+        info.vouch_unshared();
+        Ok(info)
     }
 
     fn synchronize(&self, consumer_stream: i64) -> Result<(), DLPackError> {
