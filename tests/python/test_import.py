@@ -184,6 +184,41 @@ def test_the_stride_of_a_one_element_axis_is_never_used():
     assert h.deleted == 1
 
 
+def test_an_empty_tensor_too_large_for_ndarray_is_a_value_error():
+    # No element, but extents whose product passes isize::MAX: ndarray
+    # refuses the shape (was a PanicException, a BaseException).
+    for call in (lambda c: ext.array_values(c, "uint8"), lambda c: ext.fill(c, 7.0, "uint8", True)):
+        h = HandMade(values=b"", dtype=(1, 8, 1), shape=(0, 2**62, 2), strides=(1, 1, 1))
+        with pytest.raises(ValueError, match=r"shape \[0, 4611686018427387904, 2\] has more elements than fit in memory"):
+            call(h.capsule)
+        assert h.deleted == 1
+
+
+def test_a_copy_memory_cannot_hold_is_a_memory_error():
+    # One byte broadcast to 2^40 elements: the copy cannot be allocated
+    # (was an abort of the process), as NumPy's copy raises.
+    h = HandMade(values=b"\x05", dtype=(1, 8, 1), shape=(2**40,), strides=(0,))
+    with pytest.raises(MemoryError, match="^cannot allocate 1099511627776 bytes for a host copy of the tensor"):
+        ext.to_list(h.capsule, "uint8")
+    assert h.deleted == 1
+    broadcast = np.broadcast_to(np.zeros(1, np.uint8), (2**31, 2**31))
+    with pytest.raises(MemoryError):
+        ext.to_list(broadcast, "uint8")
+    with pytest.raises(MemoryError):
+        ext.asdlpack(broadcast).__dlpack__(copy=True)
+
+
+def test_a_strided_packed_tensor_is_not_reexported_as_another_layout():
+    # Packed float4 at stride 2: re-exported without strides it described
+    # other nibbles of the same bytes (wrong values, no error).
+    h = HandMade(values=bytes([0x10, 0x32, 0x54, 0x76]), dtype=(17, 4, 1), shape=(4,), strides=(2,))
+    with pytest.raises(ValueError, match="float4_e2m1fn packs several elements per byte: it cannot be exported with strides"):
+        ext.reexport(h.capsule)
+    assert h.deleted == 1
+    packed = HandMade(values=bytes([0x10, 0x32]), dtype=(17, 4, 1), shape=(4,), strides=(1,))
+    assert ext.describe(ext.reexport(packed.capsule))["shape"] == (4,)
+
+
 def test_torch_bfloat16_and_zero_copy():
     t = torch.arange(5, dtype=torch.bfloat16)
     assert ext.describe(t)["data_ptr"] == t.data_ptr()

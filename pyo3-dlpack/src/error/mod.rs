@@ -16,7 +16,7 @@ pub use user::UserError;
 pub(crate) use user::panic_error;
 
 use pyo3::PyErr;
-use pyo3::exceptions::{PyBufferError, PyOverflowError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyMemoryError, PyOverflowError, PyTypeError, PyValueError};
 
 use crate::{DataType, Device, DeviceType};
 
@@ -32,6 +32,7 @@ use crate::{DataType, Device, DeviceType};
 /// | another protocol's producer describes what DLPack cannot hold, or CUDA fails ([`Interface`](Self::Interface), but for [`InterfaceError::Malformed`] and [`InterfaceError::Version`]) | `BufferError` |
 /// | the object speaks no accepted protocol, or returned the wrong type ([`NotDLPack`](Self::NotDLPack), [`NotATensor`](Self::NotATensor), [`NotACapsule`](Self::NotACapsule), [`NotADLPackTensor`](Self::NotADLPackTensor), [`CapsuleError::DeviceTuple`]) | `TypeError` |
 /// | an integer argument outside its field's range ([`ArgumentError::OutOfRange`]) | `OverflowError` |
+/// | a host copy the allocator refused ([`OutOfMemory`](Self::OutOfMemory)) | `MemoryError` |
 /// | your own code's Python exception ([`User`](Self::User), from a `PyErr`) | that exception |
 /// | a constraint the data or an argument fails (everything else, your own Rust errors included) | `ValueError` |
 ///
@@ -99,6 +100,13 @@ pub enum DLPackError {
     /// Shape, strides and offset do not describe memory inside the buffer,
     /// or the layout is not the one required (for example, not contiguous).
     Layout(LayoutError),
+    /// A host copy this crate was asked to make could not be allocated
+    /// (the sizes fit; the allocator refused): `MemoryError`, as NumPy
+    /// raises for an array it cannot allocate.
+    OutOfMemory {
+        /// The bytes asked for.
+        bytes: usize,
+    },
     /// Writing was required but the tensor is read-only.
     ReadOnly,
     /// Writing was required but the tensor came in a legacy capsule, which
@@ -200,6 +208,7 @@ pub(crate) enum PythonKind {
     Type,
     Value,
     Overflow,
+    Memory,
 }
 
 impl PythonKind {
@@ -210,6 +219,7 @@ impl PythonKind {
             Self::Type => c"TypeError",
             Self::Value => c"ValueError",
             Self::Overflow => c"OverflowError",
+            Self::Memory => c"MemoryError",
         }
     }
 }
@@ -231,6 +241,7 @@ impl DLPackError {
             // As NumPy's `__dlpack__` and Python's own conversions raise; not
             // a `TypeError`, which consumers read as "old producer".
             Self::InvalidArgument(ArgumentError::OutOfRange { .. }) => PythonKind::Overflow,
+            Self::OutOfMemory { .. } => PythonKind::Memory,
             _ => PythonKind::Value,
         }
     }
@@ -269,6 +280,12 @@ impl fmt::Display for DLPackError {
             Self::InvalidCapsule(err) => err.fmt(f),
             Self::Export(err) => err.fmt(f),
             Self::InvalidDtype(err) => err.fmt(f),
+            Self::OutOfMemory { bytes } => {
+                write!(
+                    f,
+                    "cannot allocate {bytes} bytes for a host copy of the tensor"
+                )
+            }
             Self::ReadOnly => f.write_str("expected a writable tensor, got a read-only one"),
             Self::WritabilityUnknown => f.write_str(
                 "expected a writable tensor, got one from a legacy DLPack capsule, which cannot \
@@ -381,6 +398,7 @@ impl From<DLPackError> for PyErr {
             PythonKind::Type => PyTypeError::new_err(message),
             PythonKind::Value => PyValueError::new_err(message),
             PythonKind::Overflow => PyOverflowError::new_err(message),
+            PythonKind::Memory => PyMemoryError::new_err(message),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
 use crate::export::data::TensorData;
-use crate::{DataType, Element};
+use crate::{DLPackError, DataType, Element};
 
 /// Alignment of every [`AlignedBuffer`], in bytes.
 ///
@@ -90,13 +90,15 @@ impl<T: Element> AlignedBuffer<T> {
     /// `write` writes nothing outside the `len * size_of::<T>()` bytes from
     /// the pointer it is given, and when it returns `Ok`, it wrote every one
     /// of them, with values valid for `T`.
-    pub(crate) unsafe fn from_writer<E>(
+    pub(crate) unsafe fn from_writer<E: From<DLPackError>>(
         len: usize,
         write: impl FnOnce(*mut u8) -> Result<(), E>,
     ) -> Result<Self, E> {
-        let layout = Self::layout(len);
-        let buffer =
-            Self::allocate(layout, len, false).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+        let out_of_memory = || DLPackError::OutOfMemory {
+            bytes: len.saturating_mul(size_of::<T>()),
+        };
+        let layout = Self::try_layout(len).ok_or_else(out_of_memory)?;
+        let buffer = Self::allocate(layout, len, false).ok_or_else(out_of_memory)?;
         // Every byte is written here (the caller's promise) before the
         // buffer is read; dropping it (on an error) reads nothing
         // (`Element`s have no drop).

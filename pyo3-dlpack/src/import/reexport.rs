@@ -53,6 +53,14 @@ impl IntoDLPack for PyTensor {
             }
             .into());
         }
+        if !self.dtype().is_byte_sized() && !self.is_contiguous() {
+            // Packed elements go out without strides (row-major): strided
+            // ones described so would be other elements of the same bytes.
+            return Err(LayoutError::StridedSubByte {
+                dtype: self.dtype(),
+            }
+            .into());
+        }
         let first = PyTensor::data_ptr(self) as usize;
         let lowest = TensorData::data_ptr(self) as usize;
         let builder = TensorInfo::builder(self).shape(self.shape());

@@ -213,10 +213,16 @@ impl PyTensor {
     pub(crate) unsafe fn copy_elements<T: Copy>(&self) -> Result<Vec<T>, DLPackError> {
         self.check_view_access(false)?;
         let numel = self.numel();
-        let mut out = Vec::<T>::with_capacity(numel);
+        let mut out = Vec::<T>::new();
         if numel == 0 {
             return Ok(out);
         }
+        // A broadcast of one element may describe more than memory holds:
+        // `MemoryError`, as NumPy's copy raises, not an abort.
+        out.try_reserve_exact(numel)
+            .map_err(|_| DLPackError::OutOfMemory {
+                bytes: numel.saturating_mul(size_of::<T>()),
+            })?;
         let dst = out.as_mut_ptr().cast::<u8>();
         crate::gather::advise_huge_pages(dst, numel * size_of::<T>());
         let src = self.data_ptr().cast::<u8>().cast_const();
@@ -251,6 +257,8 @@ impl PyTensor {
 mod ndarray_views {
     use ndarray::{ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder, StrideShape};
 
+    use crate::error::SizeOverflow;
+
     use super::*;
 
     /// Where a view starts (the lowest element reached), its shape with the
@@ -282,6 +290,17 @@ mod ndarray_views {
         (IxDyn(&shape).strides(IxDyn(&strides)), lowest, inverted)
     }
 
+    impl PyTensor {
+        /// An empty tensor whose other extents multiply past `isize::MAX`
+        /// (`(0, 2**62, 2)`): valid, but no `ndarray` shape can hold it.
+        fn unindexable(&self) -> DLPackError {
+            SizeOverflow::Elements {
+                shape: self.shape().to_vec(),
+            }
+            .into()
+        }
+    }
+
     /// The shape of an empty tensor, for a view over an empty slice.
     fn empty_shape(tensor: &PyTensor) -> IxDyn {
         let shape: Vec<usize> = tensor.shape().iter().map(|&d| d as usize).collect();
@@ -294,8 +313,8 @@ mod ndarray_views {
         pub fn as_array<T: PlainElement>(&self) -> Result<ArrayViewD<'_, T>, DLPackError> {
             self.check_element::<T>(false)?;
             if self.numel() == 0 {
-                return Ok(ArrayViewD::from_shape(empty_shape(self), &[])
-                    .expect("an empty shape fits an empty slice"));
+                return ArrayViewD::from_shape(empty_shape(self), &[])
+                    .map_err(|_| self.unindexable());
             }
             let (shape, lowest, inverted) = view_layout(self, self.element_ptr::<T>()?);
             // SAFETY: every element the shape and (absolute) strides reach from
@@ -321,8 +340,8 @@ mod ndarray_views {
             self.ensure_writable()?;
             self.ensure_exclusive()?;
             if self.numel() == 0 {
-                return Ok(ArrayViewMutD::from_shape(empty_shape(self), &mut [])
-                    .expect("an empty shape fits an empty slice"));
+                return ArrayViewMutD::from_shape(empty_shape(self), &mut [])
+                    .map_err(|_| self.unindexable());
             }
             if !crate::layout::elements_are_distinct(self.shape(), self.strides()) {
                 return Err(LayoutError::Overlapping {
