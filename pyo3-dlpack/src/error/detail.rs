@@ -102,9 +102,10 @@ pub enum LayoutError {
     PastEnd {
         /// The description.
         layout: Box<LayoutDesc>,
-        /// Bytes from the start of the buffer the elements need (an offset
-        /// near `u64::MAX` plus the elements' reach can need more than 2^64).
-        needed: u128,
+        /// Bytes from the start of the buffer the elements need; `u64::MAX`
+        /// for 2^64 − 1 or more (an offset near `u64::MAX` plus the
+        /// elements' reach).
+        needed: u64,
         /// Bytes the buffer holds.
         available: usize,
     },
@@ -192,6 +193,14 @@ impl fmt::Display for LayoutError {
                 counted(strides.len(), "entry", "entries"),
                 list(shape),
                 dimensions(shape.len())
+            ),
+            Self::PastEnd {
+                layout,
+                needed: u64::MAX,
+                available,
+            } => write!(
+                f,
+                "{layout} needs 2^64 - 1 bytes or more, but the buffer holds {available} bytes"
             ),
             Self::PastEnd {
                 layout,

@@ -464,7 +464,7 @@ impl<'a> TensorInfoBuilder<'a> {
         if offset + high > byte_len as i128 {
             return Err(LayoutError::PastEnd {
                 layout: self.describe(info),
-                needed: (offset + high) as u128,
+                needed: u64::try_from(offset + high).unwrap_or(u64::MAX),
                 available: byte_len,
             }
             .into());

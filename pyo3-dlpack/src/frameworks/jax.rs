@@ -81,6 +81,8 @@ pub(crate) fn export_capsule<'py>(
 /// that says so (a legacy capsule cannot carry it). Read packed, the bytes
 /// were misread (tested on JAX 0.10.2). A capsule that sets the flag is
 /// read by it anyway. Identity as in [`export_capsule`].
+#[cold]
+#[inline(never)]
 pub(crate) fn stores_subbyte_padded(obj: &Bound<'_, PyAny>) -> bool {
     let py = obj.py();
     match JAXLIB.get(py) {

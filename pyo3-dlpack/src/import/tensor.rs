@@ -176,6 +176,8 @@ impl PyTensor {
     /// Reads the sub-byte elements as a byte each, for a producer that
     /// stores them so without saying it (its framework home decides): the
     /// fields are checked again with that size.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn assume_subbyte_padded(&mut self) -> Result<(), DLPackError> {
         self.state.subbyte_padded = true;
         let state = &mut *self.state;
