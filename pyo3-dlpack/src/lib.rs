@@ -185,10 +185,11 @@
 //!   hand-written [`IntoDLPack::tensor_info`] gives it. So an export is
 //!   writable only when that buffer (the `Vec`, the `AlignedBuffer`) lies
 //!   inside the exported value: a field, or the value itself (what the
-//!   derive and `DLPackTensor::new(vec)` export). One reached through
-//!   anything else (the contents of an `Arc` other clones share, a `Box`,
-//!   one `Vec` of several) is exported read-only, unless the description
-//!   vouches that nothing else reaches it
+//!   derive and `DLPackTensor::new(vec)` export, a `Box<[T]>` value
+//!   included). One reached through anything else (the contents of an
+//!   `Arc` other clones share, of a `Box` the value holds, one `Vec` of
+//!   several) is exported read-only, and refused by `Native::torch`,
+//!   unless the description vouches that nothing else reaches it
 //!   ([`TensorInfoBuilder::unshared`], `unsafe`).
 //! - **`bool` memory exported writable** may come back holding bytes other
 //!   than 0 and 1 (a consumer that writes through a `uint8` view): a `Drop`

@@ -117,8 +117,9 @@ thread_local! {
 /// unbounded, such recursion overflowed the C stack (a crash) before
 /// Python's `RecursionError` on CPython 3.12 and 3.13, and on 3.11 in
 /// unoptimised builds. So a level counts once in the interpreter's own
-/// limit (`Py_EnterRecursiveCall`; CPython 3.14 checks the real stack
-/// there) and in [`MAX_NESTED_IMPORTS`]: either raises `RecursionError`.
+/// count (`Py_EnterRecursiveCall`: the recursion limit on 3.11, the
+/// separate C recursion count on 3.12 and 3.13, the real stack on 3.14)
+/// and in [`MAX_NESTED_IMPORTS`]: either raises `RecursionError`.
 /// Dropped where it was made, still attached.
 pub(crate) struct RecursionLevel<'py>(std::marker::PhantomData<Python<'py>>);
 

@@ -195,10 +195,10 @@ def test_an_empty_tensor_too_large_for_ndarray_is_a_value_error():
 
 
 def test_a_copy_memory_cannot_hold_is_a_memory_error():
-    # One byte broadcast to 2^40 elements: the copy cannot be allocated
-    # (was an abort of the process), as NumPy's copy raises.
-    h = HandMade(values=b"\x05", dtype=(1, 8, 1), shape=(2**40,), strides=(0,))
-    with pytest.raises(MemoryError, match="^cannot allocate 1099511627776 bytes for a host copy of the tensor"):
+    # One byte broadcast to 2^50 elements (a PiB): the copy cannot be
+    # allocated (was an abort of the process), as NumPy's copy raises.
+    h = HandMade(values=b"\x05", dtype=(1, 8, 1), shape=(2**50,), strides=(0,))
+    with pytest.raises(MemoryError, match="^cannot allocate 1125899906842624 bytes for a host copy of the tensor"):
         ext.to_list(h.capsule, "uint8")
     assert h.deleted == 1
     broadcast = np.broadcast_to(np.zeros(1, np.uint8), (2**31, 2**31))

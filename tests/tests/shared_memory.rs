@@ -44,6 +44,23 @@ impl IntoDLPack for Planes {
     }
 }
 
+/// Hands on another value's description: its buffer is not inside the wrapper.
+struct Wrapper {
+    inner: Box<dyn IntoDLPack>,
+    vouched: bool,
+}
+
+impl IntoDLPack for Wrapper {
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        let info = self.inner.tensor_info()?;
+        Ok(match self.vouched {
+            // SAFETY: the inner value is the wrapper's alone.
+            true => unsafe { info.unshared() },
+            false => info,
+        })
+    }
+}
+
 fn exported_read_only<T: IntoDLPack>(value: T) -> bool {
     let tensor = DLPackTensor::new(value).unwrap();
     tensor.info().is_read_only()
@@ -66,6 +83,12 @@ fn memory_outside_the_value_is_exported_read_only_unless_vouched() {
     }));
     // The whole-value exports (a `Vec` itself, the derive's fields) stay writable.
     assert!(!exported_read_only(vec![1.0f32; 3]));
+    let wrapped = |vouched| Wrapper {
+        inner: Box::new(Inline(vec![1.0; 3])),
+        vouched,
+    };
+    assert!(exported_read_only(wrapped(false)));
+    assert!(!exported_read_only(wrapped(true)));
 }
 
 #[test]

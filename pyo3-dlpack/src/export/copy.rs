@@ -87,8 +87,9 @@ impl HostTensor {
         };
         let numel = layout::numel(shape)?;
         let nbytes = layout::storage_bytes(numel, dtype, false).ok_or_else(overflow)?;
+        let out_of_memory = || DLPackError::OutOfMemory { bytes: nbytes };
         Ok(Self {
-            bytes: AlignedBuffer::try_zeroed(nbytes).ok_or_else(overflow)?,
+            bytes: AlignedBuffer::try_zeroed(nbytes).ok_or_else(out_of_memory)?,
             shape: shape.to_vec(),
             dtype,
             device: Device::cpu(),

@@ -257,6 +257,19 @@ impl<'a> TensorInfo<'a> {
         self.buffer_at = 0;
     }
 
+    /// [`TensorInfoBuilder::unshared`] for a finished description: for an
+    /// `IntoDLPack` that hands on another value's description (a wrapper
+    /// around a `Box<dyn IntoDLPack>`), whose buffer does not lie inside the
+    /// wrapper.
+    ///
+    /// # Safety
+    ///
+    /// As for [`TensorInfoBuilder::unshared`].
+    pub unsafe fn unshared(mut self) -> Self {
+        self.vouch_unshared();
+        self
+    }
+
     /// The CUDA stream pending work writes the memory on, if the buffer or
     /// the builder named one.
     pub fn stream(&self) -> Option<usize> {
@@ -316,8 +329,10 @@ impl<'a> TensorInfoBuilder<'a> {
 
     /// Vouches that no Rust code but the exported value reaches the memory
     /// while it is exported, for a `TensorData` value the exported value
-    /// does not hold inline (a `Box` it owns, an element of a `Vec` of
-    /// buffers). Without it such a description is exported read-only: the
+    /// does not hold inline (the contents of a `Box` it holds, an element
+    /// of a `Vec` of buffers). Without it such a description is exported
+    /// read-only (and `Native::torch` refuses it: torch has no read-only
+    /// tensors): the
     /// crate can only see that the value holds the buffer's handle inside
     /// its own bytes (a field, or the value itself); memory reached through
     /// anything else (the contents of a shared `Arc`) may be read by other

@@ -58,9 +58,10 @@ use crate::{DLPackError, Element};
 /// [`TensorData`](crate::TensorData) the [`TensorInfo`] is built from, and
 /// `TensorInfo`'s constructors check that the description fits the buffer.
 /// The export is writable only when the buffer described lies inside the
-/// value (a field, or the value itself); a buffer reached through an `Arc`,
-/// a `Box` or a `Vec` of buffers is exported read-only unless the
-/// description vouches that nothing else reaches it
+/// value (a field, or the value itself); a buffer reached through the
+/// contents of an `Arc` or of a `Box` the value holds, or a `Vec` of
+/// buffers, is exported read-only (and refused by `Native::torch`) unless
+/// the description vouches that nothing else reaches it
 /// ([`TensorInfoBuilder::unshared`](crate::TensorInfoBuilder::unshared), see
 /// the crate docs, "Safety model").
 ///

@@ -78,7 +78,8 @@ impl DLPackTensor {
     }
 
     /// Wraps a shared value and exports it writable (unless it is read-only
-    /// itself).
+    /// itself, or describes a buffer outside the value: see
+    /// [`TensorInfoBuilder::unshared`](crate::TensorInfoBuilder::unshared)).
     ///
     /// # Safety
     ///
@@ -140,7 +141,9 @@ impl DLPackTensor {
         Ok(PyClassInitializer::from(Self::from_arc(value)?).add_subclass(subclass))
     }
 
-    /// Like [`with_subclass`](Self::with_subclass), exporting writable.
+    /// Like [`with_subclass`](Self::with_subclass), exporting writable
+    /// (unless the value is read-only itself, or describes a buffer outside
+    /// the value, as [`from_arc_writable`](Self::from_arc_writable)).
     ///
     /// # Safety
     ///

@@ -80,7 +80,10 @@ pub(crate) fn export_capsule<'py>(
 /// JAX exports them as `(17, 4, 1)`, one byte per element, without the flag
 /// that says so (a legacy capsule cannot carry it). Read packed, the bytes
 /// were misread (tested on JAX 0.10.2). A capsule that sets the flag is
-/// read by it anyway. Identity as in [`export_capsule`].
+/// read by it anyway. Decided by the object imported, never its capsule:
+/// JAX's capsule handed on by another object (a wrapper's `__dlpack__`,
+/// `PyTensor::from_capsule`) is read as it says, packed. Identity as in
+/// [`export_capsule`].
 #[cold]
 #[inline(never)]
 pub(crate) fn stores_subbyte_padded(obj: &Bound<'_, PyAny>) -> bool {
@@ -264,8 +267,9 @@ struct Shared(Arc<dyn IntoDLPack>);
 impl IntoDLPack for Shared {
     fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
         let mut info = self.0.tensor_info()?;
-        // The memory of the `DLPackTensor`'s own value, whose export decided
-        // its writability; JAX never writes it.
+        // The memory of the `DLPackTensor`'s own value, described again
+        // inside the `Arc`, not inside this wrapper; JAX never writes it
+        // (see `ForImmutableConsumer`), so no writability is at stake.
         info.vouch_unshared();
         Ok(info)
     }

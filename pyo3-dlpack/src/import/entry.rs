@@ -186,9 +186,12 @@ impl PyTensor {
                 // As in `from_pyany_with`: the producer's own error, or
                 // its capsule.
                 Some(Err(_)) => {
-                    let _level = RecursionLevel::enter(obj.py())?;
-                    let tensor =
-                        Self::from_requested(obj, &probe_dlpack(obj)?, &ImportOptions::default())?;
+                    // The level covers the producer's code, not `f`'s.
+                    let tensor = {
+                        let _level = RecursionLevel::enter(obj.py())?;
+                        let capsule = probe_dlpack(obj)?;
+                        Self::from_requested(obj, &capsule, &ImportOptions::default())?
+                    };
                     if !tensor.device().device_type.uses_streams() {
                         return Ok(f(&tensor));
                     }
