@@ -168,6 +168,10 @@ impl DataType {
     pub const F6_E3M2FN: Self = Self::scalar(DataTypeCode::FLOAT6_E3M2FN, 6);
     /// `float4_e2m1fn` (4 bits, packed unless the padded flag is set).
     pub const F4_E2M1FN: Self = Self::scalar(DataTypeCode::FLOAT4_E2M1FN, 4);
+    /// `float4_e2m1fn_x2`: two float4 values packed in one byte, as one
+    /// element of two lanes (torch's `torch.float4_e2m1fn_x2`, the MXFP4 and
+    /// NVFP4 weights' type). The one vector dtype this crate exchanges.
+    pub const F4_E2M1FN_X2: Self = Self::new(DataTypeCode::FLOAT4_E2M1FN, 4, 2);
 
     /// A data type from its three fields.
     pub const fn new(code: DataTypeCode, bits: u8, lanes: u16) -> Self {
@@ -204,9 +208,14 @@ impl fmt::Display for DataType {
             DataTypeCode::COMPLEX => Some("complex"),
             _ => None,
         };
+        let mut lanes_separator = "x";
         match (prefix, self.code.fixed_name()) {
             (Some(prefix), _) => write!(f, "{prefix}{}", self.bits)?,
-            (None, Some(name)) if self.bits == default_bits(self.code) => f.write_str(name)?,
+            (None, Some(name)) if self.bits == default_bits(self.code) => {
+                // `float4_e2m1fn_x2`, as torch names it.
+                lanes_separator = "_x";
+                f.write_str(name)?
+            }
             (None, _) if self.code == DataTypeCode::BOOL && self.bits == 8 => {
                 f.write_str("bool")?
             }
@@ -219,7 +228,7 @@ impl fmt::Display for DataType {
             }
         }
         if self.lanes != 1 {
-            write!(f, "x{}", self.lanes)?;
+            write!(f, "{lanes_separator}{}", self.lanes)?;
         }
         Ok(())
     }
@@ -269,6 +278,7 @@ const NAMED_TYPES: &[DataType] = &[
     DataType::F6_E2M3FN,
     DataType::F6_E3M2FN,
     DataType::F4_E2M1FN,
+    DataType::F4_E2M1FN_X2,
 ];
 
 /// The error of `"…".parse::<DataType>()`.
@@ -342,6 +352,7 @@ mod tests {
             (DataType::F6_E2M3FN, "float6_e2m3fn"),
             (DataType::F6_E3M2FN, "float6_e3m2fn"),
             (DataType::F4_E2M1FN, "float4_e2m1fn"),
+            (DataType::F4_E2M1FN_X2, "float4_e2m1fn_x2"),
         ];
         assert_eq!(cases.len(), NAMED_TYPES.len());
         for (dtype, name) in cases {

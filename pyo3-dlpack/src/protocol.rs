@@ -117,8 +117,9 @@ const fn required_bits(code: DataTypeCode) -> Option<u8> {
 }
 
 /// Whether this crate exchanges `dtype`: a code of the 1.3 header, the
-/// width that code requires (any non-zero width for the others), one lane.
-/// The exporter refuses exactly what the importer refuses.
+/// width that code requires (any non-zero width for the others), one lane,
+/// or torch's packed float4 pairs (`float4_e2m1fn_x2`: two lanes of four
+/// bits, one byte). The exporter refuses exactly what the importer refuses.
 ///
 /// Bool is 8 bits here, as NumPy, torch and JAX export it.
 pub(crate) fn check_dtype(dtype: DataType) -> Result<(), DLPackError> {
@@ -141,7 +142,8 @@ pub(crate) fn check_dtype(dtype: DataType) -> Result<(), DLPackError> {
             .into());
         }
     }
-    if dtype.lanes != 1 {
+    let float4_pair = dtype.code.code() == DataTypeCode::FLOAT4_E2M1FN.code() && dtype.lanes == 2;
+    if dtype.lanes != 1 && !float4_pair {
         return Err(DtypeError::Lanes { dtype }.into());
     }
     Ok(())
@@ -173,6 +175,7 @@ mod tests {
             DataType::BF16,
             DataType::C64,
             DataType::F4_E2M1FN,
+            DataType::F4_E2M1FN_X2,
             DataType::new(DataTypeCode::INT, 4, 1),
         ] {
             assert_eq!(check_dtype(ok), Ok(()), "{ok}");
@@ -197,6 +200,16 @@ mod tests {
             bad(DataTypeCode::FLOAT, 32, 0),
             DLPackError::InvalidDtype(DtypeError::Lanes { .. })
         ));
+        for (code, bits, lanes) in [
+            (DataTypeCode::FLOAT, 32, 2),
+            (DataTypeCode::FLOAT4_E2M1FN, 4, 4),
+            (DataTypeCode::FLOAT6_E2M3FN, 6, 2),
+        ] {
+            assert!(matches!(
+                bad(code, bits, lanes),
+                DLPackError::InvalidDtype(DtypeError::Lanes { .. })
+            ));
+        }
         assert!(matches!(
             bad(DataTypeCode::from_code(20), 8, 1),
             DLPackError::InvalidDtype(DtypeError::UnknownCode { .. })

@@ -219,6 +219,23 @@ def test_a_strided_packed_tensor_is_not_reexported_as_another_layout():
     assert ext.describe(ext.reexport(packed.capsule))["shape"] == (4,)
 
 
+@pytest.mark.skipif(not hasattr(torch, "float4_e2m1fn_x2"), reason="torch without float4_e2m1fn_x2")
+def test_torch_float4_pairs_are_imported_and_reexported_in_place():
+    # torch's MXFP4/NVFP4 storage type, (17, 4, lanes=2): one byte, two
+    # values. It was refused as a vector dtype.
+    t = torch.tensor([0x21, 0x43, 0x65, 0x87], dtype=torch.uint8).view(torch.float4_e2m1fn_x2)
+    d = ext.describe(t)
+    assert (d["dtype"], d["shape"], d["nbytes"], d["data_ptr"]) == ("float4_e2m1fn_x2", (4,), 4, t.data_ptr())
+    back = torch.from_dlpack(ext.reexport(t[::2]))
+    assert back.dtype == torch.float4_e2m1fn_x2 and back.data_ptr() == t.data_ptr()
+    assert back.view(torch.uint8).tolist() == [0x21, 0x65]
+    with pytest.raises(BufferError, match="a float4_e2m1fn_x2 tensor has no buffer-protocol format"):
+        memoryview(ext.reexport(t))
+    # Other vectors stay refused.
+    with pytest.raises(ValueError, match="dtype float32x2 has 2 lanes"):
+        ext.describe(HandMade(values=bytes(16), dtype=(2, 32, 2), shape=(2,)).capsule)
+
+
 def test_torch_bfloat16_and_zero_copy():
     t = torch.arange(5, dtype=torch.bfloat16)
     assert ext.describe(t)["data_ptr"] == t.data_ptr()

@@ -392,7 +392,7 @@ def test_what_torchs_allocator_refuses_is_the_exception_it_reports():
 @pytest.mark.parametrize("dtype, reason", [
     ("float6_e3m2fn", "no framework allocates elements narrower than a byte"),
     ("float4_e2m1fn", "no framework allocates elements narrower than a byte"),
-    ("float32x2", "dtype float32x2 has 2 lanes: vector dtypes (lanes != 1) are not supported"),
+    ("float32x2", "dtype float32x2 has 2 lanes: vector dtypes (lanes != 1) are not supported, but for float4_e2m1fn_x2"),
 ])
 def test_dtypes_no_framework_allocates_are_refused_before_any_framework_sees_them(like, dtype, reason):
     like = like()

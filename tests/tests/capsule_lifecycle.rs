@@ -261,7 +261,7 @@ fn dtypes_the_importer_refuses_are_refused_on_export() {
         ),
         (
             DataType::new(DataTypeCode::FLOAT, 32, 0),
-            "dtype float32x0 has 0 lanes: vector dtypes (lanes != 1) are not supported",
+            "dtype float32x0 has 0 lanes: vector dtypes (lanes != 1) are not supported, but for float4_e2m1fn_x2",
         ),
     ] {
         let err = TensorInfo::builder(&bytes)

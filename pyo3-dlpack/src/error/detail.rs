@@ -404,7 +404,7 @@ impl fmt::Display for DtypeError {
             ),
             Self::Lanes { dtype } => write!(
                 f,
-                "dtype {dtype} has {} lanes: vector dtypes (lanes != 1) are not supported",
+                "dtype {dtype} has {} lanes: vector dtypes (lanes != 1) are not supported, but for float4_e2m1fn_x2",
                 dtype.lanes
             ),
         }
