@@ -491,12 +491,10 @@ pub fn check_device(
     let found = tensor.device();
     let expected_type = DeviceType::from_code(device_type);
     match device_id {
-        _ if found.device_type != expected_type && device_id.is_none() => {
-            Err(DLPackError::DeviceType {
-                expected: expected_type,
-                found,
-            })
-        }
+        None if found.device_type != expected_type => Err(DLPackError::DeviceType {
+            expected: expected_type,
+            found,
+        }),
         Some(id) if found.device_type != expected_type || found.device_id != id => {
             Err(DLPackError::Device {
                 expected: Device::new(expected_type, id),
