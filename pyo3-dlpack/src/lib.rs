@@ -329,6 +329,7 @@ mod proptests;
 mod protocol;
 mod python;
 mod spare;
+mod travel;
 mod wrap;
 
 #[cfg(feature = "candle")]

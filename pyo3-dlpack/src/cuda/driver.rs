@@ -55,6 +55,17 @@ pub(crate) trait Cuda: Sync {
         stream: usize,
         dst: *mut u8,
     ) -> Result<(), InterfaceError>;
+    /// Allocates `src.len()` (> 0) bytes of device `device`'s memory and
+    /// copies `src` there; returns the device pointer once the bytes are
+    /// there (the copy is synchronous: nothing else is ordered after it).
+    fn upload(&self, device: i32, src: &[u8]) -> Result<u64, InterfaceError>;
+    /// Frees device memory [`upload`](Self::upload) allocated on `device`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from `upload` on `device`, is freed once, and nothing
+    /// uses it afterwards.
+    unsafe fn free(&self, device: i32, ptr: u64) -> Result<(), InterfaceError>;
 }
 
 /// The loaded driver, or why it could not be loaded (remembered: loading is

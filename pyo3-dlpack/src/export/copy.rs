@@ -97,6 +97,13 @@ impl HostTensor {
     }
 }
 
+impl HostTensor {
+    /// The elements' bytes, row-major (packed sub-byte types: their storage).
+    pub(crate) fn bytes(&self) -> &[u8] {
+        self.bytes.as_slice()
+    }
+}
+
 impl IntoDLPack for HostTensor {
     fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
         // The bytes are a copy of elements of `dtype` (or zeros), so they may

@@ -39,7 +39,7 @@ use crate::error::ExportError;
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned};
 use crate::{DLPackError, DataType};
 
-use copy::HostTensor;
+pub(crate) use copy::HostTensor;
 pub(crate) use managed::Described;
 use managed::IntoBlock;
 use plan::{ExportPlan, ExportRequest};

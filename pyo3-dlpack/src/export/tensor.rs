@@ -356,6 +356,33 @@ impl DLPackTensor {
         describe(self.info())
     }
 
+    /// Pickling, every protocol: the dtype, shape, device and read-only
+    /// flag, and the bytes (protocol 5: a `pickle.PickleBuffer` over this
+    /// tensor's memory, out of band when the pickler takes buffers). The
+    /// unpickled tensor is a `DLPackTensor` of its own memory (an aligned
+    /// out-of-band buffer kept without a copy), in any process that can
+    /// import this module. Device tensors travel as host copies and are
+    /// restored on their device.
+    fn __reduce_ex__<'py>(slf: &Bound<'py, Self>, protocol: i32) -> PyResult<Bound<'py, PyTuple>> {
+        crate::travel::reduce(slf, protocol)
+    }
+
+    /// As `__reduce_ex__(2)`.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        crate::travel::reduce(slf, 2)
+    }
+
+    /// `copy.copy(t)`: an independent copy (dtype, shape, device and
+    /// read-only flag kept), as NumPy's.
+    fn __copy__(slf: &Bound<'_, Self>) -> PyResult<Self> {
+        crate::travel::copy(slf)
+    }
+
+    /// `copy.deepcopy(t)`: as `copy.copy(t)`.
+    fn __deepcopy__(slf: &Bound<'_, Self>, _memo: &Bound<'_, PyAny>) -> PyResult<Self> {
+        crate::travel::copy(slf)
+    }
+
     /// `numpy.asarray(t)` and `numpy.array(t)` where the buffer protocol
     /// does not serve them (NumPy asks it first): the host memory through
     /// `numpy.from_dlpack`, zero-copy unless a copy or another `dtype` is

@@ -38,6 +38,9 @@ pub(super) struct Driver {
     stream_wait_event: unsafe extern "C" fn(*mut c_void, *mut c_void, c_uint) -> CuResult,
     event_destroy: unsafe extern "C" fn(*mut c_void) -> CuResult,
     memcpy_dtoh_async: unsafe extern "C" fn(*mut c_void, u64, usize, *mut c_void) -> CuResult,
+    mem_alloc: unsafe extern "C" fn(*mut u64, usize) -> CuResult,
+    mem_free: unsafe extern "C" fn(u64) -> CuResult,
+    memcpy_htod_async: unsafe extern "C" fn(u64, *const c_void, usize, *mut c_void) -> CuResult,
 }
 
 fn check(call: &'static str, code: CuResult) -> Result<(), InterfaceError> {
@@ -212,6 +215,49 @@ impl Cuda for Driver {
             check("cuStreamSynchronize", code)
         })
     }
+
+    fn upload(&self, device: i32, src: &[u8]) -> Result<u64, InterfaceError> {
+        // The legacy default stream (1) of the device's primary context.
+        const LEGACY: usize = 1;
+        let mut address: u64 = 0;
+        self.in_context(device, LEGACY, || {
+            // SAFETY: a resolved `cuMemAlloc_v2` writing a live local.
+            check("cuMemAlloc_v2", unsafe {
+                (self.mem_alloc)(&raw mut address, src.len())
+            })?;
+            // SAFETY: a resolved `cuMemcpyHtoDAsync_v2`: `address` was just
+            // allocated with `src.len()` bytes; `src` is readable for as many
+            // and borrowed until this returns, after the synchronisation
+            // below; the legacy stream of the current context.
+            let code = unsafe {
+                (self.memcpy_htod_async)(
+                    address,
+                    src.as_ptr().cast(),
+                    src.len(),
+                    LEGACY as *mut c_void,
+                )
+            };
+            let copied = check("cuMemcpyHtoDAsync_v2", code).and_then(|()| {
+                // SAFETY: a resolved `cuStreamSynchronize` on the legacy stream.
+                let code = unsafe { (self.stream_synchronize)(LEGACY as *mut c_void) };
+                check("cuStreamSynchronize", code)
+            });
+            if copied.is_err() {
+                // SAFETY: allocated above, never handed out.
+                let _ = unsafe { (self.mem_free)(address) };
+            }
+            copied
+        })?;
+        Ok(address)
+    }
+
+    unsafe fn free(&self, device: i32, ptr: u64) -> Result<(), InterfaceError> {
+        self.in_context(device, 1, || {
+            // SAFETY: a resolved `cuMemFree_v2` of memory `upload` allocated,
+            // freed once (the caller's contract).
+            check("cuMemFree_v2", unsafe { (self.mem_free)(ptr) })
+        })
+    }
 }
 
 impl Driver {
@@ -360,6 +406,12 @@ pub(super) fn load() -> Result<Driver, String> {
         event_destroy: unsafe { function(symbol(c"cuEventDestroy_v2")?) },
         // SAFETY: see above.
         memcpy_dtoh_async: unsafe { function(symbol(c"cuMemcpyDtoHAsync_v2")?) },
+        // SAFETY: see above.
+        mem_alloc: unsafe { function(symbol(c"cuMemAlloc_v2")?) },
+        // SAFETY: see above.
+        mem_free: unsafe { function(symbol(c"cuMemFree_v2")?) },
+        // SAFETY: see above.
+        memcpy_htod_async: unsafe { function(symbol(c"cuMemcpyHtoDAsync_v2")?) },
     };
     // SAFETY: `cuInit(0)` may be called any number of times.
     let code = unsafe { init(0) };

@@ -210,6 +210,12 @@ mod tests {
         ) -> Result<(), InterfaceError> {
             unreachable!("imports copy nothing")
         }
+        fn upload(&self, _device: i32, _src: &[u8]) -> Result<u64, InterfaceError> {
+            unreachable!("imports allocate nothing")
+        }
+        unsafe fn free(&self, _device: i32, _ptr: u64) -> Result<(), InterfaceError> {
+            unreachable!("imports allocate nothing")
+        }
     }
 
     /// Imports a fake device array (never dereferenced) through `fake`.

@@ -24,8 +24,9 @@ mod format;
 mod interface_dict;
 #[cfg(feature = "non-dlpack-import")]
 pub(crate) mod owner;
-#[cfg(all(feature = "non-dlpack-import", any(not(Py_LIMITED_API), Py_3_11)))]
-mod view;
+// Also what unpickling holds a pickle's buffer with (`travel`).
+#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+pub(crate) mod view;
 
 use pyo3::prelude::*;
 

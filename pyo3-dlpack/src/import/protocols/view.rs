@@ -1,8 +1,6 @@
 //! A held buffer-protocol view (`Py_buffer`): filled once, read while an
 //! import is built, released once when the import drops.
 
-use std::ffi::CStr;
-
 use pyo3::ffi;
 use pyo3::prelude::*;
 
@@ -38,11 +36,13 @@ impl BufferView {
         &self.0
     }
 
+    #[cfg(feature = "non-dlpack-import")]
     /// Extents (`ndim` of them; none for a 0-d view, whose `shape` may be NULL).
     pub(crate) fn shape(&self) -> Vec<i64> {
         self.dims(self.raw().shape)
     }
 
+    #[cfg(feature = "non-dlpack-import")]
     /// Strides in bytes; `None` when the exporter left them NULL, which the
     /// buffer protocol defines as C-contiguous (ctypes arrays,
     /// `array.array` and many C extensions do).
@@ -51,6 +51,7 @@ impl BufferView {
         (!strides.is_null()).then(|| self.dims(strides))
     }
 
+    #[cfg(feature = "non-dlpack-import")]
     fn dims(&self, dims: *mut ffi::Py_ssize_t) -> Vec<i64> {
         let ndim = usize::try_from(self.raw().ndim).unwrap_or(0);
         if ndim == 0 || dims.is_null() {
@@ -64,6 +65,7 @@ impl BufferView {
             .collect()
     }
 
+    #[cfg(feature = "non-dlpack-import")]
     pub(crate) fn format(&self) -> String {
         let format = self.raw().format;
         if format.is_null() {
@@ -71,7 +73,7 @@ impl BufferView {
         }
         // SAFETY: a NUL-terminated string owned by the exporter, valid while
         // the view is held.
-        unsafe { CStr::from_ptr(format) }
+        unsafe { std::ffi::CStr::from_ptr(format) }
             .to_string_lossy()
             .into_owned()
     }

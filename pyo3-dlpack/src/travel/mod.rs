@@ -1,0 +1,59 @@
+//! Tensors that travel: pickling and copying `DLPackTensor`s, so that they
+//! cross process boundaries (multiprocessing, `DataLoader` workers, Ray,
+//! Dask) as NumPy arrays do.
+//!
+//! The bytes are the tensor: a pickle carries the dtype, shape, device and
+//! read-only flag ([`payload`]) and the row-major bytes (protocol 5: a
+//! `PickleBuffer` over the tensor's own memory, out of band when the
+//! pickler asks; older protocols: `bytes`), never the Rust value that owned
+//! them. Unpickling ([`restore`]) keeps an out-of-band buffer as the new
+//! tensor's memory when it is aligned for the dtype, else copies it once;
+//! device tensors pickle as host copies and are uploaded again. How a
+//! pickle finds this crate's code in another process: [`reconstructor`].
+
+mod bytes;
+mod payload;
+mod reconstructor;
+mod restore;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::export::DLPackTensor;
+use bytes::TensorBytes;
+use payload::Header;
+
+/// `DLPackTensor.__reduce_ex__(protocol)`: `(reconstructor, (state,))`.
+pub(crate) fn reduce<'py>(
+    tensor: &Bound<'py, DLPackTensor>,
+    protocol: i32,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let py = tensor.py();
+    refuse_subclass(tensor, "pickle")?;
+    let header = Header::of(tensor.get().info());
+    let data = TensorBytes::of(tensor, header.nbytes)?.into_pickle_data(py, protocol)?;
+    let state = header.to_state(py, data)?;
+    (reconstructor::restorer(py)?, (state,)).into_pyobject(py)
+}
+
+/// `copy.copy(t)` and `copy.deepcopy(t)`: an independent copy, as NumPy's.
+pub(crate) fn copy(tensor: &Bound<'_, DLPackTensor>) -> PyResult<DLPackTensor> {
+    refuse_subclass(tensor, "copy")?;
+    restore::copy_of(tensor)
+}
+
+/// A subclass (a user's `#[pyclass(extends = DLPackTensor)]`) has state of
+/// its own that a `DLPackTensor` would drop: it pickles only with a
+/// `__reduce__` of its own.
+fn refuse_subclass(tensor: &Bound<'_, DLPackTensor>, what: &str) -> PyResult<()> {
+    let class = tensor.get_type();
+    if class.is(tensor.py().get_type::<DLPackTensor>()) {
+        return Ok(());
+    }
+    Err(PyTypeError::new_err(format!(
+        "cannot {what} '{}' object: it extends DLPackTensor with state of its own; \
+         define __reduce__ (pickling) or __copy__/__deepcopy__ (copies) on it",
+        class.name()?
+    )))
+}

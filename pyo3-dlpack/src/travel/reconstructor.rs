@@ -1,0 +1,253 @@
+//! How a pickle finds the code that rebuilds a tensor, in any process.
+//!
+//! A `DLPackTensor` class lives in each extension built on this crate (each
+//! links its own copy), and without `DLPackTensor::add_to_module` it is in
+//! no module at all. So a pickle names the extension module (pickle imports
+//! it by name, as it imports any class's module) and a C function of this
+//! crate inside its library, [`pyo3_dlpack_install`], which puts the
+//! reconstructor, a [`Restore`], on the module as [`ATTRIBUTE`]. Unpickling
+//! evaluates, with standard-library calls only:
+//!
+//! ```python
+//! m = importlib.import_module(MODULE)
+//! install = getattr(getattr(importlib.import_module("ctypes").pydll, m.__file__), SYMBOL)
+//! restore = getattr(m, ATTRIBUTE, install(MODULE_AS_BYTES))   # the install runs first
+//! tensor = restore(state)
+//! ```
+//!
+//! `ctypes.pydll` keeps each library it opened, and each library the
+//! functions looked up, so after the first load of a process this costs a
+//! few attribute lookups and one C call. Each extension's library resolves
+//! to its own copy of the crate, so two extensions built on it coexist.
+//!
+//! Which module holds this copy of the crate is learned from the objects:
+//! the extension module whose library's [`SYMBOL`] is at the address of ours
+//! (the same lookup unpickling makes).
+
+use std::ffi::{CStr, c_char, c_int};
+use std::sync::OnceLock;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyList, PyTuple};
+
+use super::restore::restore;
+
+/// The symbol pickles name: this crate's 0.4 series and payload format 1.
+/// (`export_name` takes a literal; a test keeps it in step with the version.)
+const SYMBOL: &str = "pyo3_dlpack_0_4_install_v1";
+
+/// The module attribute the reconstructor is installed as.
+const ATTRIBUTE: &str = "__pyo3_dlpack_0_4_restore_v1__";
+
+/// Installs the reconstructor on the extension module named `module` (a
+/// NUL-terminated UTF-8 name, as `sys.modules` holds it): the function
+/// pickles made by this crate call through `ctypes` (see the module's
+/// documentation). Returns 0, or -1 with an exception set. Not for calling
+/// from Rust.
+///
+/// # Safety
+///
+/// Called with the GIL held (ctypes' `PyDLL` functions hold it) and
+/// `module` NULL or a valid NUL-terminated string.
+#[doc(hidden)]
+#[unsafe(export_name = "pyo3_dlpack_0_4_install_v1")]
+pub unsafe extern "C" fn pyo3_dlpack_install(module: *const c_char) -> c_int {
+    Python::attach(|py| {
+        let body = || {
+            if module.is_null() {
+                return Err(PyTypeError::new_err("expected a module name, got NULL"));
+            }
+            // SAFETY: the caller's promise: a NUL-terminated string, read now.
+            let name = unsafe { CStr::from_ptr(module) }
+                .to_str()
+                .map_err(|_| PyTypeError::new_err("expected a UTF-8 module name"))?;
+            install(py, name)
+        };
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+            Ok(Ok(())) => 0,
+            Ok(Err(err)) => {
+                err.restore(py);
+                -1
+            }
+            Err(payload) => {
+                crate::error::panic_error(payload).restore(py);
+                -1
+            }
+        }
+    })
+}
+
+/// Puts the reconstructor on module `name` (imported), unless it is there.
+fn install(py: Python<'_>, name: &str) -> PyResult<()> {
+    let module = py.import(name)?;
+    if module.hasattr(ATTRIBUTE)? {
+        return Ok(());
+    }
+    module.setattr(ATTRIBUTE, restorer_for(py, name)?)
+}
+
+/// The reconstructor: called, it restores a state tuple; pickled, it is the
+/// lookup the module's documentation shows.
+#[pyclass(frozen, module = "pyo3_dlpack", name = "_Restore")]
+pub(crate) struct Restore {
+    module: String,
+}
+
+#[pymethods]
+impl Restore {
+    fn __call__(&self, py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let tensor = restore(py, state)?;
+        Ok(Bound::new(py, tensor)?.into_any().unbind())
+    }
+
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let getattr = py.import("builtins")?.getattr("getattr")?;
+        let import_module = py.import("importlib")?.getattr("import_module")?;
+        let call =
+            |func: &Bound<'py, PyAny>, args: Bound<'py, PyTuple>| Deferred::new(func.clone(), args);
+        let module = call(&import_module, (self.module.as_str(),).into_pyobject(py)?)?;
+        let ctypes = call(&import_module, ("ctypes",).into_pyobject(py)?)?;
+        let loader = call(&getattr, (ctypes, "pydll").into_pyobject(py)?)?;
+        let file = call(&getattr, (module.clone(), "__file__").into_pyobject(py)?)?;
+        let library = call(&getattr, (loader, file).into_pyobject(py)?)?;
+        let install = call(&getattr, (library, SYMBOL).into_pyobject(py)?)?;
+        let name = pyo3::types::PyBytes::new(py, self.module.as_bytes());
+        let installed = Deferred::new(install.into_any(), (name,).into_pyobject(py)?)?;
+        (getattr, (module, ATTRIBUTE, installed)).into_pyobject(py)
+    }
+}
+
+/// A call that pickle makes when it loads: `func(*args)`.
+#[pyclass(frozen, module = "pyo3_dlpack", name = "_Deferred")]
+struct Deferred {
+    func: Py<PyAny>,
+    args: Py<PyTuple>,
+}
+
+impl Deferred {
+    fn new<'py>(func: Bound<'py, PyAny>, args: Bound<'py, PyTuple>) -> PyResult<Bound<'py, Self>> {
+        Bound::new(
+            func.py(),
+            Self {
+                func: func.unbind(),
+                args: args.unbind(),
+            },
+        )
+    }
+}
+
+#[pymethods]
+impl Deferred {
+    /// Calls what the call returns (pickle checks that a reducer's
+    /// function is callable; loading calls the result).
+    #[pyo3(signature = (*args))]
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.func.bind(py).call1(self.args.bind(py))?.call1(args)
+    }
+
+    fn __reduce__<'py>(&self, py: Python<'py>) -> (Bound<'py, PyAny>, Bound<'py, PyTuple>) {
+        (self.func.bind(py).clone(), self.args.bind(py).clone())
+    }
+}
+
+/// The reconstructor to name in a pickle: one object per process (a pickle
+/// of many tensors names it once), installed on the extension module.
+pub(crate) fn restorer(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let name = extension_module(py)?;
+    let restore = restorer_for(py, &name)?;
+    let module = py.import(name.as_str())?;
+    if !module.hasattr(ATTRIBUTE)? {
+        module.setattr(ATTRIBUTE, restore)?;
+    }
+    Ok(restore.clone().into_any())
+}
+
+fn restorer_for<'py>(py: Python<'py>, module: &str) -> PyResult<&'py Bound<'py, Restore>> {
+    static RESTORE: PyOnceLock<Py<Restore>> = PyOnceLock::new();
+    let restore = RESTORE.get_or_try_init(py, || {
+        Py::new(
+            py,
+            Restore {
+                module: module.to_owned(),
+            },
+        )
+    })?;
+    Ok(restore.bind(py))
+}
+
+/// The name of the extension module this copy of the crate is linked into.
+fn extension_module(py: Python<'_>) -> PyResult<String> {
+    static FOUND: OnceLock<String> = OnceLock::new();
+    if let Some(name) = FOUND.get() {
+        return Ok(name.clone());
+    }
+    let ours = pyo3_dlpack_install as *const () as usize;
+    let ctypes = py.import("ctypes")?;
+    let suffixes: Vec<String> = py
+        .import("importlib.machinery")?
+        .getattr("EXTENSION_SUFFIXES")?
+        .extract()?;
+    // A snapshot (`list(sys.modules.items())`): imports may run meanwhile.
+    let items = py
+        .import("sys")?
+        .getattr("modules")?
+        .call_method0("items")?;
+    let modules = py.get_type::<PyList>().call1((items,))?;
+    for item in modules.try_iter()? {
+        let (name, module): (String, Bound<'_, PyAny>) = item?.extract()?;
+        let Ok(file) = module
+            .getattr("__file__")
+            .and_then(|f| f.extract::<String>())
+        else {
+            continue;
+        };
+        if !suffixes
+            .iter()
+            .any(|suffix| file.ends_with(suffix.as_str()))
+        {
+            continue;
+        }
+        if symbol_address(&ctypes, &file) == Some(ours) {
+            let _ = FOUND.set(name.clone());
+            return Ok(name);
+        }
+    }
+    Err(PyTypeError::new_err(
+        "cannot pickle 'DLPackTensor' object: no imported extension module holds the \
+         pyo3-dlpack code that made it (a pickle names the extension module, which \
+         the unpickling process imports)",
+    ))
+}
+
+/// The address of `SYMBOL` in the library at `file`, if it has one.
+fn symbol_address(ctypes: &Bound<'_, PyModule>, file: &str) -> Option<usize> {
+    let library = ctypes.getattr("PyDLL").ok()?.call1((file,)).ok()?;
+    let function = library.get_item(SYMBOL).ok()?;
+    let pointer = ctypes
+        .getattr("cast")
+        .ok()?
+        .call1((function, ctypes.getattr("c_void_p").ok()?))
+        .ok()?;
+    pointer.getattr("value").ok()?.extract().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_symbol_names_this_release_series() {
+        let version = env!("CARGO_PKG_VERSION");
+        let series: Vec<&str> = version.split('.').take(2).collect();
+        assert_eq!(
+            SYMBOL,
+            format!("pyo3_dlpack_{}_{}_install_v1", series[0], series[1])
+        );
+    }
+}

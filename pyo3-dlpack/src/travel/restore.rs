@@ -1,0 +1,317 @@
+//! Unpickling: a `DLPackTensor` rebuilt from a checked payload, its bytes
+//! kept in place when they may be (an out-of-band buffer aligned for the
+//! dtype, such as Ray's object store hands out), else copied once into an
+//! aligned buffer; device tensors uploaded to their device.
+
+use pyo3::prelude::*;
+
+use super::payload::{Header, PayloadError};
+use crate::export::{ALIGNMENT, AlignedBuffer, DLPackTensor, IntoDLPack, RawBuffer, TensorInfo};
+use crate::{DLPackError, DataType, Device, DeviceType};
+
+/// `pickle.UnpicklingError` with `error`'s text.
+pub(crate) fn unpickling_error(py: Python<'_>, error: impl std::fmt::Display) -> PyErr {
+    match py
+        .import(pyo3::intern!(py, "pickle"))
+        .and_then(|pickle| pickle.getattr(pyo3::intern!(py, "UnpicklingError")))
+    {
+        Ok(class) => PyErr::from_type(class.cast_into().expect("a class"), error.to_string()),
+        Err(err) => err,
+    }
+}
+
+/// What keeps a restored tensor's memory alive.
+#[allow(dead_code)] // only held
+enum Keep {
+    /// The pickle's own buffer, held as a buffer-protocol view.
+    #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+    View(crate::import::protocols::view::BufferView),
+    /// The pickle's `bytes` (builds without `Py_buffer`: the limited API
+    /// before 3.11), released attached.
+    #[cfg(all(Py_LIMITED_API, not(Py_3_11)))]
+    Bytes(Option<Py<PyAny>>),
+    /// A copy of the bytes of our own.
+    Copy(AlignedBuffer<u8>),
+    /// Device memory the driver allocated, freed on drop.
+    Device(DeviceMemory),
+}
+
+#[cfg(all(Py_LIMITED_API, not(Py_3_11)))]
+impl Drop for Keep {
+    fn drop(&mut self) {
+        if let Self::Bytes(bytes) = self {
+            if let Some(bytes) = bytes.take() {
+                crate::import::consume::release_now(bytes);
+            }
+        }
+    }
+}
+
+/// A restored tensor: row-major elements at `memory`.
+struct Restored {
+    memory: RawBuffer,
+    shape: Vec<i64>,
+    dtype: DataType,
+    _keep: Keep,
+}
+
+impl IntoDLPack for Restored {
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        TensorInfo::builder(&self.memory)
+            .shape(&self.shape)
+            .dtype(self.dtype)
+            .build()
+    }
+}
+
+/// Host bytes of a payload, where they are, and what keeps them.
+struct HostBytes {
+    ptr: *mut u8,
+    len: usize,
+    read_only: bool,
+    keep: Keep,
+}
+
+/// The alignment a dtype's elements are kept at without a copy: their size
+/// rounded up to a power of two, at most 16 bytes (`complex128`).
+fn alignment(dtype: DataType) -> usize {
+    dtype.itemsize().next_power_of_two().min(16)
+}
+
+/// Rebuilds the tensor a state tuple describes (the reconstructor's work).
+pub(crate) fn restore(py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<DLPackTensor> {
+    let (header, data) = Header::from_state(state).map_err(|err| unpickling_error(py, err))?;
+    let bytes = take_bytes(&data, &header)?;
+    rebuild(py, header, bytes)
+}
+
+/// A tensor of `header` from its row-major host bytes: in place on the
+/// CPU, uploaded for CUDA; other devices refused (never host memory
+/// labelled as a device).
+fn rebuild(py: Python<'_>, header: Header, bytes: HostBytes) -> PyResult<DLPackTensor> {
+    let device = header.device;
+    let (memory, keep) = match device.device_type {
+        DeviceType::CPU => {
+            // SAFETY: `len` bytes of host memory from `ptr`, kept allocated
+            // (and unchanged in place) by `keep`, stored beside it; writable
+            // only where the buffer's exporter allows it.
+            let mut memory = unsafe { RawBuffer::new(bytes.ptr.cast(), bytes.len, device) };
+            if bytes.read_only || header.read_only {
+                memory = memory.read_only();
+            }
+            (memory, bytes.keep)
+        }
+        DeviceType::CUDA => {
+            // SAFETY: as above, read during the upload only.
+            let host = unsafe { bytes_of(&bytes) };
+            let uploaded = DeviceMemory::upload(device, host).map_err(|err| {
+                unpickling_error(
+                    py,
+                    PayloadError(format!("restoring a tensor on {device} failed: {err}")),
+                )
+            })?;
+            // SAFETY: `len` bytes of device memory the driver allocated for
+            // this value, freed when `keep` drops.
+            let mut memory = unsafe { RawBuffer::new(uploaded.ptr as *mut _, host.len(), device) };
+            if header.read_only {
+                memory = memory.read_only();
+            }
+            (memory, Keep::Device(uploaded))
+        }
+        _ => {
+            return Err(unpickling_error(
+                py,
+                PayloadError(format!(
+                    "a tensor on {device} cannot be restored here: pyo3-dlpack restores \
+                     tensors of the CPU and of CUDA devices (pickle it as a host copy: \
+                     np.from_dlpack(t, device='cpu'))"
+                )),
+            ));
+        }
+    };
+    let restored = Restored {
+        memory,
+        shape: header.shape,
+        dtype: header.dtype,
+        _keep: keep,
+    };
+    Ok(DLPackTensor::new(restored)?)
+}
+
+/// The bytes a `HostBytes` points to.
+///
+/// # Safety
+///
+/// `bytes` points to `len` readable host bytes (as every `HostBytes` does
+/// while alive), not written while the slice is used.
+unsafe fn bytes_of(bytes: &HostBytes) -> &[u8] {
+    if bytes.len == 0 {
+        return &[];
+    }
+    // SAFETY: the caller's promise.
+    unsafe { std::slice::from_raw_parts(bytes.ptr, bytes.len) }
+}
+
+/// The payload's bytes, checked to be exactly the tensor's: kept in place
+/// when aligned for the dtype, else copied once into an aligned buffer.
+#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
+    use crate::import::protocols::view::BufferView;
+
+    let py = data.py();
+    let view = BufferView::get(data).map_err(|err| {
+        unpickling_error(
+            py,
+            PayloadError(format!(
+                "expected the tensor's bytes as a buffer, got {}: {err}",
+                crate::python::type_name(data)
+            )),
+        )
+    })?;
+    let raw = view.raw();
+    // SAFETY: a filled view, read while held.
+    let contiguous = unsafe { pyo3::ffi::PyBuffer_IsContiguous(raw, b'C' as _) } == 1;
+    if !contiguous {
+        return Err(unpickling_error(
+            py,
+            PayloadError("expected the tensor's bytes in one contiguous buffer".to_owned()),
+        ));
+    }
+    let (ptr, len) = (raw.buf.cast::<u8>(), raw.len as usize);
+    check_length(len, header).map_err(|err| unpickling_error(py, err))?;
+    let read_only = raw.readonly != 0;
+    if keeps(data, header, read_only, ptr) {
+        let keep = Keep::View(view);
+        return Ok(HostBytes {
+            ptr,
+            len,
+            read_only,
+            keep,
+        });
+    }
+    // SAFETY: the view's `len` readable bytes, held until the copy is made.
+    copied(
+        unsafe { std::slice::from_raw_parts(ptr, len) },
+        header.read_only,
+    )
+}
+
+/// As above, for the limited API before Python 3.11 (no `Py_buffer`): the
+/// data as `bytes` (itself, or `bytes(data)`: one copy), kept when aligned.
+#[cfg(all(Py_LIMITED_API, not(Py_3_11)))]
+fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
+    use pyo3::types::PyBytes;
+
+    let py = data.py();
+    let bytes = match data.cast::<PyBytes>() {
+        Ok(bytes) => bytes.clone(),
+        Err(_) => py
+            .get_type::<PyBytes>()
+            .call1((data,))
+            .and_then(|b| Ok(b.cast_into::<PyBytes>()?))
+            .map_err(|err| {
+                unpickling_error(
+                    py,
+                    PayloadError(format!(
+                        "expected the tensor's bytes as a buffer, got {}: {err}",
+                        crate::python::type_name(data)
+                    )),
+                )
+            })?,
+    };
+    let slice = bytes.as_bytes();
+    check_length(slice.len(), header).map_err(|err| unpickling_error(py, err))?;
+    if keeps(data, header, true, slice.as_ptr()) {
+        return Ok(HostBytes {
+            ptr: slice.as_ptr().cast_mut(),
+            len: slice.len(),
+            read_only: true,
+            keep: Keep::Bytes(Some(bytes.into_any().unbind())),
+        });
+    }
+    copied(slice, header.read_only)
+}
+
+/// Whether the payload's buffer becomes the tensor's memory: when it is
+/// aligned for the dtype, unless the tensor was writable and the buffer is
+/// the read-only `bytes` of an in-band pickle (protocols before 5, whose
+/// unpickled NumPy arrays are writable copies too). An out-of-band buffer
+/// that is read-only (Ray's object store) is kept: a read-only tensor.
+fn keeps(data: &Bound<'_, PyAny>, header: &Header, read_only: bool, ptr: *const u8) -> bool {
+    let aligned = (ptr as usize) % alignment(header.dtype) == 0 || header.nbytes == 0;
+    let in_band_copy =
+        read_only && !header.read_only && data.is_exact_instance_of::<pyo3::types::PyBytes>();
+    aligned && !in_band_copy
+}
+
+fn check_length(len: usize, header: &Header) -> Result<(), PayloadError> {
+    if len == header.nbytes {
+        return Ok(());
+    }
+    Err(PayloadError(format!(
+        "expected {} bytes for a {} tensor of shape {:?}, got {len}",
+        header.nbytes, header.dtype, header.shape
+    )))
+}
+
+/// `bytes` copied once into a 64-byte-aligned buffer of our own.
+fn copied(bytes: &[u8], read_only: bool) -> PyResult<HostBytes> {
+    let len = bytes.len();
+    let write = |dst: *mut u8| {
+        // SAFETY: `dst` is a fresh allocation of `len` bytes; `bytes` is
+        // another object's memory, so they do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, len) };
+        Ok::<(), DLPackError>(())
+    };
+    // SAFETY: `write` writes exactly the `len` bytes; any byte is a `u8`.
+    let mut copy = unsafe { AlignedBuffer::<u8>::from_writer(len, write) }?;
+    debug_assert_eq!(copy.as_slice().as_ptr() as usize % ALIGNMENT, 0);
+    Ok(HostBytes {
+        ptr: copy.as_mut_slice().as_mut_ptr(),
+        len,
+        read_only,
+        keep: Keep::Copy(copy),
+    })
+}
+
+/// Device memory the driver allocated for a restored tensor.
+struct DeviceMemory {
+    ptr: u64,
+    device: Device,
+}
+
+impl DeviceMemory {
+    /// `host`'s bytes in new memory of `device` (no allocation when empty).
+    fn upload(device: Device, host: &[u8]) -> Result<Self, DLPackError> {
+        if host.is_empty() {
+            return Ok(Self { ptr: 0, device });
+        }
+        let driver = crate::cuda::driver::driver("restoring a pickled CUDA tensor")?;
+        let ptr = driver.upload(device.device_id, host)?;
+        Ok(Self { ptr, device })
+    }
+}
+
+impl Drop for DeviceMemory {
+    fn drop(&mut self) {
+        if self.ptr == 0 {
+            return;
+        }
+        if let Ok(driver) = crate::cuda::driver::driver("freeing a restored CUDA tensor") {
+            // SAFETY: memory `upload` allocated on this device, freed once:
+            // here, when the last owner is gone (no export outlives it).
+            let _ = unsafe { driver.free(self.device.device_id, self.ptr) };
+        }
+    }
+}
+
+/// A host copy of `tensor` for `copy.copy` and `copy.deepcopy`: the same
+/// dtype, shape, device and read-only flag, memory of its own.
+pub(crate) fn copy_of(tensor: &Bound<'_, DLPackTensor>) -> PyResult<DLPackTensor> {
+    let py = tensor.py();
+    let info = tensor.get().info();
+    let header = Header::of(info);
+    let bytes = super::bytes::TensorBytes::of(tensor, header.nbytes)?;
+    let host = copied(bytes.as_slice(), false)?;
+    rebuild(py, header, host)
+}
