@@ -24,4 +24,4 @@ print(f"abi3 wheel ({dlpack_testext.dlpack_testext.__file__.rsplit('/', 1)[-1]})
 PY
 "$venv/bin/python" -m pytest -q -p no:cacheprovider \
     tests/python/test_numpy_exchange.py tests/python/test_negotiation.py \
-    tests/python/test_numpy_direct.py
+    tests/python/test_numpy_direct.py tests/python/test_travel.py
