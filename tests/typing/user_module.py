@@ -4,6 +4,8 @@
 Every `assert_type` is checked by both type checkers; the asserts check the same facts at
 run time."""
 
+import copy
+import pickle
 from typing import Any
 
 import jax
@@ -51,6 +53,14 @@ def main() -> None:
     capsule = t.__dlpack__(max_version=(1, 0))
     assert_type(capsule, CapsuleType)
     assert t.__dlpack_device__() == (1, 0)
+
+    # Tensors that travel: pickled (out of band) and copied, the same type comes back.
+    buffers: list[pickle.PickleBuffer] = []
+    sent = pickle.dumps(t, protocol=5, buffer_callback=buffers.append)
+    received = pickle.loads(sent, buffers=buffers)
+    assert received.shape == t.shape and received.data_ptr == t.data_ptr
+    assert_type(copy.deepcopy(t), image_buffer.DLPackTensor)
+    assert copy.copy(t).data_ptr != t.data_ptr
 
     samples = image_buffer.sine(8, 1.0)
     assert np.from_dlpack(samples).dtype == np.float32 and samples.dtype == "float32"

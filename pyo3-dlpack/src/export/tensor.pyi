@@ -1,6 +1,6 @@
-from typing import Any
+from typing import Any, SupportsIndex
 
-from typing_extensions import CapsuleType, disjoint_base
+from typing_extensions import CapsuleType, Self, disjoint_base
 
 @disjoint_base
 class DLPackTensor:
@@ -46,6 +46,16 @@ class DLPackTensor:
         """numpy.asarray(t) where the buffer protocol cannot serve it: a numpy.ndarray over the
         host memory (zero-copy unless a copy or another dtype is asked for); BufferError for
         device memory and for dtypes NumPy lacks (bfloat16, float8, ...)."""
+    def __reduce_ex__(self, protocol: SupportsIndex, /) -> tuple[Any, ...]:
+        """Pickling, every protocol (protocol 5: the bytes as a pickle.PickleBuffer, out of
+        band when the pickler takes buffers); the unpickled tensor has the same dtype, shape,
+        device and read-only flag, in any process that can import the extension."""
+    def __reduce__(self) -> tuple[Any, ...]:
+        """As __reduce_ex__(2)."""
+    def __copy__(self) -> Self:
+        """copy.copy(t): an independent copy, as NumPy's."""
+    def __deepcopy__(self, memo: Any, /) -> Self:
+        """copy.deepcopy(t): as copy.copy(t)."""
     def __jax_array__(self) -> Any:
         """jax.numpy.asarray(t): the tensor as a jax.Array, zero-copy where JAX does not copy."""
     def __buffer__(self, flags: int, /) -> memoryview:
