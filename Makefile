@@ -14,7 +14,7 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test package abi3-test abi3-venvs test-matrix abi3-bench bench copies-bench head-to-head sanitize fuzz coverage-cuda gpu-bundle venv lint rust-test py-test clean-venv
+.PHONY: demo test package abi3-test abi3-venvs test-matrix abi3-bench bench copies-bench pickling-bench head-to-head sanitize fuzz coverage-cuda gpu-bundle venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
@@ -206,6 +206,15 @@ gpu-bundle: $(VENV_STAMP)
 copies-bench: $(VENV_STAMP)
 	cd benchmarks/bench_ours && maturin develop --release --quiet --features candle
 	for run in 1 2; do OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/copies.py || exit 1; done
+
+# Tensors that travel: pickling a DLPackTensor against the same NumPy array (out of band, in
+# band, 1 and 400 MiB) and ray.put + ray.get of 400 MiB on a local Ray cluster, twice, both runs
+# appended to benchmarks/results-pickling.md (benchmarks/pickling.py; release build of bench_ours).
+pickling-bench: $(VENV_STAMP)
+	cd benchmarks/bench_ours && maturin develop --release --quiet
+	rm -f benchmarks/results-pickling.md
+	for run in 1 2; do OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/pickling.py --ray \
+		--output benchmarks/results-pickling.md || exit 1; done
 
 # The head-to-head against dlpark, pyo3-dlpack 0.3 and nanobind (benchmarks/README.md):
 # release builds of the four modules, then two runs into benchmarks/results.md.

@@ -3,8 +3,6 @@
 //! pickler (out-of-band, or written once into the stream) without a copy.
 
 use pyo3::prelude::*;
-#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
-use pyo3::types::PyAnyMethods;
 use pyo3::types::PyBytes;
 
 use crate::export::{DLPackTensor, HostTensor};
@@ -79,9 +77,9 @@ impl TensorBytes {
     ) -> PyResult<Bound<'_, PyAny>> {
         #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
         if protocol >= 5 {
-            let pickle_buffer = py
-                .import(pyo3::intern!(py, "pickle"))?
-                .getattr(pyo3::intern!(py, "PickleBuffer"))?;
+            static PICKLE_BUFFER: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> =
+                pyo3::sync::PyOnceLock::new();
+            let pickle_buffer = PICKLE_BUFFER.import(py, "pickle", "PickleBuffer")?;
             return pickle_buffer.call1((Bound::new(py, self)?,));
         }
         let _ = protocol;

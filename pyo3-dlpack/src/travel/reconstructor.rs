@@ -79,13 +79,19 @@ pub unsafe extern "C" fn pyo3_dlpack_install(module: *const c_char) -> c_int {
     })
 }
 
-/// Puts the reconstructor on module `name` (imported), unless it is there.
+/// Puts the reconstructor on module `name` (imported), unless it is there;
+/// once per process (each later unpickling calls this again).
 fn install(py: Python<'_>, name: &str) -> PyResult<()> {
-    let module = py.import(name)?;
-    if module.hasattr(ATTRIBUTE)? {
-        return Ok(());
-    }
-    module.setattr(ATTRIBUTE, restorer_for(py, name)?)
+    static INSTALLED: PyOnceLock<()> = PyOnceLock::new();
+    INSTALLED
+        .get_or_try_init(py, || {
+            let module = py.import(name)?;
+            if !module.hasattr(ATTRIBUTE)? {
+                module.setattr(ATTRIBUTE, restorer_for(py, name)?)?;
+            }
+            Ok::<_, PyErr>(())
+        })
+        .map(|_| ())
 }
 
 /// The reconstructor: called, it restores a state tuple; pickled, it is the
@@ -93,6 +99,8 @@ fn install(py: Python<'_>, name: &str) -> PyResult<()> {
 #[pyclass(frozen, module = "pyo3_dlpack", name = "_Restore")]
 pub(crate) struct Restore {
     module: String,
+    /// What `__reduce__` returns, made once (every pickle names the same).
+    reduced: PyOnceLock<Py<PyTuple>>,
 }
 
 #[pymethods]
@@ -103,6 +111,17 @@ impl Restore {
     }
 
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let reduced = self
+            .reduced
+            .get_or_try_init(py, || Ok::<_, PyErr>(self.lookup(py)?.unbind()))?;
+        Ok(reduced.bind(py).clone())
+    }
+}
+
+impl Restore {
+    /// The lookup the module's documentation shows, as a reducer's
+    /// `(getattr, (module, ATTRIBUTE, installed))`.
+    fn lookup<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let getattr = py.import("builtins")?.getattr("getattr")?;
         let import_module = py.import("importlib")?.getattr("import_module")?;
         let call =
@@ -158,14 +177,14 @@ impl Deferred {
 
 /// The reconstructor to name in a pickle: one object per process (a pickle
 /// of many tensors names it once), installed on the extension module.
-pub(crate) fn restorer(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    let name = extension_module(py)?;
-    let restore = restorer_for(py, &name)?;
-    let module = py.import(name.as_str())?;
-    if !module.hasattr(ATTRIBUTE)? {
-        module.setattr(ATTRIBUTE, restore)?;
-    }
-    Ok(restore.clone().into_any())
+pub(crate) fn restorer(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static NAMED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let restore = NAMED.get_or_try_init(py, || {
+        let name = extension_module(py)?;
+        install(py, &name)?;
+        Ok::<_, PyErr>(restorer_for(py, &name)?.clone().into_any().unbind())
+    })?;
+    Ok(restore.bind(py))
 }
 
 fn restorer_for<'py>(py: Python<'py>, module: &str) -> PyResult<&'py Bound<'py, Restore>> {
@@ -175,6 +194,7 @@ fn restorer_for<'py>(py: Python<'py>, module: &str) -> PyResult<&'py Bound<'py, 
             py,
             Restore {
                 module: module.to_owned(),
+                reduced: PyOnceLock::new(),
             },
         )
     })?;
