@@ -14,12 +14,13 @@ STUB = pathlib.Path(__file__).parents[2] / "pyo3-dlpack" / "src" / "export" / "t
 
 
 def stub_class():
-    # `Any` (what `__array__` and `__jax_array__` return, so the stub needs no NumPy or JAX),
-    # the capsule type (typeshed's name for it on every Python) and `disjoint_base` (PEP 800:
-    # a class with a C layout of its own, as stubtest checks), then the class.
+    # `Any` (what `__array__` and `__jax_array__` return, so the stub needs no NumPy or JAX)
+    # and `SupportsIndex` (pickle's protocol), the capsule type (typeshed's name for it on every
+    # Python), `Self` (what copies return) and `disjoint_base` (PEP 800: a class with a C layout
+    # of its own, as stubtest checks), then the class.
     (any_, capsule, cls) = ast.parse(STUB.read_text()).body
-    assert ast.unparse(any_) == "from typing import Any"
-    assert ast.unparse(capsule) == "from typing_extensions import CapsuleType, disjoint_base"
+    assert ast.unparse(any_) == "from typing import Any, SupportsIndex"
+    assert ast.unparse(capsule) == "from typing_extensions import CapsuleType, Self, disjoint_base"
     assert isinstance(cls, ast.ClassDef) and cls.name == "DLPackTensor"
     return cls
 
@@ -51,6 +52,9 @@ def test_the_stub_lists_exactly_the_public_members():
     # Everything `object` has (`__repr__` included), and the class's own bookkeeping.
     inherited = set(dir(object)) | {"__module__", "__dict__", "__weakref__"}
     public = {name for name in dir(ext.DLPackTensor) if name not in inherited}
+    # What the class overrides of `object`'s and its users call: pickling.
+    public |= {"__reduce__", "__reduce_ex__"} & set(vars(ext.DLPackTensor))
+    assert {"__reduce__", "__reduce_ex__"} <= public
     # `__buffer__` is the buffer protocol as Python 3.12+ shows it (PEP 688).
     assert declared - {"__buffer__"} == public - {"__buffer__"}
     assert "__buffer__" in declared

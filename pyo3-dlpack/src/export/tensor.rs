@@ -379,7 +379,8 @@ impl DLPackTensor {
     }
 
     /// `copy.deepcopy(t)`: as `copy.copy(t)`.
-    fn __deepcopy__(slf: &Bound<'_, Self>, _memo: &Bound<'_, PyAny>) -> PyResult<Self> {
+    fn __deepcopy__(slf: &Bound<'_, Self>, memo: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let _ = memo; // nothing inside a tensor is shared with other objects
         crate::travel::copy(slf)
     }
 
