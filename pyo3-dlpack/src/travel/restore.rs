@@ -197,17 +197,17 @@ fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
 }
 
 /// As above, for the limited API before Python 3.11 (no `Py_buffer`): the
-/// data as `bytes` (itself, or `bytes(data)`: one copy), kept when aligned.
+/// data as `bytes` (itself, or `memoryview(data).tobytes()`: one copy),
+/// kept when aligned.
 #[cfg(all(Py_LIMITED_API, not(Py_3_11)))]
 fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
-    use pyo3::types::PyBytes;
+    use pyo3::types::{PyBytes, PyMemoryView};
 
     let py = data.py();
     let bytes = match data.cast::<PyBytes>() {
         Ok(bytes) => bytes.clone(),
-        Err(_) => py
-            .get_type::<PyBytes>()
-            .call1((data,))
+        Err(_) => PyMemoryView::from(data)
+            .and_then(|view| view.call_method0(pyo3::intern!(py, "tobytes")))
             .and_then(|b| Ok(b.cast_into::<PyBytes>()?))
             .map_err(|err| {
                 unpickling_error(
