@@ -149,6 +149,21 @@ pub(crate) fn check_dtype(dtype: DataType) -> Result<(), DLPackError> {
     Ok(())
 }
 
+/// How memory of Rust elements of type `elements` (a typed buffer's
+/// `TensorData::STATIC_DTYPE`; `None` for raw bytes and foreign memory) may
+/// be exported, given what the buffer itself allows: Rust `bool`s not
+/// writable, since a consumer may write any byte and a `bool` other than 0
+/// or 1 is undefined behaviour for the Rust code that reads it afterwards
+/// (a `Drop`, the value handed back). Lifted for values that are such a
+/// buffer and nothing else (`export::managed::reads_no_elements`), or on the
+/// owner's promise ([`TensorInfoBuilder::writable_bool`](crate::TensorInfoBuilder::writable_bool)).
+pub(crate) fn element_writability(elements: Option<DataType>, buffer: Writability) -> Writability {
+    match elements {
+        Some(DataType::BOOL) => Writability::ReadOnly,
+        _ => buffer,
+    }
+}
+
 /// Whether a buffer of `storage` elements may be exported as `declared`:
 /// the same type, or `u8` bytes holding any type but bool (whose bytes must
 /// be 0 or 1, which arbitrary bytes are not).

@@ -33,7 +33,12 @@ use crate::{DataType, Device, Element, Writability};
 ///   other Rust code holds a reference to them that a consumer's writes would
 ///   invalidate;
 /// - when [`dtype`](Self::dtype) is `Some`, the memory holds elements of that
-///   type.
+///   type;
+/// - [`stream`](Self::stream) is `None`, 1, 2 or the handle of a live CUDA
+///   stream of the memory's device (the CUDA driver is handed it);
+/// - memory holding Rust `bool`s has `STATIC_DTYPE = Some(DataType::BOOL)`
+///   (as `Vec<bool>`'s impl has), which keeps it read-only in exports
+///   unless vouched ([`TensorInfoBuilder::writable_bool`](crate::TensorInfoBuilder::writable_bool)).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not tensor memory: it does not implement `TensorData`",
     label = "a #[dlpack(data)] field must hold the tensor's memory",
@@ -205,7 +210,14 @@ impl RawBuffer {
     /// `cudaStream_t` as an integer; 1 for the legacy default stream):
     /// consumers on other streams are made to wait for it when exported
     /// (see [`TensorData::stream`]).
-    pub fn with_stream(mut self, stream: usize) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// `stream` is 1 or 2 (CUDA's legacy and per-thread default streams) or
+    /// the handle of a live `CUstream` of the memory's device that stays
+    /// alive while the buffer lives: exports hand it to the CUDA driver,
+    /// which cannot tell a made-up or destroyed handle and crashes on one.
+    pub unsafe fn with_stream(mut self, stream: usize) -> Self {
         self.stream = Some(stream);
         self
     }

@@ -55,6 +55,9 @@ pub struct TensorInfo<'a> {
     /// Where the `TensorData` value the description was built from lies
     /// (see [`TensorInfo::is_owned_by`]); 0 when vouched unshared.
     buffer_at: usize,
+    /// Whether the memory is read-only only because it holds Rust `bool`s
+    /// ([`protocol::element_writability`]).
+    bool_guarded: bool,
     /// The buffer the description borrows.
     buffer: PhantomData<&'a ()>,
 }
@@ -76,6 +79,10 @@ pub struct TensorInfoBuilder<'a> {
     read_only: bool,
     stream: Option<usize>,
     buffer_at: usize,
+    /// The Rust element type the buffer holds ([`TensorData::STATIC_DTYPE`]).
+    rust_elements: Option<DataType>,
+    /// Whether a buffer of Rust bools may be exported writable ([`TensorInfoBuilder::writable_bool`]).
+    bool_vouched: bool,
 }
 
 impl<'a> TensorInfo<'a> {
@@ -95,6 +102,8 @@ impl<'a> TensorInfo<'a> {
             read_only: false,
             stream: data.stream(),
             buffer_at: address_of(data),
+            rust_elements: D::STATIC_DTYPE,
+            bool_vouched: false,
         }
     }
 
@@ -120,10 +129,12 @@ impl<'a> TensorInfo<'a> {
             dtype: T::DTYPE,
             dims,
             numel: len,
-            writability: data.writability(),
+            writability: protocol::element_writability(Some(T::DTYPE), data.writability()),
             length_known: true,
             stream: data.stream(),
             buffer_at: address_of(data),
+            bool_guarded: protocol::element_writability(Some(T::DTYPE), data.writability())
+                != data.writability(),
             buffer: PhantomData,
         }
     }
@@ -205,6 +216,18 @@ impl<'a> TensorInfo<'a> {
     /// Exports read-only from now on (a value shared through an `Arc`).
     pub(crate) fn force_read_only(&mut self) {
         self.writability = Writability::ReadOnly;
+        self.bool_guarded = false;
+    }
+
+    /// Exports writable memory of Rust `bool`s writable after all: for an
+    /// exported value that is the buffer itself and has no code that reads
+    /// an element (`Vec<bool>`, `Box<[bool]>`, `AlignedBuffer<bool>`; see
+    /// `export::managed::reads_no_elements`).
+    pub(crate) fn lift_bool_guard(&mut self) {
+        if self.bool_guarded {
+            self.writability = Writability::Writable;
+            self.bool_guarded = false;
+        }
     }
 
     /// A read-only description handed to a consumer that never writes (JAX,
@@ -236,6 +259,7 @@ impl<'a> TensorInfo<'a> {
             length_known: self.length_known,
             stream: self.stream,
             buffer_at: self.buffer_at,
+            bool_guarded: self.bool_guarded,
             buffer: PhantomData,
         }
     }
@@ -308,6 +332,7 @@ impl<'a> TensorInfoBuilder<'a> {
     /// that hold elements of another type (copies), bool included.
     pub(crate) fn untyped(mut self) -> Self {
         self.buffer_dtype = None;
+        self.rust_elements = None;
         self
     }
 
@@ -348,6 +373,38 @@ impl<'a> TensorInfoBuilder<'a> {
         self
     }
 
+    /// Exports a buffer of Rust `bool`s (`Vec<bool>`, `AlignedBuffer<bool>`,
+    /// …) writable: without it, such memory in a value of yours (a field of
+    /// a derived type, a buffer your `IntoDLPack` describes) is exported
+    /// read-only (NumPy and torch ≥ 2.9 import it, read-only; a legacy
+    /// capsule request is refused), since a consumer may write any byte
+    /// into it, and a `bool` other than 0 or 1 is undefined behaviour in the
+    /// Rust code that reads it afterwards. A value that is the buffer
+    /// itself (`DLPackTensor::new(vec_of_bools)`, `Native::torch(mask)`)
+    /// has no such code and is exported writable without it.
+    ///
+    /// ```
+    /// use pyo3_dlpack::{TensorInfo, Writability};
+    ///
+    /// let mask = vec![true, false, true];
+    /// let info = TensorInfo::builder(&mask).build().unwrap();
+    /// assert_eq!(info.writability(), Writability::ReadOnly);
+    /// // SAFETY: nothing reads `mask` as bool once it is exported (a mask a
+    /// // consumer fills, read back as bytes through its pointer).
+    /// let info = unsafe { TensorInfo::builder(&mask).writable_bool() }.build().unwrap();
+    /// assert_eq!(info.writability(), Writability::Writable);
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// From the moment a consumer may write the memory (any export of the
+    /// value) until it is dropped, no Rust code reads the memory as `bool`
+    /// (or as a type holding one): its `Drop` included. Read it as `u8`.
+    pub unsafe fn writable_bool(mut self) -> Self {
+        self.bool_vouched = true;
+        self
+    }
+
     /// Exports read-only when `true`. A buffer that is read-only itself
     /// (`Arc<[T]>`) stays read-only whatever this says.
     pub fn read_only(mut self, read_only: bool) -> Self {
@@ -356,8 +413,17 @@ impl<'a> TensorInfoBuilder<'a> {
     }
 
     /// The CUDA stream pending work writes the memory on (by default the
-    /// buffer's, [`TensorData::stream`]).
-    pub fn stream(mut self, stream: Option<usize>) -> Self {
+    /// buffer's, [`TensorData::stream`]). Exports hand it to the CUDA driver
+    /// (an event recorded on it, which consumers' streams wait for).
+    ///
+    /// # Safety
+    ///
+    /// `stream` is `None`, 1 or 2 (CUDA's legacy and per-thread default
+    /// streams), or the handle of a live `CUstream` of the memory's device
+    /// that stays alive while the value is exported: the driver cannot tell
+    /// a made-up or destroyed handle, and crashes on one. With cudarc, take
+    /// it from a live stream (`stream.cu_stream() as usize`).
+    pub unsafe fn stream(mut self, stream: Option<usize>) -> Self {
         self.stream = stream;
         self
     }
@@ -390,20 +456,24 @@ impl<'a> TensorInfoBuilder<'a> {
         if !dtype.is_byte_sized() && self.strides.is_some() {
             return Err(LayoutError::StridedSubByte { dtype }.into());
         }
+        let writability = if self.read_only {
+            Writability::ReadOnly
+        } else if self.bool_vouched {
+            self.buffer_writability
+        } else {
+            protocol::element_writability(self.rust_elements, self.buffer_writability)
+        };
         let info = TensorInfo {
             data: self.data.wrapping_byte_add(self.byte_offset),
             device: self.device,
             dtype,
             dims,
             numel,
-            writability: if self.read_only {
-                Writability::ReadOnly
-            } else {
-                self.buffer_writability
-            },
+            writability,
             length_known: self.byte_len.is_some(),
             stream: self.stream,
             buffer_at: self.buffer_at,
+            bool_guarded: !self.read_only && writability != self.buffer_writability,
             buffer: PhantomData,
         };
         self.check_bounds(&info)?;

@@ -193,9 +193,13 @@ mod tests {
             info_of(&Vec::<f64>::new()),
             (vec![0], "float64".into(), false)
         );
+        // Rust bools are described read-only (a value holding them may read
+        // them later), and exported writable when the value is the buffer.
         assert_eq!(
             info_of(&AlignedBuffer::<bool>::zeroed(5)),
-            (vec![5], "bool".into(), false)
+            (vec![5], "bool".into(), true)
         );
+        let whole = crate::DLPackTensor::new(AlignedBuffer::<bool>::zeroed(5)).unwrap();
+        assert!(!whole.info().is_read_only());
     }
 }

@@ -149,8 +149,25 @@ impl<O: IntoDLPack> Described<O> {
         if !info.is_owned_by(at, size_of::<O>()) {
             info.force_read_only();
         }
+        if reads_no_elements::<O>() {
+            info.lift_bool_guard();
+        }
         Ok(Self { info, owner })
     }
+}
+
+/// Whether an exported value of type `O` is a buffer of Rust `bool`s and
+/// nothing else: the crate's own types and the standard library's, whose
+/// code never reads an element (dropping frees them unread), so no Rust
+/// code can read a byte a consumer wrote as a `bool`, and the memory may be
+/// exported writable (see `protocol::element_writability`). Learned from
+/// the type itself, which no impl of a safe trait could fake.
+pub(crate) fn reads_no_elements<O: 'static>() -> bool {
+    use std::any::TypeId;
+    let ty = TypeId::of::<O>();
+    ty == TypeId::of::<Vec<bool>>()
+        || ty == TypeId::of::<Box<[bool]>>()
+        || ty == TypeId::of::<crate::AlignedBuffer<bool>>()
 }
 
 impl<T: IntoDLPack + ?Sized> Described<Arc<T>> {
@@ -190,6 +207,11 @@ impl<O> Described<O> {
     /// Exports read-only from now on (a value other `Arc`s share).
     pub(crate) fn force_read_only(&mut self) {
         self.info.force_read_only();
+    }
+
+    /// See [`TensorInfo::lift_bool_guard`].
+    pub(crate) fn lift_bool_guard(&mut self) {
+        self.info.lift_bool_guard();
     }
 }
 

@@ -55,7 +55,11 @@ impl DLPackTensor {
     /// Wraps a value, checking now that it describes a valid tensor (so a
     /// shape that does not fit its buffer fails here, not in the consumer).
     pub fn new<T: IntoDLPack>(value: T) -> Result<Self, DLPackError> {
-        Self::from_arc(Arc::new(value))
+        let mut tensor = Self::from_arc(Arc::new(value))?;
+        if crate::export::managed::reads_no_elements::<T>() {
+            tensor.described.lift_bool_guard();
+        }
+        Ok(tensor)
     }
 
     /// Wraps a value that is already shared.

@@ -84,7 +84,15 @@ impl ImportOptions {
     /// for no synchronisation). Without it, CUDA producers (device memory or
     /// managed memory) get 1 and ROCm
     /// producers 0: the legacy default stream. CPU producers never get a stream.
-    pub fn stream(mut self, stream: i64) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// `stream` is -1, 0, 1 or 2, or the handle of a live stream of the
+    /// tensor's device that outlives the import's use of it: the producer
+    /// (torch, CuPy) and this crate's ordering hand it to the CUDA or ROCm
+    /// driver, which cannot tell a made-up or destroyed handle and crashes
+    /// on one.
+    pub unsafe fn stream(mut self, stream: i64) -> Self {
         self.stream = Some(stream);
         self
     }

@@ -99,7 +99,9 @@ fn import_tensor(
     };
     let mut options = ImportOptions::new().stream_mode(mode);
     if let Some(stream) = stream {
-        options = options.stream(stream);
+        // SAFETY: the tests' promise: a live stream of the tensor's device (the
+        // stand-in driver's, or a real one on a GPU machine), or 1 or 2.
+        options = unsafe { options.stream(stream) };
     }
     PyTensor::from_pyany_with(tensor, &options)
 }

@@ -199,3 +199,94 @@ pub(crate) fn hand_vector_head(v: HandVector<f64>) -> PyResult<(usize, Option<f6
     let values = v.tensor.to_vec::<f64>()?;
     Ok((values.len(), values.first().copied()))
 }
+
+/// A derived mask of Rust `bool`s whose `Drop` reads them (as a user's type
+/// may): exported read-only, so no consumer can write a byte other than 0
+/// or 1 that this `Drop` would then read as a `bool`.
+#[derive(IntoDLPack)]
+pub(crate) struct DerivedMask {
+    #[dlpack(data)]
+    mask: Vec<bool>,
+    _guard: DropGuard,
+}
+
+impl Drop for DerivedMask {
+    fn drop(&mut self) {
+        let set = self.mask.iter().filter(|&&b| b).count();
+        MASK_BITS_SET_AT_DROP.store(set, Ordering::SeqCst);
+    }
+}
+
+static MASK_BITS_SET_AT_DROP: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// `n` bools, every other one set.
+#[pyfunction]
+pub(crate) fn derived_mask(n: usize) -> DerivedMask {
+    DerivedMask {
+        mask: (0..n).map(|i| i % 2 == 1).collect(),
+        _guard: DropGuard::new(),
+    }
+}
+
+/// How many bools the last `DerivedMask` dropped held set.
+#[pyfunction]
+pub(crate) fn mask_bits_set_at_drop() -> usize {
+    MASK_BITS_SET_AT_DROP.load(Ordering::SeqCst)
+}
+
+/// A hand-written exporter of a mask of `n` bools, which does not vouch
+/// for them: exported read-only.
+pub(crate) struct UnvouchedMask {
+    mask: Vec<bool>,
+    _guard: DropGuard,
+}
+
+impl IntoDLPack for UnvouchedMask {
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        TensorInfo::builder(&self.mask).build()
+    }
+}
+
+#[pyfunction]
+pub(crate) fn unvouched_mask(n: usize) -> PyResult<DLPackTensor> {
+    Ok(DLPackTensor::new(UnvouchedMask {
+        mask: vec![false; n],
+        _guard: DropGuard::new(),
+    })?)
+}
+
+/// `n` bools exported as a plain `Vec<bool>`, the whole value: no Rust code
+/// reads it afterwards, so it is exported writable.
+#[pyfunction]
+pub(crate) fn plain_mask(n: usize) -> PyResult<DLPackTensor> {
+    Ok(DLPackTensor::new(vec![false; n])?)
+}
+
+/// `n` bools returned as a `numpy.ndarray` (`Native::numpy` of a `Vec<bool>`).
+#[pyfunction]
+pub(crate) fn native_mask(n: usize) -> pyo3_dlpack::Native<Vec<bool>> {
+    pyo3_dlpack::Native::numpy(vec![true; n])
+}
+
+/// A mask of `n` bools exported writable on the owner's promise
+/// (`TensorInfoBuilder::writable_bool`): nothing reads it as bool again.
+pub(crate) struct VouchedMask {
+    mask: Vec<bool>,
+    _guard: DropGuard,
+}
+
+impl IntoDLPack for VouchedMask {
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        // SAFETY: nothing reads `mask` as bool: its only reader is `Drop`,
+        // which frees it unread.
+        unsafe { TensorInfo::builder(&self.mask).writable_bool() }.build()
+    }
+}
+
+#[pyfunction]
+pub(crate) fn vouched_mask(n: usize) -> PyResult<DLPackTensor> {
+    Ok(DLPackTensor::new(VouchedMask {
+        mask: vec![false; n],
+        _guard: DropGuard::new(),
+    })?)
+}

@@ -109,7 +109,9 @@ pub(crate) fn on_device(
         unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), n * 4, Device::cpu()) }
             .with_dtype(DataType::F32);
     if let Some(stream) = stream {
-        raw = raw.with_stream(stream);
+        // SAFETY: the tests' promise: 1, 2 or a live stream of the memory's
+        // device (the stand-in driver's, or a real one on a GPU machine).
+        raw = unsafe { raw.with_stream(stream) };
     }
     struct OnDevice {
         raw: RawBuffer,
@@ -160,7 +162,9 @@ pub(crate) fn over_memory(
     let mut raw = unsafe { RawBuffer::new(address as *mut std::ffi::c_void, nbytes, device) }
         .with_dtype(parse_dtype(dtype)?);
     if let Some(stream) = stream {
-        raw = raw.with_stream(stream);
+        // SAFETY: the tests' promise: 1, 2 or a live stream of the memory's
+        // device (the stand-in driver's, or a real one on a GPU machine).
+        raw = unsafe { raw.with_stream(stream) };
     }
     struct Over {
         raw: RawBuffer,

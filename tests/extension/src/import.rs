@@ -138,7 +138,9 @@ pub(crate) fn import_with<'py>(
         options = options.with_max_version(major, minor);
     }
     if let Some(stream) = stream {
-        options = options.stream(stream);
+        // SAFETY: the tests' promise: -1, 0, 1, 2 or a live stream of the
+        // producer's device (the stand-in driver's, or a real one on a GPU machine).
+        options = unsafe { options.stream(stream) };
     }
     if let Some((device_type, id)) = dl_device {
         options = options.dl_device(Device::new(

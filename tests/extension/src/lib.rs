@@ -65,6 +65,12 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(consume_derived, m)?)?;
     m.add_function(wrap_pyfunction!(derived_image, m)?)?;
     m.add_function(wrap_pyfunction!(derived_raw, m)?)?;
+    m.add_function(wrap_pyfunction!(derived_mask, m)?)?;
+    m.add_function(wrap_pyfunction!(mask_bits_set_at_drop, m)?)?;
+    m.add_function(wrap_pyfunction!(vouched_mask, m)?)?;
+    m.add_function(wrap_pyfunction!(unvouched_mask, m)?)?;
+    m.add_function(wrap_pyfunction!(plain_mask, m)?)?;
+    m.add_function(wrap_pyfunction!(native_mask, m)?)?;
     m.add_function(wrap_pyfunction!(add_to_diagonal, m)?)?;
     m.add_function(wrap_pyfunction!(derived_describe, m)?)?;
     m.add_function(wrap_pyfunction!(hand_vector_head, m)?)?;

@@ -61,7 +61,11 @@ impl<D> Tracked<D> {
 
 impl<D: pyo3_dlpack::TensorData + Send + Sync + 'static> IntoDLPack for Tracked<D> {
     fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
-        let mut builder = TensorInfo::builder(&self.data)
+        // SAFETY: (`writable_bool`) `Tracked` never reads its data (its
+        // `Drop` frees it unread; this method only describes it), so Rust
+        // `bool`s in it may be written with any byte.
+        let builder = unsafe { TensorInfo::builder(&self.data).writable_bool() };
+        let mut builder = builder
             .maybe_strides(self.strides.as_ref())
             .byte_offset(self.byte_offset)
             .read_only(self.read_only);
