@@ -182,3 +182,48 @@ def test_tpu_devices_are_named_and_pinned_memory_exports_to_the_cpu(capsule_view
         t.__dlpack__(max_version=(1, 3), dl_device=(1, 0))
     with pytest.raises(BufferError, match="^expected a tensor in host memory for the buffer protocol, got one on tpu:0"):
         memoryview(t)
+
+
+# --- the exchange table under DLPack 1.2's name --------------------------------------
+
+
+def test_an_int_exchange_table_is_used_where_the_capsule_is_absent():
+    # LegacyExchangeProducer's type has only `__c_dlpack_exchange_api__`, the int address
+    # of ExchangeProducer's table (what tvm-ffi wraps in the 1.3 capsule), and a
+    # `__dlpack__` that counts and refuses: the import must take the table.
+    assert not hasattr(ext.LegacyExchangeProducer, "__dlpack_c_exchange_api__")
+    assert isinstance(ext.LegacyExchangeProducer.__c_dlpack_exchange_api__, int)
+    values = np.arange(6, dtype=np.float32)
+    before = ext.exchange_counts()
+    p = ext.LegacyExchangeProducer(values.ctypes.data, [2, 3])
+    d = ext.describe(p)
+    assert (d["shape"], d["dtype"], d["data_ptr"]) == ((2, 3), "float32", values.ctypes.data)
+    assert ext.to_list(p, "float32") == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    after = ext.exchange_counts()
+    assert after["dlpack_calls"] == before["dlpack_calls"]
+    assert after["exported"] == before["exported"] + 2
+    assert after["deleted"] == before["deleted"] + 2
+
+
+def test_an_int_from_a_class_written_in_python_is_never_read():
+    # A class statement can write any int: reading it as a table address would crash.
+    # Such a class takes `__dlpack__`, even with the address of a real table.
+    calls = []
+
+    class Claims:
+        __c_dlpack_exchange_api__ = ext.LegacyExchangeProducer.__c_dlpack_exchange_api__
+
+        def __init__(self, array):
+            self.array = array
+
+        def __dlpack__(self, **kwargs):
+            calls.append(kwargs)
+            return self.array.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    for bogus in (Claims, type("Bogus", (Claims,), {"__c_dlpack_exchange_api__": 1})):
+        calls.clear()
+        assert ext.to_list(bogus(np.arange(3, dtype=np.float32)), "float32") == [0.0, 1.0, 2.0]
+        assert len(calls) == 1
