@@ -5,16 +5,18 @@ use std::str::FromStr;
 
 /// The kind of device a tensor lives on: `DLDeviceType` in the DLPack header.
 ///
-/// This is an integer newtype, not a Rust `enum`: producers in the wild emit
-/// codes outside the header (JAX uses `20` for TPU host memory), and a foreign
-/// value that a Rust `enum` cannot hold would be undefined behaviour. Every
-/// code of DLPack 1.3 has an associated constant.
+/// This is an integer newtype, not a Rust `enum`: producers emit codes a
+/// header does not know yet (JAX emitted `20` for TPU host memory before the
+/// header named it), and a foreign value that a Rust `enum` cannot hold would
+/// be undefined behaviour. Every code of DLPack 1.3 has an associated
+/// constant, and so do the TPU codes added after it (dmlc/dlpack#188).
 ///
 /// ```
 /// use pyo3_dlpack::DeviceType;
 ///
 /// assert_eq!(DeviceType::CUDA.code(), 2);
-/// assert_eq!(DeviceType::from_code(20).name(), None); // representable, just unnamed
+/// assert_eq!(DeviceType::TPU_HOST.code(), 20);
+/// assert_eq!(DeviceType::from_code(99).name(), None); // representable, just unnamed
 /// assert_eq!(DeviceType::ROCM.to_string(), "rocm");
 /// ```
 #[repr(transparent)]
@@ -39,6 +41,8 @@ const DEVICE_NAMES: &[(DeviceType, &str)] = &[
     (DeviceType::HEXAGON, "hexagon"),
     (DeviceType::MAIA, "maia"),
     (DeviceType::TRN, "trn"),
+    (DeviceType::TPU, "tpu"),
+    (DeviceType::TPU_HOST, "tpu_host"),
 ];
 
 impl DeviceType {
@@ -74,6 +78,13 @@ impl DeviceType {
     pub const MAIA: Self = Self(17);
     /// `kDLTrn`: AWS Trainium.
     pub const TRN: Self = Self(18);
+    /// `kDLTPU`: TPU device memory (added after DLPack 1.3, dmlc/dlpack#188).
+    pub const TPU: Self = Self(19);
+    /// `kDLTPUHost`: pinned host memory of a TPU runtime, as `CUDA_HOST` is
+    /// CUDA's (added after DLPack 1.3, dmlc/dlpack#188). JAX exports its
+    /// TPU arrays in `pinned_host` memory with this code and the TPU's
+    /// hardware id as `device_id`; it used the value before the header had it.
+    pub const TPU_HOST: Self = Self(20);
 
     /// Wraps any code, named or not.
     pub const fn from_code(code: i32) -> Self {
@@ -85,7 +96,8 @@ impl DeviceType {
         self.0
     }
 
-    /// The short name (`"cpu"`, `"cuda"`, …), or `None` for a code outside DLPack 1.3.
+    /// The short name (`"cpu"`, `"cuda"`, …), or `None` for a code this
+    /// crate does not know (outside DLPack 1.3 and the TPU codes after it).
     pub fn name(self) -> Option<&'static str> {
         DEVICE_NAMES
             .iter()
@@ -94,15 +106,29 @@ impl DeviceType {
     }
 
     /// Whether the CPU can read and write this memory directly: plain host
-    /// memory, pinned host memory (CUDA and ROCm) and CUDA managed memory.
+    /// memory, pinned host memory (CUDA, ROCm and TPU) and CUDA managed memory.
+    ///
+    /// TPU pinned host memory (`tpu_host`) is host RAM that the TPU runtime
+    /// registered for fast transfers, the mirror of `cuda_host` (the header's
+    /// comment, dmlc/dlpack#188); JAX exports such an array only once it is
+    /// ready when no stream is asked for, as DLPack's CPU rule wants. It names
+    /// no stream this crate could wait on: it is read at once, as ROCm's.
+    ///
+    /// Never host memory: device memory of every kind, and Metal above all,
+    /// whose `data` is an `id<MTLBuffer>` handle, not an address (the header
+    /// since dmlc/dlpack#186): no import reads it, copies it to the host or
+    /// offers it as a buffer.
     ///
     /// ```
     /// use pyo3_dlpack::DeviceType;
     /// assert!(DeviceType::CUDA_HOST.is_host_accessible());
+    /// assert!(DeviceType::TPU_HOST.is_host_accessible());
     /// assert!(!DeviceType::CUDA.is_host_accessible());
+    /// assert!(!DeviceType::TPU.is_host_accessible());
+    /// assert!(!DeviceType::METAL.is_host_accessible());
     /// ```
     pub const fn is_host_accessible(self) -> bool {
-        matches!(self.0, 1 | 3 | 11 | 13)
+        matches!(self.0, 1 | 3 | 11 | 13 | 20)
     }
 
     /// Whether `__dlpack__`'s `stream` argument means something for this
@@ -195,6 +221,26 @@ impl Device {
     /// Apple Metal memory on device `id`.
     pub const fn metal(id: i32) -> Self {
         Self::new(DeviceType::METAL, id)
+    }
+
+    /// TPU device memory on TPU `id`.
+    pub const fn tpu(id: i32) -> Self {
+        Self::new(DeviceType::TPU, id)
+    }
+
+    /// TPU pinned host memory of TPU `id` (`tpu_host:0`; JAX names the TPU
+    /// whose runtime pinned it, where CUDA's pinned memory says 0).
+    ///
+    /// ```
+    /// use pyo3_dlpack::Device;
+    ///
+    /// assert_eq!(Device::tpu_host(1).to_string(), "tpu_host:1");
+    /// assert_eq!("tpu_host:1".parse::<Device>().unwrap(), Device::tpu_host(1));
+    /// assert!(Device::tpu_host(1).is_host_accessible());
+    /// assert!(!Device::tpu(0).is_host_accessible());
+    /// ```
+    pub const fn tpu_host(id: i32) -> Self {
+        Self::new(DeviceType::TPU_HOST, id)
     }
 
     /// oneAPI unified shared memory on device `id`.
@@ -295,7 +341,9 @@ mod tests {
         let codes: Vec<i32> = DEVICE_NAMES.iter().map(|(t, _)| t.code()).collect();
         assert_eq!(
             codes,
-            [1, 2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]
+            [
+                1, 2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20
+            ]
         );
         for (device_type, name) in DEVICE_NAMES {
             assert_eq!(device_type.to_string(), *name);
@@ -305,11 +353,35 @@ mod tests {
 
     #[test]
     fn unknown_codes_are_values_not_errors() {
-        let tpu_host = DeviceType::from_code(20);
-        assert_eq!(tpu_host.code(), 20);
-        assert_eq!(tpu_host.name(), None);
-        assert_eq!(Device::new(tpu_host, 0).to_string(), "device_type(20):0");
-        assert!(!tpu_host.is_host_accessible());
+        // 21 is kDLAscend in the header after 1.3, not named here yet.
+        for code in [5, 6, 21, 99, -1] {
+            let unknown = DeviceType::from_code(code);
+            assert_eq!(unknown.code(), code);
+            assert_eq!(unknown.name(), None);
+            assert_eq!(
+                Device::new(unknown, 0).to_string(),
+                format!("device_type({code}):0")
+            );
+            assert_eq!(format!("{unknown:?}"), format!("DeviceType({code})"));
+            assert!(!unknown.is_host_accessible());
+            assert!(!unknown.uses_streams());
+        }
+    }
+
+    #[test]
+    fn tpu_codes_after_1_3_are_named() {
+        assert_eq!(DeviceType::from_code(19), DeviceType::TPU);
+        assert_eq!(DeviceType::from_code(20), DeviceType::TPU_HOST);
+        assert_eq!(Device::tpu(2).to_string(), "tpu:2");
+        assert_eq!(Device::tpu_host(0).to_string(), "tpu_host:0");
+        assert_eq!(
+            format!("{:?}", DeviceType::TPU_HOST),
+            "DeviceType::TPU_HOST"
+        );
+        assert_eq!("tpu:3".parse::<Device>().unwrap(), Device::tpu(3));
+        assert_eq!("tpu_host".parse::<Device>().unwrap(), Device::tpu_host(0));
+        assert!(!DeviceType::TPU.uses_streams());
+        assert!(!DeviceType::TPU_HOST.uses_streams());
     }
 
     #[test]
@@ -341,7 +413,8 @@ mod tests {
                 DeviceType::CPU,
                 DeviceType::CUDA_HOST,
                 DeviceType::ROCM_HOST,
-                DeviceType::CUDA_MANAGED
+                DeviceType::CUDA_MANAGED,
+                DeviceType::TPU_HOST
             ]
         );
         assert!(DeviceType::CUDA.uses_streams());

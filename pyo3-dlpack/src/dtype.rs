@@ -47,6 +47,11 @@ impl DataTypeCode {
     pub const FLOAT6_E3M2FN: Self = Self(16);
     /// `kDLFloat4_e2m1fn` (4 bits).
     pub const FLOAT4_E2M1FN: Self = Self(17);
+    /// `kDLBcomplex`: a complex number of two bfloat16 parts, laid out as
+    /// [`COMPLEX`](Self::COMPLEX) is (real part first); `bits` counts both
+    /// parts, so the one width is 32 (`bcomplex32`). Added after DLPack 1.3
+    /// (dmlc/dlpack#187).
+    pub const BCOMPLEX: Self = Self(18);
 
     /// Wraps any code, named or not.
     pub const fn from_code(code: u8) -> Self {
@@ -58,9 +63,17 @@ impl DataTypeCode {
         self.0
     }
 
-    /// Whether DLPack 1.3 defines this code.
+    /// Whether this crate knows the code: those of DLPack 1.3 and
+    /// [`BCOMPLEX`](Self::BCOMPLEX), added to the header after 1.3.
+    ///
+    /// ```
+    /// use pyo3_dlpack::DataTypeCode;
+    ///
+    /// assert!(DataTypeCode::BCOMPLEX.is_known());
+    /// assert!(!DataTypeCode::from_code(19).is_known());
+    /// ```
     pub const fn is_known(self) -> bool {
-        self.0 <= 17
+        self.0 <= 18
     }
 
     /// The name prefix used by `Display`, for the codes whose name carries no width.
@@ -146,6 +159,18 @@ impl DataType {
     pub const C64: Self = Self::scalar(DataTypeCode::COMPLEX, 64);
     /// `complex128` (two float64 parts).
     pub const C128: Self = Self::scalar(DataTypeCode::COMPLEX, 128);
+    /// `bcomplex32` (two bfloat16 parts, [`DataTypeCode::BCOMPLEX`]), as
+    /// torch (`torch.bcomplex32`), ml_dtypes and nanobind name it. NumPy,
+    /// torch 2.15 and JAX 0.10 exchange no such tensor over DLPack.
+    ///
+    /// ```
+    /// use pyo3_dlpack::DataType;
+    ///
+    /// assert_eq!(DataType::BC32.to_string(), "bcomplex32");
+    /// assert_eq!(DataType::BC32.itemsize(), 4);
+    /// assert_eq!("bcomplex32".parse::<DataType>().unwrap(), DataType::BC32);
+    /// ```
+    pub const BC32: Self = Self::scalar(DataTypeCode::BCOMPLEX, 32);
     /// `float8_e3m4`.
     pub const F8_E3M4: Self = Self::scalar(DataTypeCode::FLOAT8_E3M4, 8);
     /// `float8_e4m3`.
@@ -206,6 +231,7 @@ impl fmt::Display for DataType {
             DataTypeCode::FLOAT => Some("float"),
             DataTypeCode::BFLOAT => Some("bfloat"),
             DataTypeCode::COMPLEX => Some("complex"),
+            DataTypeCode::BCOMPLEX => Some("bcomplex"),
             _ => None,
         };
         let mut lanes_separator = "x";
@@ -267,6 +293,7 @@ const NAMED_TYPES: &[DataType] = &[
     DataType::C32,
     DataType::C64,
     DataType::C128,
+    DataType::BC32,
     DataType::F8_E3M4,
     DataType::F8_E4M3,
     DataType::F8_E4M3B11FNUZ,
@@ -341,6 +368,7 @@ mod tests {
             (DataType::C32, "complex32"),
             (DataType::C64, "complex64"),
             (DataType::C128, "complex128"),
+            (DataType::BC32, "bcomplex32"),
             (DataType::F8_E3M4, "float8_e3m4"),
             (DataType::F8_E4M3, "float8_e4m3"),
             (DataType::F8_E4M3B11FNUZ, "float8_e4m3b11fnuz"),
@@ -387,12 +415,13 @@ mod tests {
             (DataTypeCode::FLOAT6_E2M3FN, 15),
             (DataTypeCode::FLOAT6_E3M2FN, 16),
             (DataTypeCode::FLOAT4_E2M1FN, 17),
+            (DataTypeCode::BCOMPLEX, 18),
         ];
         for (code, value) in codes {
             assert_eq!(code.code(), value);
             assert!(code.is_known());
         }
-        assert!(!DataTypeCode::from_code(18).is_known());
+        assert!(!DataTypeCode::from_code(19).is_known());
     }
 
     #[test]
@@ -400,6 +429,8 @@ mod tests {
         assert_eq!(DataType::BOOL.itemsize(), 1);
         assert_eq!(DataType::F16.itemsize(), 2);
         assert_eq!(DataType::C128.itemsize(), 16);
+        assert_eq!(DataType::BC32.itemsize(), 4);
+        assert!(DataType::BC32.is_byte_sized());
         assert_eq!(DataType::F4_E2M1FN.itemsize(), 1);
         assert!(!DataType::F4_E2M1FN.is_byte_sized());
         // torch's packed float4 pairs: (17, 4, lanes = 2) fill one byte exactly.

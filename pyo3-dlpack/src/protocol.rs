@@ -106,17 +106,20 @@ pub(crate) const fn flags(read_only: bool, copied: bool) -> u64 {
 }
 
 /// The width in bits a type code fixes, if it fixes one (DLPack 1.3: the
-/// float8 codes are 8 bits, float6 6, float4 4; bool is one byte).
+/// float8 codes are 8 bits, float6 6, float4 4; bool is one byte; the
+/// header after 1.3: bcomplex is "2x bfloat16", 32 bits).
 const fn required_bits(code: DataTypeCode) -> Option<u8> {
     match code.code() {
         6..=14 => Some(8),
         15 | 16 => Some(6),
         17 => Some(4),
+        18 => Some(32),
         _ => None,
     }
 }
 
-/// Whether this crate exchanges `dtype`: a code of the 1.3 header, the
+/// Whether this crate exchanges `dtype`: a code of the 1.3 header (or
+/// bcomplex, added after it), the
 /// width that code requires (any non-zero width for the others), one lane,
 /// or torch's packed float4 pairs (`float4_e2m1fn_x2`: two lanes of four
 /// bits, one byte). The exporter refuses exactly what the importer refuses.
@@ -189,6 +192,7 @@ mod tests {
             DataType::BOOL,
             DataType::BF16,
             DataType::C64,
+            DataType::BC32,
             DataType::F4_E2M1FN,
             DataType::F4_E2M1FN_X2,
             DataType::new(DataTypeCode::INT, 4, 1),
@@ -206,6 +210,22 @@ mod tests {
                 required: Some(6),
                 ..
             })
+        ));
+        // bcomplex is two bfloat16 parts: 32 bits, never 64 (no "bcomplex64").
+        assert_eq!(
+            bad(DataTypeCode::BCOMPLEX, 64, 1).to_string(),
+            "dtype bcomplex32 must have 32 bits per element, got 64"
+        );
+        assert!(matches!(
+            bad(DataTypeCode::BCOMPLEX, 16, 2),
+            DLPackError::InvalidDtype(DtypeError::Bits {
+                required: Some(32),
+                ..
+            })
+        ));
+        assert!(matches!(
+            bad(DataTypeCode::BCOMPLEX, 32, 2),
+            DLPackError::InvalidDtype(DtypeError::Lanes { .. })
         ));
         assert!(matches!(
             bad(DataTypeCode::FLOAT, 0, 1),

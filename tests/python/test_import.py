@@ -635,8 +635,10 @@ def test_zero_size_null_data_and_zero_d_null_shape():
 # Host copies read host memory: the CPU's, and CUDA pinned (3) and managed (13) memory
 # once the stream the data is ready on has finished (a capsule handed over as it is
 # names none: read at once, as NumPy's from_dlpack reads it; the stand-in driver's
-# tests cover the wait). CUDA device memory (2) is copied by the CUDA driver (here:
-# none; the stand-in driver's tests copy it), other devices' is refused.
+# tests cover the wait), and TPU pinned host memory (20, JAX's pinned_host arrays). CUDA
+# device memory (2) is copied by the CUDA driver (here: none; the stand-in driver's
+# tests copy it), other devices' is refused: TPU device memory (19), Metal (8, whose data
+# is an id<MTLBuffer> handle), codes no header names.
 NO_DRIVER = (
     "copying CUDA device memory to the host needs the CUDA driver, which could not be "
     "loaded: libcuda.so.1: "
@@ -645,8 +647,10 @@ NO_DRIVER = (
 
 @pytest.mark.parametrize(
     "device, error",
-    [((1, 0), None), ((3, 0), None), ((13, 0), None),
-     ((20, 0), (ValueError, "expected a tensor on cpu:0, got one on device_type(20):0")),
+    [((1, 0), None), ((3, 0), None), ((13, 0), None), ((20, 1), None),
+     ((19, 0), (ValueError, "expected a tensor on cpu:0, got one on tpu:0")),
+     ((8, 0), (ValueError, "expected a tensor on cpu:0, got one on metal:0")),
+     ((99, 0), (ValueError, "expected a tensor on cpu:0, got one on device_type(99):0")),
      ((2, 1), (BufferError, NO_DRIVER))],
 )
 def test_device_codes_are_kept_and_only_host_memory_is_read(device, error):

@@ -9,8 +9,9 @@
 //! protocol), `Native::numpy` and the host views of an import (`as_slice`,
 //! `to_vec`, `as_array`: after the stream the import's data is ready on,
 //! [`PyTensor::stream`](crate::PyTensor::stream)) all ask it before the
-//! host reads. ROCm's
-//! pinned memory names no stream this crate can wait on: it is read at once.
+//! host reads. ROCm's and
+//! TPU's pinned memory name no stream this crate can wait on: they are read
+//! at once.
 //!
 //! Host copies of the elements ([`copy_to_host`]): one routine for every
 //! device, behind `PyTensor::to_vec` and `copy=True` exports: host memory

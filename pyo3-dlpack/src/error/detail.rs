@@ -385,7 +385,7 @@ impl fmt::Display for DtypeError {
         match self {
             Self::UnknownCode { dtype } => write!(
                 f,
-                "unknown DLPack dtype code {} (bits {}): this crate knows the codes of DLPack 1.3",
+                "unknown DLPack dtype code {} (bits {}): this crate knows the codes of DLPack 1.3 and bcomplex (18)",
                 dtype.code.code(),
                 dtype.bits
             ),

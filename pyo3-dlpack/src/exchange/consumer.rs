@@ -1,7 +1,10 @@
 //! The DLPack C exchange API (DLPack 1.3, DLPACK.md §5): producers such as
 //! torch ≥ 2.10 advertise a static table of C functions as
 //! `type(x).__dlpack_c_exchange_api__`, so a consumer can take a tensor
-//! without a Python call.
+//! without a Python call. Where a type has no such capsule, DLPack 1.2's
+//! `type(x).__c_dlpack_exchange_api__` (the table's address as an int, which
+//! Paddle 3.3 with an older tvm-ffi publishes) is read instead, only from
+//! extension types (see `legacy_address`), with the same checks and cache.
 //!
 //! The table is looked up once per type and cached (misses too: NumPy arrays
 //! pay no failed attribute lookup per call). Types in the cache are kept
@@ -18,7 +21,7 @@ use crate::cuda::streams;
 use crate::error::ExportError;
 use crate::{DLPackError, DataType, protocol};
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyType};
+use pyo3::types::{PyCapsule, PyInt, PyString, PyType};
 
 use crate::ffi::{DLManagedTensorVersioned, DLPACK_EXCHANGE_API, DLPackExchangeAPI, DLTensor};
 use crate::frameworks::torch::{self, checks::TorchChecks};
@@ -132,9 +135,16 @@ pub(crate) fn lookup_type(ty: Bound<'_, PyType>) -> PyResult<Option<ExchangeApi>
 /// `__dlpack__`). Its `__dlpack__` then runs torch's own checks.
 fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAny>>)> {
     let py = ty.py();
-    let attr = match ty.getattr(pyo3::intern!(py, "__dlpack_c_exchange_api__")) {
-        Ok(attr) => attr,
-        Err(err) if err.is_instance_of::<PyAttributeError>(py) => return Ok((None, None)),
+    let (attr, name) = match ty.getattr(pyo3::intern!(py, "__dlpack_c_exchange_api__")) {
+        Ok(attr) => (attr, pyo3::intern!(py, "__dlpack_c_exchange_api__")),
+        Err(err) if err.is_instance_of::<PyAttributeError>(py) => {
+            // DLPack 1.2's name, an int (Paddle 3.3 with an older tvm-ffi).
+            match ty.getattr(pyo3::intern!(py, "__c_dlpack_exchange_api__")) {
+                Ok(attr) => (attr, pyo3::intern!(py, "__c_dlpack_exchange_api__")),
+                Err(err) if err.is_instance_of::<PyAttributeError>(py) => return Ok((None, None)),
+                Err(err) => return Err(err),
+            }
+        }
         Err(err) => return Err(err),
     };
     // A torch tensor type takes the C path only when it is `torch.Tensor`
@@ -144,22 +154,34 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
     if torch && !torch::is_tensor_type(ty) {
         return Ok((None, None));
     }
-    if !same_behaviour_as_owner(ty)? {
+    let Some(owner) = owner_of(ty, name) else {
+        return Ok((None, None));
+    };
+    if !same_behaviour(ty, &owner)? {
         return Ok((None, None));
     }
     let torch = match torch {
         true => Some(TorchChecks::of_torch_tensor(ty)?),
         false => None,
     };
-    let Ok(capsule) = attr.cast::<PyCapsule>() else {
-        return Ok((None, None));
+    let pointer = match attr.cast::<PyCapsule>() {
+        Ok(capsule) => {
+            // SAFETY: attached; the capsule is checked for the exchange API's name.
+            let pointer = unsafe {
+                pyo3::ffi::PyCapsule_GetPointer(capsule.as_ptr(), DLPACK_EXCHANGE_API.as_ptr())
+            };
+            if pointer.is_null() {
+                let _ = PyErr::take(py);
+            }
+            pointer
+        }
+        Err(_) => match legacy_address(&attr, &owner)? {
+            Some(address) => address as *mut c_void,
+            None => return Ok((None, None)),
+        },
     };
-    // SAFETY: attached; the capsule is checked for the exchange API's name.
-    let pointer =
-        unsafe { pyo3::ffi::PyCapsule_GetPointer(capsule.as_ptr(), DLPACK_EXCHANGE_API.as_ptr()) };
     let Some(mut header) = NonNull::new(pointer.cast::<crate::ffi::DLPackExchangeAPIHeader>())
     else {
-        let _ = PyErr::take(py);
         return Ok((None, None));
     };
     // Walk `prev_api` to the table of major version 1 (bounded, in case of a cycle).
@@ -209,20 +231,74 @@ fn is_torch_tensor_like(ty: &Bound<'_, PyType>) -> PyResult<bool> {
     Ok(true)
 }
 
-/// Whether `ty` behaves as the class that defines its exchange table: same
-/// `__dlpack__` and `__torch_function__` (a torch subclass may override either).
-fn same_behaviour_as_owner(ty: &Bound<'_, PyType>) -> PyResult<bool> {
+/// The class in `ty`'s MRO whose own `__dict__` holds the attribute `name`.
+fn owner_of<'py>(
+    ty: &Bound<'py, PyType>,
+    name: &Bound<'py, PyString>,
+) -> Option<Bound<'py, PyType>> {
     let py = ty.py();
-    let name = pyo3::intern!(py, "__dlpack_c_exchange_api__");
-    let mro = ty.mro();
-    let Some(owner) = mro.iter().find(|class| {
-        class
-            .getattr(pyo3::intern!(py, "__dict__"))
-            .and_then(|dict| dict.contains(name))
-            .unwrap_or(false)
-    }) else {
-        return Ok(false);
+    ty.mro()
+        .iter()
+        .find(|class| {
+            class
+                .getattr(pyo3::intern!(py, "__dict__"))
+                .and_then(|dict| dict.contains(name))
+                .unwrap_or(false)
+        })
+        .and_then(|class| class.cast_into::<PyType>().ok())
+}
+
+/// The table address of DLPack 1.2's `__c_dlpack_exchange_api__`: a Python
+/// int holding the address of the `DLPackExchangeAPI` struct (tvm-ffi wraps
+/// that very address in the 1.3 capsule, `_optional_torch_c_dlpack.py`).
+///
+/// An int says nothing a consumer can check (a capsule at least has the
+/// table's name), and a class statement can write any int: so it is read
+/// only from a class that Python code did not define (a C or Rust
+/// extension type, whose deallocator is its own, not the one every class
+/// statement's type shares). `None` for anything else: a `bool`, an int
+/// that is no address, 0, or a class defined in Python.
+fn legacy_address(attr: &Bound<'_, PyAny>, owner: &Bound<'_, PyType>) -> PyResult<Option<usize>> {
+    if !attr.is_exact_instance_of::<PyInt>() {
+        return Ok(None);
+    }
+    let Ok(address) = attr.extract::<usize>() else {
+        return Ok(None);
     };
+    if address == 0 || defined_in_python(owner)? {
+        return Ok(None);
+    }
+    Ok(Some(address))
+}
+
+/// Whether `ty` was made by a class statement (or `type(...)`): a heap
+/// type whose deallocator is the one of such classes (`abc.ABC`'s, a class
+/// written in Python that every interpreter has imported).
+fn defined_in_python(ty: &Bound<'_, PyType>) -> PyResult<bool> {
+    // SAFETY: attached; a live type object.
+    let flags = unsafe { pyo3::ffi::PyType_GetFlags(ty.as_type_ptr()) };
+    if flags & pyo3::ffi::Py_TPFLAGS_HEAPTYPE == 0 {
+        return Ok(false);
+    }
+    let python_class = ty
+        .py()
+        .import(pyo3::intern!(ty.py(), "abc"))?
+        .getattr("ABC")?;
+    let python_class = python_class.cast_into::<PyType>()?;
+    // SAFETY: attached; a heap type (above), whose slots `PyType_GetSlot`
+    // reads in every version.
+    let mine = unsafe { pyo3::ffi::PyType_GetSlot(ty.as_type_ptr(), pyo3::ffi::Py_tp_dealloc) };
+    // SAFETY: attached; `abc.ABC` is a class statement's heap type, as above.
+    let pythons =
+        unsafe { pyo3::ffi::PyType_GetSlot(python_class.as_type_ptr(), pyo3::ffi::Py_tp_dealloc) };
+    Ok(mine == pythons)
+}
+
+/// Whether `ty` behaves as `owner`, the class that defines its exchange
+/// table: same `__dlpack__` and `__torch_function__` (a torch subclass may
+/// override either).
+fn same_behaviour(ty: &Bound<'_, PyType>, owner: &Bound<'_, PyType>) -> PyResult<bool> {
+    let py = ty.py();
     for method in [
         pyo3::intern!(py, "__dlpack__"),
         pyo3::intern!(py, "__torch_function__"),

@@ -412,9 +412,14 @@ impl DLPackTensor {
             )));
         }
         if crate::frameworks::numpy::type_number(info.dtype()).is_none() {
+            // torch 2.15 and JAX 0.10 take no bcomplex over DLPack either.
+            let elsewhere = if info.dtype().code == crate::DataTypeCode::BCOMPLEX {
+                "read it from Rust; no framework imports it over DLPack yet"
+            } else {
+                "import it with torch.from_dlpack(t) or jax.numpy.from_dlpack(t)"
+            };
             return Err(PyBufferError::new_err(format!(
-                "cannot make a NumPy array of a {} tensor: NumPy has no such dtype; import it \
-                 with torch.from_dlpack(t) or jax.numpy.from_dlpack(t)",
+                "cannot make a NumPy array of a {} tensor: NumPy has no such dtype; {elsewhere}",
                 info.dtype()
             )));
         }

@@ -19,8 +19,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict, PyType};
 
 use super::framework::Framework;
+use crate::error::ExportError;
 use crate::export::{CapsuleFormat, DLPackTensor, IntoDLPack};
-use crate::{DLPackError, DataType, DeviceType, TensorInfo};
+use crate::{DLPackError, DataType, DataTypeCode, DeviceType, TensorInfo};
 
 /// jaxlib's array type, its C++ DLPack export and the sharding of arrays on
 /// one device, as found in one module.
@@ -136,6 +137,7 @@ fn find_jaxlib(obj: &Bound<'_, PyAny>) -> Option<Jaxlib> {
 /// the values the route takes.
 pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {
     let tensor = DLPackTensor::new(ForImmutableConsumer(value))?;
+    refuse_what_jax_lacks(tensor.info())?;
     if is_taken_as_it_is(tensor.info()) {
         if let Some(import) = CapsuleImport::of_this_jax(py) {
             if let Some(array) = import.array(py, &tensor)? {
@@ -144,6 +146,48 @@ pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Boun
         }
     }
     Framework::Jax.call_from_dlpack(py, tensor)
+}
+
+/// Whether jaxlib's DLPack import has a type for `dtype`: bool, the
+/// integers and IEEE floats of 8 to 64 bits, bfloat16, complex64 and
+/// complex128, and the float8 codes, one lane each. jaxlib refuses the
+/// rest with a `JaxRuntimeError` (UNIMPLEMENTED): complex32 ("unsupported
+/// DLPack complex width"), bcomplex32 and float6 ("unknown or invalid DLPack
+/// type code"), float4 (a layout its CPU buffers lack) and vector types.
+fn jax_imports(dtype: DataType) -> bool {
+    let code = dtype.code;
+    if dtype.lanes != 1 {
+        return false;
+    }
+    match code {
+        DataTypeCode::INT | DataTypeCode::UINT => matches!(dtype.bits, 8 | 16 | 32 | 64),
+        DataTypeCode::FLOAT => matches!(dtype.bits, 16 | 32 | 64),
+        DataTypeCode::COMPLEX => matches!(dtype.bits, 64 | 128),
+        _ => {
+            dtype == DataType::BOOL
+                || dtype == DataType::BF16
+                || (DataTypeCode::FLOAT8_E3M4..=DataTypeCode::FLOAT8_E8M0FNU).contains(&code)
+        }
+    }
+}
+
+/// What JAX has no dtype for, refused as torch's refusals are (a
+/// `BufferError` naming the array type, the dtype and the device) before
+/// JAX is handed the value, where jaxlib would raise its
+/// `JaxRuntimeError`.
+fn refuse_what_jax_lacks(info: &TensorInfo<'_>) -> Result<(), DLPackError> {
+    if jax_imports(info.dtype()) {
+        return Ok(());
+    }
+    Err(ExportError::FrameworkRefused {
+        array: "jax.Array".into(),
+        dtype: info.dtype(),
+        device: Some(info.device()),
+        reason: "JAX has no such dtype (complex32, bcomplex32, float6, float4 and \
+                 multi-lane types); return it as a DLPackTensor"
+            .into(),
+    }
+    .into())
 }
 
 /// Whether JAX's `from_dlpack` makes an array of a value so described
@@ -291,5 +335,39 @@ impl<T: IntoDLPack> IntoDLPack for ForImmutableConsumer<T> {
 
     fn synchronize(&self, consumer_stream: i64) -> Result<(), DLPackError> {
         self.0.synchronize(consumer_stream)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jax_imports_what_jaxlib_has_a_type_for() {
+        for taken in [
+            DataType::BOOL,
+            DataType::U16,
+            DataType::I64,
+            DataType::F16,
+            DataType::BF16,
+            DataType::C64,
+            DataType::C128,
+            DataType::F8_E3M4,
+            DataType::F8_E8M0FNU,
+        ] {
+            assert!(jax_imports(taken), "{taken}");
+        }
+        for lacked in [
+            DataType::BC32,
+            DataType::C32,
+            DataType::F6_E2M3FN,
+            DataType::F6_E3M2FN,
+            DataType::F4_E2M1FN,
+            DataType::F4_E2M1FN_X2,
+            DataType::new(DataTypeCode::FLOAT, 32, 4),
+            DataType::new(DataTypeCode::INT, 4, 1),
+        ] {
+            assert!(!jax_imports(lacked), "{lacked}");
+        }
     }
 }

@@ -313,7 +313,55 @@ unsafe fn producer_of(
     }
     // SAFETY: non-NULL and live (the caller's contract).
     let object = unsafe { Bound::from_borrowed_ptr(py, py_object.cast()) };
+    if let Ok(legacy) = object.cast::<LegacyExchangeProducer>() {
+        return Ok(legacy.get().inner.clone_ref(py).into_bound(py).borrow());
+    }
     Ok(object.cast_into::<ExchangeProducer>()?.borrow())
+}
+
+/// An [`ExchangeProducer`] whose type publishes the same table only under
+/// DLPack 1.2's name, `__c_dlpack_exchange_api__`, as an int (its address),
+/// as Paddle 3.3 with an older tvm-ffi does; no 1.3 capsule.
+#[pyclass(frozen)]
+pub(crate) struct LegacyExchangeProducer {
+    inner: Py<ExchangeProducer>,
+}
+
+#[pymethods]
+impl LegacyExchangeProducer {
+    /// As [`ExchangeProducer::new`], on the CPU by default.
+    #[new]
+    #[pyo3(signature = (address, shape, device_type=1, device_id=0))]
+    fn new(
+        py: Python<'_>,
+        address: usize,
+        shape: Vec<i64>,
+        device_type: i32,
+        device_id: i32,
+    ) -> PyResult<Self> {
+        let inner = ExchangeProducer::new(address, shape, device_type, device_id)?;
+        Ok(Self {
+            inner: Py::new(py, inner)?,
+        })
+    }
+
+    #[classattr]
+    fn __c_dlpack_exchange_api__() -> usize {
+        std::ptr::from_ref(&TABLE.0) as usize
+    }
+
+    /// Counted and refused, as [`ExchangeProducer::__dlpack__`].
+    #[pyo3(signature = (**_kwargs))]
+    fn __dlpack__(&self, _kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+        with_counts(|c| c.dlpack_calls += 1);
+        Err(PyBufferError::new_err(
+            "LegacyExchangeProducer exports only through its C exchange table",
+        ))
+    }
+
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        self.inner.get().__dlpack_device__()
+    }
 }
 
 /// An export: the managed struct first (its address is the export's), then

@@ -82,6 +82,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<HeldView>()?;
     m.add_class::<FailingExchange>()?;
     m.add_class::<ExchangeProducer>()?;
+    m.add_class::<LegacyExchangeProducer>()?;
     m.add_function(wrap_pyfunction!(exchange_stream, m)?)?;
     m.add_function(wrap_pyfunction!(exchange_counts, m)?)?;
     m.add_function(wrap_pyfunction!(exchange_pool, m)?)?;

@@ -34,8 +34,14 @@ pub(crate) fn native_arange<'py>(
     macro_rules! typed {
         ($ty:ty, $convert:expr) => {{
             let values: Vec<$ty> = (0..n).map($convert).collect();
-            let mut tracked = Tracked::new(AlignedBuffer::from_slice(&values));
-            tracked.shape = shape;
+            described!(values, None, shape)
+        }};
+    }
+    macro_rules! described {
+        ($values:expr, $dtype:expr, $shape:expr) => {{
+            let mut tracked = Tracked::new(AlignedBuffer::from_slice(&$values));
+            tracked.dtype = $dtype;
+            tracked.shape = $shape;
             tracked.strides = strides;
             tracked.read_only = read_only;
             if let Some(device) = device {
@@ -61,6 +67,15 @@ pub(crate) fn native_arange<'py>(
             i as f32,
             -(i as f32)
         )),
+        // No Rust element type: the bfloat16 pairs (i, -i) as bytes.
+        "bcomplex32" => {
+            let bytes: Vec<u8> = (0..n)
+                .flat_map(|i| [i as f32, -(i as f32)])
+                .flat_map(|part| half::bf16::from_f32(part).to_ne_bytes())
+                .collect();
+            let shape = shape.or(Some(vec![n as i64]));
+            described!(bytes, Some(pyo3_dlpack::DataType::BC32), shape)
+        }
         other => Err(PyValueError::new_err(format!(
             "native_arange: no type {other:?}"
         ))),

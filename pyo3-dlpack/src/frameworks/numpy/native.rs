@@ -38,9 +38,14 @@ pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Boun
             array: "numpy.ndarray".into(),
             dtype: info.dtype(),
             device: Some(info.device()),
-            reason: "NumPy has no such dtype (bfloat16, float8 and narrower types, \
-                     multi-lane types); return it as a DLPackTensor or a torch.Tensor"
-                .into(),
+            reason: if info.dtype().code == crate::DataTypeCode::BCOMPLEX {
+                // torch 2.15 takes no bcomplex over DLPack either.
+                "NumPy has no such dtype; return it as a DLPackTensor".into()
+            } else {
+                "NumPy has no such dtype (bfloat16, float8 and narrower types, \
+                 multi-lane types); return it as a DLPackTensor or a torch.Tensor"
+                    .into()
+            },
         })
         .into());
     };

@@ -74,7 +74,7 @@ impl TorchChecks {
     #[inline]
     pub(crate) fn check(&self, obj: &Bound<'_, PyAny>, dtype: DataType) -> PyResult<()> {
         let code = dtype.code;
-        let complex = code == DataTypeCode::COMPLEX;
+        let complex = code == DataTypeCode::COMPLEX || code == DataTypeCode::BCOMPLEX;
         let floating = complex || code == DataTypeCode::FLOAT || code == DataTypeCode::BFLOAT;
         // float8, float6 and float4 are floating point to autograd too.
         let low_precision = code.code() >= DataTypeCode::FLOAT8_E3M4.code();
