@@ -111,6 +111,21 @@ pub(crate) fn lookup(obj: &Bound<'_, PyAny>) -> PyResult<Option<ExchangeApi>> {
     }
 }
 
+/// The exchange API to import `obj` through, if its type has a usable one
+/// and `obj` itself does not ask for its Python `__dlpack__` (an exact
+/// `torch.Tensor` under a `TorchFunctionMode`, or with a `__dlpack__` of
+/// its own: [`torch::defers_to_python`]).
+pub(crate) fn lookup_for_import(obj: &Bound<'_, PyAny>) -> PyResult<Option<ExchangeApi>> {
+    let api = lookup(obj)?;
+    if let Some(api) = api
+        && api.torch.is_some()
+        && torch::defers_to_python(obj)?
+    {
+        return Ok(None);
+    }
+    Ok(api)
+}
+
 /// The exchange API of the type `ty`, if it has a usable one (cached).
 pub(crate) fn lookup_type(ty: Bound<'_, PyType>) -> PyResult<Option<ExchangeApi>> {
     if let Some(api) = cached(ty.as_type_ptr()) {

@@ -11,4 +11,4 @@
 mod consumer;
 pub(crate) mod producer;
 
-pub(crate) use consumer::{ExchangeApi, lookup, lookup_type};
+pub(crate) use consumer::{ExchangeApi, lookup, lookup_for_import, lookup_type};

@@ -38,13 +38,15 @@ impl Framework {
     /// "return a result of the same kind as this argument".
     ///
     /// NumPy and torch are recognised by identity: an instance (subclasses
-    /// included) of NumPy's array type or of `torch.Tensor`, never by a
+    /// included) of NumPy's array type, of its scalars' base `numpy.generic`
+    /// (`np.float64(1.0)`, which NumPy's functions return) or of
+    /// `torch.Tensor`, never by a
     /// name a class can take. JAX and CuPy arrays, which this crate
     /// handles through their public `from_dlpack` only, by the top-level
     /// module of their type (`jax`/`jaxlib`, `cupy`). A type whose
     /// `__module__` is missing or not a string is none of these.
     pub fn of(obj: &Bound<'_, PyAny>) -> PyResult<Option<Self>> {
-        if super::numpy::is_ndarray(obj) {
+        if super::numpy::is_ndarray(obj) || super::numpy::is_scalar(obj) {
             return Ok(Some(Self::NumPy));
         }
         if let Some(tensor) = super::torch::tensor_type(obj.py()) {

@@ -72,7 +72,7 @@ impl PyTensor {
             return Ok(Self::from_array(obj, array)?);
         }
         if options.allows_exchange()
-            && let Some(api) = exchange::lookup(obj)?
+            && let Some(api) = exchange::lookup_for_import(obj)?
         {
             // SAFETY: `api` is the table of `obj`'s own type, just looked up.
             match unsafe { api.owned(obj) } {
@@ -175,7 +175,7 @@ impl PyTensor {
     /// }
     /// ```
     pub fn with_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&PyTensor) -> R) -> PyResult<R> {
-        if let Some(api) = exchange::lookup(obj)? {
+        if let Some(api) = exchange::lookup_for_import(obj)? {
             // SAFETY: `api` is the table of `obj`'s own type, just looked up.
             match unsafe { api.borrowed(obj) } {
                 Some(Ok(view)) => {

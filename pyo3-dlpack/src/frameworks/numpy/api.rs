@@ -1,8 +1,9 @@
 //! NumPy's C API table: the `_ARRAY_API` capsule NumPy itself publishes
 //! (what `import_array()` reads), read once. No link-time NumPy dependency.
 //! Only five entries are used, whose slots NumPy keeps stable across 1.x
-//! and 2.x (`__multiarray_api.h`): `PyArray_Type` 2, `PyArray_DescrFromType`
-//! 45, `PyArray_NewFromDescr` 94, `PyArray_SetBaseObject` 282.
+//! and 2.x (`__multiarray_api.h`): `PyArray_Type` 2, `PyGenericArrType_Type`
+//! 10 (`numpy.generic`, the scalars' base), `PyArray_DescrFromType` 45,
+//! `PyArray_NewFromDescr` 94, `PyArray_SetBaseObject` 282.
 //!
 //! `PyArray_Type` from this table is how the crate knows NumPy's array type
 //! (see [`super::ndarray_type`]): an object, not a name.
@@ -20,6 +21,8 @@ use pyo3::types::{PyCapsule, PyCapsuleMethods};
 pub(crate) struct Api {
     /// `PyArray_Type`.
     pub(crate) array_type: *mut ffi::PyTypeObject,
+    /// `PyGenericArrType_Type` (`numpy.generic`).
+    pub(crate) generic_type: *mut ffi::PyTypeObject,
     pub(crate) descr_from_type: DescrFromType,
     pub(crate) new_from_descr: NewFromDescr,
     pub(crate) set_base: SetBaseObject,
@@ -113,8 +116,15 @@ fn read(py: Python<'_>) -> PyResult<Api> {
         ));
     }
     let (descr, new, base) = (read(45)?, read(94)?, read(282)?);
+    let generic = read(10)?;
+    if generic != module.getattr("generic")?.as_ptr().cast_const().cast() {
+        return Err(PyImportError::new_err(
+            "numpy's C API table does not name numpy.generic",
+        ));
+    }
     Ok(Api {
         array_type: array_type.cast_mut().cast(),
+        generic_type: generic.cast_mut().cast(),
         // SAFETY: slot 45 is `PyArray_DescrFromType`, of this signature
         // (`__multiarray_api.h`); function and data pointers have one size here.
         descr_from_type: unsafe { std::mem::transmute::<*const c_void, DescrFromType>(descr) },

@@ -105,6 +105,16 @@ pub(crate) fn is_ndarray(obj: &Bound<'_, PyAny>) -> bool {
     unsafe { pyo3::ffi::PyObject_TypeCheck(obj.as_ptr(), array_type) != 0 }
 }
 
+/// Whether `obj` is a NumPy scalar (`np.float64(1.0)`: an instance of
+/// `numpy.generic` as NumPy's C API table names it), if NumPy is imported.
+pub(crate) fn is_scalar(obj: &Bound<'_, PyAny>) -> bool {
+    let Some(api) = api::api_if_imported(obj.py()) else {
+        return false;
+    };
+    // SAFETY: attached; `obj` and NumPy's static scalar base type are live.
+    unsafe { pyo3::ffi::PyObject_TypeCheck(obj.as_ptr(), api.generic_type) != 0 }
+}
+
 /// Whether `obj`, which exported a legacy capsule, may be written: NumPy
 /// before 2.1 exports only legacy capsules, and only of writable arrays
 /// (read-only ones raise `BufferError`), so an exact `numpy.ndarray` whose
