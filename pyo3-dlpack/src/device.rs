@@ -131,6 +131,15 @@ impl DeviceType {
         matches!(self.0, 1 | 3 | 11 | 13 | 20)
     }
 
+    /// Whether a tensor's `data` on this device is a handle to a buffer
+    /// object rather than an address: OpenCL (`cl_mem`), Vulkan, Metal
+    /// (`id<MTLBuffer>`, DLPack after 1.3, with the offset in
+    /// `byte_offset`) and WebGPU. No arithmetic may be done on such a
+    /// `data`: the offset stays in `byte_offset`.
+    pub(crate) const fn holds_handles(self) -> bool {
+        matches!(self.0, 4 | 7 | 8 | 15)
+    }
+
     /// Whether `__dlpack__`'s `stream` argument means something for this
     /// device: CUDA and ROCm (per the DLPack Python specification), and CUDA
     /// managed memory, which CUDA consumers such as CuPy import with a stream.

@@ -227,3 +227,39 @@ def test_an_int_from_a_class_written_in_python_is_never_read():
         calls.clear()
         assert ext.to_list(bogus(np.arange(3, dtype=np.float32)), "float32") == [0.0, 1.0, 2.0]
         assert len(calls) == 1
+
+
+# Metal (DLPack after 1.3): `data` is an `id<MTLBuffer>`, never an address.
+
+
+def test_a_metal_tensor_at_its_handle_is_re_exported_with_the_handle_unchanged(capsule_view):
+    h = HandMade(device=(8, 0))
+    handle = ctypes.addressof(h.buffer)
+    again = ext.reexport(h.capsule).__dlpack__(max_version=(1, 3))
+    view = capsule_view(again)
+    assert (view.data, view.byte_offset, view.device) == (handle, 0, (8, 0))
+
+
+@pytest.mark.parametrize("layout", [dict(byte_offset=4), dict(strides=(-3, 1), byte_offset=6)])
+def test_a_metal_tensor_off_its_handle_is_refused_not_re_exported_with_a_bad_handle(layout):
+    h = HandMade(device=(8, 0), **layout)
+    with pytest.raises(BufferError, match="cannot re-export this metal:0 tensor: its data is a "
+                       "buffer handle, not an address"):
+        ext.reexport(h.capsule)
+    assert h.deleted == 1
+
+
+def test_no_host_path_reads_a_metal_handle():
+    for read in [lambda c: ext.to_list(c, "int16"), lambda c: ext.slice_values(c, "int16")]:
+        h = HandMade(device=(8, 0))
+        with pytest.raises(ValueError, match="expected a tensor on cpu:0, got one on metal:0"):
+            read(h.capsule)
+    t = ext.reexport(HandMade(device=(8, 0)).capsule)
+    with pytest.raises(BufferError):
+        t.__dlpack__(max_version=(1, 3), dl_device=(1, 0))
+    with pytest.raises(BufferError):
+        t.__dlpack__(max_version=(1, 3), copy=True)
+    import pickle
+
+    with pytest.raises(ValueError, match="expected a tensor on cpu:0, got one on metal:0"):
+        pickle.dumps(t)  # a host copy would read the handle

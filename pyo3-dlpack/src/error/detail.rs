@@ -535,6 +535,16 @@ pub enum ExportError {
         /// The torch method that resolves it.
         resolve: &'static str,
     },
+    /// An imported tensor of a device whose `data` is a buffer handle
+    /// (Metal, OpenCL, Vulkan, WebGPU), re-exported when its first element
+    /// is not at the handle itself: the offset would have to be folded into
+    /// the handle, which is no address.
+    HandleOffset {
+        /// The tensor's device.
+        device: Device,
+        /// Bytes from the handle's start to the lowest element the tensor reaches.
+        offset: i128,
+    },
     /// A torch tensor that requires gradient (torch's `__dlpack__` refuses
     /// it; its C exchange API does not).
     RequiresGrad,
@@ -636,6 +646,12 @@ impl fmt::Display for ExportError {
                 f,
                 "a {array} holds host memory only, but the value is on {device}; \
                  return it as a DLPackTensor or in a framework for that device"
+            ),
+            Self::HandleOffset { device, offset } => write!(
+                f,
+                "cannot re-export this {device} tensor: its data is a buffer handle, not an \
+                 address, and its elements start {offset} bytes from it, which only \
+                 byte_offset can say (this crate re-exports such tensors at offset 0 only)"
             ),
             Self::FrameworkRefused {
                 array,

@@ -4,7 +4,7 @@
 
 use std::ffi::c_void;
 
-use crate::error::LayoutError;
+use crate::error::{ExportError, LayoutError};
 use crate::export::{IntoDLPack, TensorData, TensorInfo};
 use crate::import::tensor::PyTensor;
 use crate::{DLPackError, DataType, Device, Writability};
@@ -63,6 +63,15 @@ impl IntoDLPack for PyTensor {
         }
         let first = PyTensor::data_ptr(self) as usize;
         let lowest = TensorData::data_ptr(self) as usize;
+        let device = self.device();
+        let handle = self.raw_data() as usize;
+        if device.device_type.holds_handles() && (lowest != handle || first != handle) {
+            return Err(ExportError::HandleOffset {
+                device,
+                offset: lowest as i128 - handle as i128,
+            }
+            .into());
+        }
         let builder = TensorInfo::builder(self).shape(self.shape());
         let builder = if self.dtype().is_byte_sized() {
             builder.strides(self.strides())

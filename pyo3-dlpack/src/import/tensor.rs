@@ -364,11 +364,20 @@ impl PyTensor {
     }
 
     /// Address of the first element (`data + byte_offset`). Dereferencing it
-    /// is up to you; prefer the typed views.
+    /// is up to you; prefer the typed views. On devices whose `data` is a
+    /// buffer handle (Metal's `id<MTLBuffer>`, OpenCL's `cl_mem`, Vulkan,
+    /// WebGPU) it is no address: take the handle from the producer, with
+    /// the offset its API gives it.
     pub fn data_ptr(&self) -> *mut c_void {
         let tensor = self.dl_tensor();
         // Validated not to wrap around the address space.
         tensor.data.wrapping_byte_add(tensor.byte_offset as usize)
+    }
+
+    /// The struct's `data` as the producer wrote it (the handle, on devices
+    /// that use handles).
+    pub(crate) fn raw_data(&self) -> *mut c_void {
+        self.dl_tensor().data
     }
 
     /// Whether the tensor must not be written: the producer set the read-only
