@@ -19,9 +19,10 @@ import gc
 import importlib.machinery
 import importlib.util
 import sys
-import time
 
 import numpy as np
+
+from timing import round_robin
 
 
 def load(path):
@@ -32,22 +33,9 @@ def load(path):
     return module
 
 
-def best(f, repeat):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def row(name, nbytes, cells, repeat):
     """Times the cells round-robin; prints GB/s per cell."""
-    results = {label: [] for label in cells}
-    for _ in range(repeat):
-        for label, f in cells.items():
-            results[label].append(best(f, 1))
-    speeds = {label: nbytes / min(ts) / 1e9 for label, ts in results.items()}
+    speeds = {label: nbytes / t / 1e9 for label, t in round_robin(cells, repeat).items()}
     print(f"| {name} | " + " | ".join(f"{speeds[label]:.2f}" for label in cells) + " |")
     return speeds
 

@@ -19,29 +19,12 @@ import os
 import pickle
 import platform
 import sys
-import time
 
 import numpy as np
 
+from timing import round_robin
+
 MIB = 1 << 20
-
-
-def best(f, repeat):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def timed_row(cells, repeat):
-    """Best seconds per cell, the cells timed round-robin."""
-    results = {label: [] for label in cells}
-    for _ in range(repeat):
-        for label, f in cells.items():
-            results[label].append(best(f, 1))
-    return {label: min(ts) for label, ts in results.items()}
 
 
 def pair(make_ours, make_numpy, nbytes):
@@ -74,11 +57,11 @@ def rows(ours_of, repeat, use_ray):
 
     big = pair(ours_of, numpy_of, 400 * MIB)
     emit("dumps, protocol 5 out of band, 400 MiB", "us",
-         timed_row({"ours": lambda: out_of_band_dumps(big[0]),
+         round_robin({"ours": lambda: out_of_band_dumps(big[0]),
                     "numpy": lambda: out_of_band_dumps(big[1])}, repeat * 3))
     sent = {label: out_of_band_dumps(x) for label, x in zip(["ours", "numpy"], big)}
     emit("loads, protocol 5 out of band, 400 MiB", "us",
-         timed_row({label: (lambda s=s: pickle.loads(s[0], buffers=s[1]))
+         round_robin({label: (lambda s=s: pickle.loads(s[0], buffers=s[1]))
                     for label, s in sent.items()}, repeat * 3))
     del sent
     for nbytes, label in [(MIB, "1 MiB"), (400 * MIB, "400 MiB")]:
@@ -87,7 +70,7 @@ def rows(ours_of, repeat, use_ray):
             cells = {name: (lambda x=x: pickle.loads(pickle.dumps(x, protocol=protocol)))
                      for name, x in zip(["ours", "numpy"], xs)}
             emit(f"dumps + loads, protocol {protocol} in band, {label}", "GB/s",
-                 timed_row(cells, repeat if nbytes > MIB else repeat * 30), nbytes)
+                 round_robin(cells, repeat if nbytes > MIB else repeat * 30), nbytes)
     if use_ray:
         import ray
 
@@ -96,7 +79,7 @@ def rows(ours_of, repeat, use_ray):
         try:
             cells = {name: (lambda x=x: ray.get(ray.put(x)))
                      for name, x in zip(["ours", "numpy"], big)}
-            emit("ray.put + ray.get, 400 MiB", "us", timed_row(cells, repeat * 2))
+            emit("ray.put + ray.get, 400 MiB", "us", round_robin(cells, repeat * 2))
         finally:
             ray.shutdown()
     return lines

@@ -6,7 +6,7 @@
 //! compiles this file into a test of the runtime crate) checks that both
 //! agree, name by name, in both directions.
 
-/// (name, DLPack device type code), DLPack 1.3.
+/// (name, DLPack device type code), DLPack 1.3 and the codes after it.
 pub(crate) const DEVICES: &[(&str, i32)] = &[
     ("cpu", 1),
     ("cuda", 2),
@@ -24,6 +24,8 @@ pub(crate) const DEVICES: &[(&str, i32)] = &[
     ("hexagon", 16),
     ("maia", 17),
     ("trn", 18),
+    ("tpu", 19),
+    ("tpu_host", 20),
 ];
 
 /// A parsed `"type"` or `"type:index"`.
