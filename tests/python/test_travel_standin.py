@@ -59,6 +59,31 @@ def test_a_strided_read_only_cuda_tensor_is_gathered_and_stays_read_only():
     assert out == "[0.0, 3.0, 1.0, 4.0, 2.0, 5.0]\n"
 
 
+def test_pinned_and_managed_tensors_come_back_as_pinned_and_managed_memory():
+    out = run(
+        """
+        import pickle
+        for kind, device_type in [(1, 3), (2, 13)]:  # pinned host, managed
+            memory = cuda.standin_alloc(0, 32, kind)
+            producer = cuda.standin_stream_create(0)
+            write(producer, memory, range(8))
+            t = ext.over_memory(memory, 32, device_type, 0, [8], stream=producer)
+            u = pickle.loads(pickle.dumps(t, protocol=5))
+            assert u.device == t.device and u.data_ptr != memory, (u, t)
+            assert cuda.standin_allocated(u.data_ptr) == 1
+            print(u.device, [float(x) for x in floats(u.data_ptr, 8)])
+            address = u.data_ptr
+            del u
+            assert cuda.standin_allocated(address) == 0, "freed with the tensor"
+        assert_clean()
+        """
+    )
+    assert out == (
+        "cuda_host:0 [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]\n"
+        "cuda_managed:0 [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]\n"
+    )
+
+
 def test_without_a_driver_unpickling_a_cuda_tensor_fails_naming_the_device(tmp_path):
     path = tmp_path / "cuda.pickle"
     out = run(

@@ -55,17 +55,28 @@ pub(crate) trait Cuda: Sync {
         stream: usize,
         dst: *mut u8,
     ) -> Result<(), InterfaceError>;
-    /// Allocates `src.len()` (> 0) bytes of device `device`'s memory and
-    /// copies `src` there; returns the device pointer once the bytes are
-    /// there (the copy is synchronous: nothing else is ordered after it).
-    fn upload(&self, device: i32, src: &[u8]) -> Result<u64, InterfaceError>;
-    /// Frees device memory [`upload`](Self::upload) allocated on `device`.
+    /// Allocates `src.len()` (> 0) bytes of `kind` with device `device`'s
+    /// context and copies `src` there; returns the pointer once the bytes
+    /// are there (the copy is synchronous: nothing else is ordered after it).
+    fn upload(&self, kind: Memory, device: i32, src: &[u8]) -> Result<u64, InterfaceError>;
+    /// Frees memory [`upload`](Self::upload) allocated.
     ///
     /// # Safety
     ///
-    /// `ptr` came from `upload` on `device`, is freed once, and nothing
-    /// uses it afterwards.
-    unsafe fn free(&self, device: i32, ptr: u64) -> Result<(), InterfaceError>;
+    /// `ptr` came from `upload` with the same `kind` and `device`, is freed
+    /// once, and nothing uses it afterwards.
+    unsafe fn free(&self, kind: Memory, device: i32, ptr: u64) -> Result<(), InterfaceError>;
+}
+
+/// The kinds of CUDA memory the crate allocates (restoring pickled tensors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Memory {
+    /// Device memory (`cuMemAlloc_v2`): `cuda:N`.
+    Device,
+    /// Page-locked host memory (`cuMemAllocHost_v2`): `cuda_host:0`.
+    Pinned,
+    /// Managed memory (`cuMemAllocManaged`): `cuda_managed:N`.
+    Managed,
 }
 
 /// The loaded driver, or why it could not be loaded (remembered: loading is

@@ -6,6 +6,7 @@
 use pyo3::prelude::*;
 
 use super::payload::{Header, PayloadError};
+use crate::cuda::driver::Memory;
 use crate::export::{ALIGNMENT, AlignedBuffer, DLPackTensor, IntoDLPack, RawBuffer, TensorInfo};
 use crate::{DLPackError, DataType, Device, DeviceType};
 
@@ -101,17 +102,22 @@ fn rebuild(py: Python<'_>, header: Header, bytes: HostBytes) -> PyResult<DLPackT
             }
             (memory, bytes.keep)
         }
-        DeviceType::CUDA => {
+        DeviceType::CUDA | DeviceType::CUDA_HOST | DeviceType::CUDA_MANAGED => {
+            let kind = match device.device_type {
+                DeviceType::CUDA => Memory::Device,
+                DeviceType::CUDA_HOST => Memory::Pinned,
+                _ => Memory::Managed,
+            };
             // SAFETY: as above, read during the upload only.
             let host = unsafe { bytes_of(&bytes) };
-            let uploaded = DeviceMemory::upload(device, host).map_err(|err| {
+            let uploaded = DeviceMemory::upload(kind, device, host).map_err(|err| {
                 unpickling_error(
                     py,
                     PayloadError(format!("restoring a tensor on {device} failed: {err}")),
                 )
             })?;
-            // SAFETY: `len` bytes of device memory the driver allocated for
-            // this value, freed when `keep` drops.
+            // SAFETY: `len` bytes of CUDA memory the driver allocated for
+            // this value, on `device` (its kind), freed when `keep` drops.
             let mut memory = unsafe { RawBuffer::new(uploaded.ptr as *mut _, host.len(), device) };
             if header.read_only {
                 memory = memory.read_only();
@@ -123,8 +129,8 @@ fn rebuild(py: Python<'_>, header: Header, bytes: HostBytes) -> PyResult<DLPackT
                 py,
                 PayloadError(format!(
                     "a tensor on {device} cannot be restored here: pyo3-dlpack restores \
-                     tensors of the CPU and of CUDA devices (pickle it as a host copy: \
-                     np.from_dlpack(t, device='cpu'))"
+                     tensors of the CPU and of CUDA (device, pinned and managed memory); \
+                     pickle a host copy instead: np.from_dlpack(t, device='cpu')"
                 )),
             ));
         }
@@ -274,21 +280,24 @@ fn copied(bytes: &[u8], read_only: bool) -> PyResult<HostBytes> {
     })
 }
 
-/// Device memory the driver allocated for a restored tensor.
+/// CUDA memory the driver allocated for a restored tensor.
 struct DeviceMemory {
     ptr: u64,
+    kind: Memory,
     device: Device,
 }
 
 impl DeviceMemory {
-    /// `host`'s bytes in new memory of `device` (no allocation when empty).
-    fn upload(device: Device, host: &[u8]) -> Result<Self, DLPackError> {
-        if host.is_empty() {
-            return Ok(Self { ptr: 0, device });
-        }
-        let driver = crate::cuda::driver::driver("restoring a pickled CUDA tensor")?;
-        let ptr = driver.upload(device.device_id, host)?;
-        Ok(Self { ptr, device })
+    /// `host`'s bytes in new memory of `kind` for `device` (no allocation
+    /// when empty).
+    fn upload(kind: Memory, device: Device, host: &[u8]) -> Result<Self, DLPackError> {
+        let ptr = if host.is_empty() {
+            0
+        } else {
+            let driver = crate::cuda::driver::driver("restoring a pickled CUDA tensor")?;
+            driver.upload(kind, device.device_id, host)?
+        };
+        Ok(Self { ptr, kind, device })
     }
 }
 
@@ -300,7 +309,7 @@ impl Drop for DeviceMemory {
         if let Ok(driver) = crate::cuda::driver::driver("freeing a restored CUDA tensor") {
             // SAFETY: memory `upload` allocated on this device, freed once:
             // here, when the last owner is gone (no export outlives it).
-            let _ = unsafe { driver.free(self.device.device_id, self.ptr) };
+            let _ = unsafe { driver.free(self.kind, self.device.device_id, self.ptr) };
         }
     }
 }

@@ -57,6 +57,52 @@ pub unsafe extern "C" fn cuMemAlloc_v2(address: *mut u64, bytes: usize) -> CuRes
     unsafe { hand_out(address, || allocate_device(bytes)) }
 }
 
+/// Pinned host memory (kind 1), as the current context's device allocates it.
+///
+/// # Safety
+///
+/// `address` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAllocHost_v2(address: *mut *mut c_void, bytes: usize) -> CuResult {
+    let allocate_pinned = || {
+        let device = current_device().ok_or(CUDA_ERROR_INVALID_CONTEXT)?;
+        allocate(device, bytes, 1).ok_or(CUDA_ERROR_INVALID_VALUE)
+    };
+    // SAFETY: `address` is writable (the caller's contract), for a pointer,
+    // which is a `u64` here.
+    unsafe { hand_out(address.cast(), allocate_pinned) }
+}
+
+/// Managed memory (kind 2) of the current context's device.
+///
+/// # Safety
+///
+/// `address` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAllocManaged(
+    address: *mut u64,
+    bytes: usize,
+    _flags: u32,
+) -> CuResult {
+    let allocate_managed = || {
+        let device = current_device().ok_or(CUDA_ERROR_INVALID_CONTEXT)?;
+        allocate(device, bytes, 2).ok_or(CUDA_ERROR_INVALID_VALUE)
+    };
+    // SAFETY: `address` is writable (the caller's contract).
+    unsafe { hand_out(address, allocate_managed) }
+}
+
+/// Frees pinned host memory `cuMemAllocHost_v2` allocated.
+///
+/// # Safety
+///
+/// None (the address is looked up, never dereferenced).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemFreeHost(address: *mut c_void) -> CuResult {
+    // SAFETY: nothing is dereferenced.
+    unsafe { cuMemFree_v2(address as u64) }
+}
+
 /// # Safety
 ///
 /// `address` is writable.

@@ -4,7 +4,7 @@
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::{Mutex, PoisonError};
 
-use super::Cuda;
+use super::{Cuda, Memory};
 use crate::error::InterfaceError;
 
 /// The environment variable naming the driver library to load instead of
@@ -40,6 +40,9 @@ pub(super) struct Driver {
     memcpy_dtoh_async: unsafe extern "C" fn(*mut c_void, u64, usize, *mut c_void) -> CuResult,
     mem_alloc: unsafe extern "C" fn(*mut u64, usize) -> CuResult,
     mem_free: unsafe extern "C" fn(u64) -> CuResult,
+    mem_alloc_host: unsafe extern "C" fn(*mut *mut c_void, usize) -> CuResult,
+    mem_free_host: unsafe extern "C" fn(*mut c_void) -> CuResult,
+    mem_alloc_managed: unsafe extern "C" fn(*mut u64, usize, c_uint) -> CuResult,
     memcpy_htod_async: unsafe extern "C" fn(u64, *const c_void, usize, *mut c_void) -> CuResult,
 }
 
@@ -216,47 +219,113 @@ impl Cuda for Driver {
         })
     }
 
-    fn upload(&self, device: i32, src: &[u8]) -> Result<u64, InterfaceError> {
+    fn upload(&self, kind: Memory, device: i32, src: &[u8]) -> Result<u64, InterfaceError> {
         // The legacy default stream (1) of the device's primary context.
         const LEGACY: usize = 1;
         let mut address: u64 = 0;
         self.in_context(device, LEGACY, || {
-            // SAFETY: a resolved `cuMemAlloc_v2` writing a live local.
-            check("cuMemAlloc_v2", unsafe {
-                (self.mem_alloc)(&raw mut address, src.len())
-            })?;
-            // SAFETY: a resolved `cuMemcpyHtoDAsync_v2`: `address` was just
-            // allocated with `src.len()` bytes; `src` is readable for as many
-            // and borrowed until this returns, after the synchronisation
-            // below; the legacy stream of the current context.
-            let code = unsafe {
-                (self.memcpy_htod_async)(
-                    address,
-                    src.as_ptr().cast(),
-                    src.len(),
-                    LEGACY as *mut c_void,
-                )
+            address = self.allocate(kind, src.len())?;
+            let copied = match kind {
+                Memory::Device => self.copy_to_device(address, src, LEGACY),
+                // Host-accessible memory, fresh (no work queued on it).
+                Memory::Pinned | Memory::Managed => {
+                    // SAFETY: `address` was just allocated with `src.len()`
+                    // bytes the host may write; `src` is another buffer.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            src.as_ptr(),
+                            address as usize as *mut u8,
+                            src.len(),
+                        );
+                    }
+                    Ok(())
+                }
             };
-            let copied = check("cuMemcpyHtoDAsync_v2", code).and_then(|()| {
-                // SAFETY: a resolved `cuStreamSynchronize` on the legacy stream.
-                let code = unsafe { (self.stream_synchronize)(LEGACY as *mut c_void) };
-                check("cuStreamSynchronize", code)
-            });
             if copied.is_err() {
-                // SAFETY: allocated above, never handed out.
-                let _ = unsafe { (self.mem_free)(address) };
+                // SAFETY: allocated above as `kind`, never handed out.
+                let _ = unsafe { self.release(kind, address) };
             }
             copied
         })?;
         Ok(address)
     }
 
-    unsafe fn free(&self, device: i32, ptr: u64) -> Result<(), InterfaceError> {
-        self.in_context(device, 1, || {
-            // SAFETY: a resolved `cuMemFree_v2` of memory `upload` allocated,
-            // freed once (the caller's contract).
-            check("cuMemFree_v2", unsafe { (self.mem_free)(ptr) })
-        })
+    unsafe fn free(&self, kind: Memory, device: i32, ptr: u64) -> Result<(), InterfaceError> {
+        // SAFETY: the caller's contract, passed on.
+        self.in_context(device, 1, || unsafe { self.release(kind, ptr) })
+    }
+}
+
+impl Driver {
+    /// `len` (> 0) bytes of `kind` in the current context.
+    fn allocate(&self, kind: Memory, len: usize) -> Result<u64, InterfaceError> {
+        const CU_MEM_ATTACH_GLOBAL: c_uint = 1;
+        let mut address: u64 = 0;
+        match kind {
+            // SAFETY: a resolved `cuMemAlloc_v2` writing a live local.
+            Memory::Device => check("cuMemAlloc_v2", unsafe {
+                (self.mem_alloc)(&raw mut address, len)
+            }),
+            Memory::Pinned => {
+                let mut host: *mut c_void = std::ptr::null_mut();
+                // SAFETY: a resolved `cuMemAllocHost_v2` writing a live local.
+                let code = unsafe { (self.mem_alloc_host)(&raw mut host, len) };
+                address = host as usize as u64;
+                check("cuMemAllocHost_v2", code)
+            }
+            // SAFETY: a resolved `cuMemAllocManaged` writing a live local.
+            Memory::Managed => check("cuMemAllocManaged", unsafe {
+                (self.mem_alloc_managed)(&raw mut address, len, CU_MEM_ATTACH_GLOBAL)
+            }),
+        }?;
+        Ok(address)
+    }
+
+    /// Copies `src` to device memory at `address`, on `stream`, and waits.
+    fn copy_to_device(
+        &self,
+        address: u64,
+        src: &[u8],
+        stream: usize,
+    ) -> Result<(), InterfaceError> {
+        // SAFETY: a resolved `cuMemcpyHtoDAsync_v2`: `address` holds
+        // `src.len()` bytes of device memory; `src` is readable for as many
+        // and borrowed until this returns, after the synchronisation below.
+        let code = unsafe {
+            (self.memcpy_htod_async)(
+                address,
+                src.as_ptr().cast(),
+                src.len(),
+                stream as *mut c_void,
+            )
+        };
+        check("cuMemcpyHtoDAsync_v2", code)?;
+        // SAFETY: a resolved `cuStreamSynchronize` on a stream of the current context.
+        let code = unsafe { (self.stream_synchronize)(stream as *mut c_void) };
+        check("cuStreamSynchronize", code)
+    }
+
+    /// Frees memory of `kind` in the current context.
+    ///
+    /// # Safety
+    ///
+    /// `address` was allocated as `kind` by [`Self::allocate`] and is freed once.
+    unsafe fn release(&self, kind: Memory, address: u64) -> Result<(), InterfaceError> {
+        match kind {
+            Memory::Device | Memory::Managed => {
+                // SAFETY: a resolved `cuMemFree_v2` of memory `allocate`
+                // made as device or managed memory, freed once (the
+                // caller's contract).
+                let code = unsafe { (self.mem_free)(address) };
+                check("cuMemFree_v2", code)
+            }
+            Memory::Pinned => {
+                // SAFETY: a resolved `cuMemFreeHost` of memory `allocate`
+                // made as pinned memory, freed once (the caller's contract).
+                let code = unsafe { (self.mem_free_host)(address as usize as *mut c_void) };
+                check("cuMemFreeHost", code)
+            }
+        }
     }
 }
 
@@ -412,6 +481,12 @@ pub(super) fn load() -> Result<Driver, String> {
         mem_free: unsafe { function(symbol(c"cuMemFree_v2")?) },
         // SAFETY: see above.
         memcpy_htod_async: unsafe { function(symbol(c"cuMemcpyHtoDAsync_v2")?) },
+        // SAFETY: see above.
+        mem_alloc_host: unsafe { function(symbol(c"cuMemAllocHost_v2")?) },
+        // SAFETY: see above.
+        mem_free_host: unsafe { function(symbol(c"cuMemFreeHost")?) },
+        // SAFETY: see above (CUDA 6 and later).
+        mem_alloc_managed: unsafe { function(symbol(c"cuMemAllocManaged")?) },
     };
     // SAFETY: `cuInit(0)` may be called any number of times.
     let code = unsafe { init(0) };

@@ -210,10 +210,20 @@ mod tests {
         ) -> Result<(), InterfaceError> {
             unreachable!("imports copy nothing")
         }
-        fn upload(&self, _device: i32, _src: &[u8]) -> Result<u64, InterfaceError> {
+        fn upload(
+            &self,
+            _kind: crate::cuda::driver::Memory,
+            _device: i32,
+            _src: &[u8],
+        ) -> Result<u64, InterfaceError> {
             unreachable!("imports allocate nothing")
         }
-        unsafe fn free(&self, _device: i32, _ptr: u64) -> Result<(), InterfaceError> {
+        unsafe fn free(
+            &self,
+            _kind: crate::cuda::driver::Memory,
+            _device: i32,
+            _ptr: u64,
+        ) -> Result<(), InterfaceError> {
             unreachable!("imports allocate nothing")
         }
     }
