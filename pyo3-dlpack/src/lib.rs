@@ -353,6 +353,12 @@ pub use frameworks::{Allocated, Framework, Native, allocate_like, to_framework};
 pub use import::{
     DeviceTensor, FromDLPack, ImportOptions, Located, Protocols, PyTensor, StreamMode,
 };
+#[cfg(feature = "ndarray")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
+pub use import::{
+    Tensor, Tensor1, Tensor2, Tensor3, Tensor4, TensorDyn, TensorMut, TensorMut1, TensorMut2,
+    TensorMut3, TensorMut4, TensorMutDyn,
+};
 pub use layout::MAX_NDIM;
 pub use protocol::Writability;
 pub use wrap::asdlpack;
@@ -399,6 +405,18 @@ pub use pyo3_dlpack_derive::{FromDLPack, IntoDLPack};
 #[cfg(feature = "ndarray")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
 pub use ndarray;
+
+/// Re-exported so that users name `Complex32`/`Complex64` (`num_complex::Complex<f32/f64>`)
+/// in signatures with no separate `num-complex` dependency of a matching version.
+#[cfg(feature = "num-complex")]
+#[cfg_attr(docsrs, doc(cfg(feature = "num-complex")))]
+pub use ::num_complex;
+
+/// Re-exported so that users name `f16`/`bf16` with no separate `half` dependency of a
+/// matching version.
+#[cfg(feature = "half")]
+#[cfg_attr(docsrs, doc(cfg(feature = "half")))]
+pub use ::half;
 
 /// Re-exported so that users need no separate `safetensors` dependency of a matching version.
 #[cfg(feature = "safetensors")]

@@ -11,6 +11,8 @@ mod reexport;
 mod registry;
 mod state;
 pub(crate) mod tensor;
+#[cfg(feature = "ndarray")]
+mod typed;
 mod view;
 
 pub(crate) use negotiate::producer_device;
@@ -19,3 +21,8 @@ pub use from_dlpack::FromDLPack;
 pub use located::{DeviceTensor, Located};
 pub use options::{ImportOptions, Protocols, StreamMode};
 pub use tensor::PyTensor;
+#[cfg(feature = "ndarray")]
+pub use typed::{
+    Tensor, Tensor1, Tensor2, Tensor3, Tensor4, TensorDyn, TensorMut, TensorMut1, TensorMut2,
+    TensorMut3, TensorMut4, TensorMutDyn,
+};

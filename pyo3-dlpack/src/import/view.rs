@@ -329,6 +329,45 @@ mod ndarray_views {
             Ok(view)
         }
 
+        /// [`as_array`](Self::as_array) of a fixed rank: `D` is `Ix1`, `Ix2`,
+        /// … (`IxDyn`: any rank), and a tensor of another rank is the crate's
+        /// error ("expected a 2-dimensional tensor, got 1 dimension"), not
+        /// `ndarray`'s. Feature `ndarray`.
+        ///
+        /// ```
+        /// # use pyo3::prelude::*;
+        /// use ndarray::Ix2;
+        /// use pyo3_dlpack::PyTensor;
+        ///
+        /// fn trace(m: &PyTensor) -> Result<f64, pyo3_dlpack::DLPackError> {
+        ///     Ok(m.as_array_dim::<f64, Ix2>()?.diag().sum())
+        /// }
+        /// # Python::attach(|py| -> PyResult<()> {
+        /// #     let eye = py.import("numpy")?.call_method1("eye", (3,))?;
+        /// #     assert_eq!(trace(&PyTensor::from_pyany(&eye)?)?, 3.0);
+        /// #     let v = py.import("numpy")?.call_method1("ones", (3,))?;
+        /// #     let err = trace(&PyTensor::from_pyany(&v)?).unwrap_err();
+        /// #     assert_eq!(err.to_string(), "expected a 2-dimensional tensor, got 1 dimension");
+        /// #     Ok(())
+        /// # }).unwrap();
+        /// ```
+        pub fn as_array_dim<T: PlainElement, D: ndarray::Dimension>(
+            &self,
+        ) -> Result<ndarray::ArrayView<'_, T, D>, DLPackError> {
+            if let Some(expected) = D::NDIM
+                && expected != self.ndim()
+            {
+                return Err(DLPackError::Ndim {
+                    expected,
+                    found: self.ndim(),
+                });
+            }
+            let view = self.as_array::<T>()?;
+            Ok(view
+                .into_dimensionality::<D>()
+                .expect("the rank was checked above"))
+        }
+
         /// A mutable `ndarray` view; also refuses read-only and bool tensors,
         /// memory another live `PyTensor` shares, and strides under which two
         /// indices reach the same element (broadcasts, overlapping windows).

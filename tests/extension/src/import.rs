@@ -405,3 +405,36 @@ impl FailingExchange {
         self.calls.load(Ordering::Relaxed)
     }
 }
+
+/// rust-numpy's `axpy`, with typed arguments: `a·x + y` as a list.
+#[pyfunction]
+pub(crate) fn typed_axpy(
+    a: f64,
+    x: pyo3_dlpack::TensorDyn<f64>,
+    y: pyo3_dlpack::TensorDyn<f64>,
+) -> PyResult<Vec<f64>> {
+    let sum = a * &x.as_array() + &y.as_array();
+    Ok(sum.iter().copied().collect())
+}
+
+/// The trace of a float32 matrix (a 2-D typed argument).
+#[pyfunction]
+pub(crate) fn typed_trace(m: pyo3_dlpack::Tensor2<f32>) -> f32 {
+    m.as_array().diag().sum()
+}
+
+/// Multiplies a writable float32 vector by `factor` in place.
+#[pyfunction]
+pub(crate) fn typed_scale(mut v: pyo3_dlpack::TensorMut1<f32>, factor: f32) -> PyResult<()> {
+    v.as_array_mut()?.mapv_inplace(|x| x * factor);
+    Ok(())
+}
+
+/// The sum of complex128 elements (a typed argument of `num_complex`'s type, re-exported).
+#[pyfunction]
+pub(crate) fn typed_complex_sum(
+    z: pyo3_dlpack::Tensor1<pyo3_dlpack::num_complex::Complex64>,
+) -> (f64, f64) {
+    let total = z.as_array().sum();
+    (total.re, total.im)
+}

@@ -68,6 +68,10 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(derived_mask, m)?)?;
     m.add_function(wrap_pyfunction!(mask_bits_set_at_drop, m)?)?;
     m.add_function(wrap_pyfunction!(vouched_mask, m)?)?;
+    m.add_function(wrap_pyfunction!(typed_axpy, m)?)?;
+    m.add_function(wrap_pyfunction!(typed_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(typed_scale, m)?)?;
+    m.add_function(wrap_pyfunction!(typed_complex_sum, m)?)?;
     m.add_function(wrap_pyfunction!(unvouched_mask, m)?)?;
     m.add_function(wrap_pyfunction!(plain_mask, m)?)?;
     m.add_function(wrap_pyfunction!(native_mask, m)?)?;

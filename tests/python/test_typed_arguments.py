@@ -1,0 +1,59 @@
+"""Typed tensor arguments (`Tensor<T, D>`, `TensorMut<T, D>`): the dtype and the rank in the
+Rust type, checked while PyO3 extracts the argument, so a mismatch is a `TypeError` naming the
+argument, as rust-numpy's `PyReadonlyArray<T, D>`; any producer `PyTensor` accepts fills one."""
+
+import numpy as np
+import pytest
+
+import dlpack_testext as ext
+
+
+def test_a_rust_numpy_signature_takes_numpy_torch_and_jax_values():
+    x = np.arange(4.0)
+    assert ext.typed_axpy(2.0, x, x) == [0.0, 3.0, 6.0, 9.0]
+    assert ext.typed_axpy(1.0, x.reshape(2, 2), x.reshape(2, 2)) == [0.0, 2.0, 4.0, 6.0]
+    torch = pytest.importorskip("torch")
+    t = torch.arange(4.0, dtype=torch.float64)
+    assert ext.typed_axpy(1.0, t, x) == [0.0, 2.0, 4.0, 6.0]
+    assert ext.typed_trace(np.eye(3, dtype=np.float32)) == 3.0
+    assert ext.typed_trace(torch.eye(3)) == 3.0
+    jnp = pytest.importorskip("jax.numpy")
+    assert ext.typed_trace(jnp.eye(3)) == 3.0  # float32: JAX's default
+
+
+# PyO3 0.30 names the argument in a note ("while processing 'y'", Python 3.11+), as it does
+# for every argument that fails to convert.
+
+
+def test_a_wrong_dtype_is_a_type_error_naming_the_argument():
+    with pytest.raises(TypeError) as err:
+        ext.typed_axpy(1.0, np.zeros(2), np.zeros(2, dtype=np.int64))
+    assert str(err.value) == "expected a float64 tensor, got int64"
+    assert getattr(err.value, "__notes__", ["while processing 'y'"]) == ["while processing 'y'"]
+
+
+def test_a_wrong_rank_is_a_type_error_with_the_crates_message():
+    with pytest.raises(TypeError) as err:
+        ext.typed_trace(np.zeros(3, dtype=np.float32))
+    assert str(err.value) == "expected a 2-dimensional tensor, got 1 dimension"
+    assert getattr(err.value, "__notes__", ["while processing 'm'"]) == ["while processing 'm'"]
+
+
+def test_a_writable_argument_is_written_in_place_and_a_read_only_one_refused():
+    v = np.ones(3, dtype=np.float32)
+    ext.typed_scale(v, 4.0)
+    assert v.tolist() == [4.0, 4.0, 4.0]
+    v.flags.writeable = False
+    with pytest.raises(TypeError, match="^expected a writable tensor, got a read-only one"):
+        ext.typed_scale(v, 2.0)
+
+
+def test_what_is_no_tensor_is_pyo3s_type_error_naming_the_argument():
+    with pytest.raises(TypeError, match="got list") as err:
+        ext.typed_axpy(1.0, [1.0, 2.0], np.zeros(2))
+    assert getattr(err.value, "__notes__", ["while processing 'x'"]) == ["while processing 'x'"]
+
+
+def test_complex_elements_are_named_through_the_re_exported_num_complex():
+    z = np.array([1 + 2j, 3 - 1j])
+    assert ext.typed_complex_sum(z) == (4.0, 1.0)
