@@ -478,7 +478,7 @@ pub fn into_pyobject<T: IntoDLPack>(value: T, py: Python<'_>) -> PyResult<Bound<
 
 /// The `FromPyObject` of a derived type.
 pub fn extract<T: FromDLPack>(obj: &Bound<'_, PyAny>) -> PyResult<T> {
-    let tensor = PyTensor::from_pyany(obj)?;
+    let tensor = PyTensor::from_argument(obj)?;
     Ok(T::from_dlpack(tensor)?)
 }
 

@@ -57,3 +57,22 @@ def test_what_is_no_tensor_is_pyo3s_type_error_naming_the_argument():
 def test_complex_elements_are_named_through_the_re_exported_num_complex():
     z = np.array([1 + 2j, 3 - 1j])
     assert ext.typed_complex_sum(z) == (4.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    "array, found, way_out",
+    [
+        (np.array(["2026-11-28"], dtype="datetime64[ns]"), "datetime64[ns]", "x.view('int64')"),
+        (np.array([1, 2], dtype="timedelta64[s]"), "timedelta64[s]", "x.view('int64')"),
+        (np.array([1.0, None], dtype=object), "object", "np.asarray(x, dtype='float64')"),
+        (np.array(["a"]), "<U1", "encode the strings first"),
+    ],
+)
+def test_a_numpy_dtype_dlpack_cannot_carry_is_named_with_the_way_out(array, found, way_out):
+    for call in [lambda: ext.typed_axpy(1.0, array, array), lambda: ext.describe(array)]:
+        with pytest.raises(TypeError) as err:
+            call()
+        message = str(err.value)
+        assert message.startswith(f"expected a tensor, got a NumPy array of dtype {found}, "
+                                  "which DLPack cannot carry: "), message
+        assert way_out in message

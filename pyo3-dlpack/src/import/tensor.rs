@@ -588,6 +588,16 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PyTensor {
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        Self::from_pyany(&obj)
+        Self::from_argument(&obj)
+    }
+}
+
+impl PyTensor {
+    /// [`from_pyany`](Self::from_pyany) for an argument PyO3 converts: a
+    /// NumPy array of a dtype DLPack cannot carry is a `TypeError` (which
+    /// PyO3 names the argument in) saying so, and what to pass instead.
+    pub(crate) fn from_argument(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Self::from_pyany(obj)
+            .map_err(|err| crate::frameworks::numpy::dtype_without_dlpack(obj).unwrap_or(err))
     }
 }

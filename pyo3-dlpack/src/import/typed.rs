@@ -194,7 +194,7 @@ impl<'a, 'py, T: PlainElement, D: Dimension> FromPyObject<'a, 'py> for Tensor<T,
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        Self::from_tensor(PyTensor::from_pyany(&obj)?).map_err(argument_error)
+        Self::from_tensor(PyTensor::from_argument(&obj)?).map_err(argument_error)
     }
 }
 
@@ -202,7 +202,7 @@ impl<'a, 'py, T: PlainElement, D: Dimension> FromPyObject<'a, 'py> for TensorMut
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        Self::from_tensor(PyTensor::from_pyany(&obj)?).map_err(argument_error)
+        Self::from_tensor(PyTensor::from_argument(&obj)?).map_err(argument_error)
     }
 }
 

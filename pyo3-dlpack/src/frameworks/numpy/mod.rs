@@ -105,6 +105,38 @@ pub(crate) fn is_ndarray(obj: &Bound<'_, PyAny>) -> bool {
     unsafe { pyo3::ffi::PyObject_TypeCheck(obj.as_ptr(), array_type) != 0 }
 }
 
+/// For a NumPy array (or scalar) whose dtype DLPack cannot carry (Python
+/// objects, datetimes, timedeltas, strings, records), the `TypeError` an
+/// argument conversion raises instead of NumPy's own export error: the dtype
+/// found, and the way out. `None` for anything else.
+pub(crate) fn dtype_without_dlpack(obj: &Bound<'_, PyAny>) -> Option<PyErr> {
+    if !is_ndarray(obj) && !is_scalar(obj) {
+        return None;
+    }
+    let dtype = obj.getattr(pyo3::intern!(obj.py(), "dtype")).ok()?;
+    let kind: String = dtype
+        .getattr(pyo3::intern!(obj.py(), "kind"))
+        .ok()?
+        .extract()
+        .ok()?;
+    let name = dtype.str().ok()?.to_string();
+    let way_out = match kind.as_str() {
+        "M" | "m" => format!(
+            "DLPack has no {} type; pass x.view('int64') (its int64 counts of the unit in {name})",
+            if kind == "M" { "datetime" } else { "timedelta" }
+        ),
+        "O" => "its elements are Python objects; convert them first, e.g. \
+                np.asarray(x, dtype='float64')"
+            .to_owned(),
+        "U" | "S" => "DLPack carries numbers only; encode the strings first".to_owned(),
+        "V" => "DLPack carries numbers only; pass each field (x['name']) on its own".to_owned(),
+        _ => return None,
+    };
+    Some(pyo3::exceptions::PyTypeError::new_err(format!(
+        "expected a tensor, got a NumPy array of dtype {name}, which DLPack cannot carry: {way_out}"
+    )))
+}
+
 /// Whether `obj` is a NumPy scalar (`np.float64(1.0)`: an instance of
 /// `numpy.generic` as NumPy's C API table names it), if NumPy is imported.
 pub(crate) fn is_scalar(obj: &Bound<'_, PyAny>) -> bool {
