@@ -351,7 +351,7 @@ pub use export::{
 };
 pub use frameworks::{Allocated, Framework, Native, allocate_like, to_framework};
 pub use import::{
-    DeviceTensor, FromDLPack, ImportOptions, Located, Protocols, PyTensor, StreamMode,
+    CastElement, DeviceTensor, FromDLPack, ImportOptions, Located, Protocols, PyTensor, StreamMode,
 };
 #[cfg(feature = "ndarray")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]

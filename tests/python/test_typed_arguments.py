@@ -76,3 +76,16 @@ def test_a_numpy_dtype_dlpack_cannot_carry_is_named_with_the_way_out(array, foun
         assert message.startswith(f"expected a tensor, got a NumPy array of dtype {found}, "
                                   "which DLPack cannot carry: "), message
         assert way_out in message
+
+
+def test_a_conversion_copy_takes_any_real_dtype_and_any_strides():
+    a = np.arange(6, dtype=np.int64).reshape(2, 3)
+    assert ext.cast_f64(a) == ([0.0, 1.0, 2.0, 3.0, 4.0, 5.0], [2, 3])
+    assert ext.cast_f64(a.T) == ([0.0, 3.0, 1.0, 4.0, 2.0, 5.0], [3, 2])
+    assert ext.cast_f64(np.array([True, False])) == ([1.0, 0.0], [2])
+    assert ext.cast_i8(np.array([1.9, -1.9, 300.0, -1e9])) == [1, -1, 127, -128]
+    assert ext.cast_i8(np.array([300, -129], dtype=np.int32)) == [44, 127]
+    torch = pytest.importorskip("torch")
+    assert ext.cast_f64(torch.tensor([0.5, 2.0], dtype=torch.bfloat16)) == ([0.5, 2.0], [2])
+    with pytest.raises(ValueError, match="expected a float64 tensor, got complex128"):
+        ext.cast_f64(np.array([1j]))

@@ -1,5 +1,6 @@
 //! Import: tensors from any DLPack producer into Rust.
 
+mod cast;
 pub(crate) mod consume;
 mod entry;
 mod from_dlpack;
@@ -17,6 +18,7 @@ mod view;
 
 pub(crate) use negotiate::producer_device;
 
+pub use cast::CastElement;
 pub use from_dlpack::FromDLPack;
 pub use located::{DeviceTensor, Located};
 pub use options::{ImportOptions, Protocols, StreamMode};

@@ -438,3 +438,19 @@ pub(crate) fn typed_complex_sum(
     let total = z.as_array().sum();
     (total.re, total.im)
 }
+
+/// The elements of any real tensor converted to float64, row-major
+/// (`PyTensor::to_vec_as`), and as an `ndarray` of the tensor's rank.
+#[pyfunction]
+pub(crate) fn cast_f64(tensor: PyTensor) -> PyResult<(Vec<f64>, Vec<usize>)> {
+    let values = tensor.to_vec_as::<f64>()?;
+    let array = tensor.to_array_as::<f64, ndarray::IxDyn>()?;
+    assert_eq!(array.iter().copied().collect::<Vec<_>>(), values);
+    Ok((values, array.shape().to_vec()))
+}
+
+/// The elements converted to int8 (wrapping, truncating: `as`).
+#[pyfunction]
+pub(crate) fn cast_i8(tensor: PyTensor) -> PyResult<Vec<i8>> {
+    Ok(tensor.to_vec_as::<i8>()?)
+}

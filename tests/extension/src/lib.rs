@@ -69,6 +69,8 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mask_bits_set_at_drop, m)?)?;
     m.add_function(wrap_pyfunction!(vouched_mask, m)?)?;
     m.add_function(wrap_pyfunction!(typed_axpy, m)?)?;
+    m.add_function(wrap_pyfunction!(cast_f64, m)?)?;
+    m.add_function(wrap_pyfunction!(cast_i8, m)?)?;
     m.add_function(wrap_pyfunction!(typed_trace, m)?)?;
     m.add_function(wrap_pyfunction!(typed_scale, m)?)?;
     m.add_function(wrap_pyfunction!(typed_complex_sum, m)?)?;
