@@ -187,6 +187,14 @@ def test_tpu_devices_are_named_and_pinned_memory_exports_to_the_cpu(capsule_view
 # --- the exchange table under DLPack 1.2's name --------------------------------------
 
 
+IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE (3.10+)
+needs_immutable_legacy_type = pytest.mark.skipif(
+    not ext.LegacyExchangeProducer.__flags__ & IMMUTABLE_TYPE,
+    reason="the abi3-py39 build's types are mutable: their int is never read",
+)
+
+
+@needs_immutable_legacy_type
 def test_an_int_exchange_table_is_used_where_the_capsule_is_absent():
     # LegacyExchangeProducer's type has only `__c_dlpack_exchange_api__`, the int address
     # of ExchangeProducer's table (what tvm-ffi wraps in the 1.3 capsule), and a
@@ -263,3 +271,24 @@ def test_no_host_path_reads_a_metal_handle():
 
     with pytest.raises(ValueError, match="expected a tensor on cpu:0, got one on metal:0"):
         pickle.dumps(t)  # a host copy would read the handle
+
+
+def test_an_int_planted_on_a_mutable_extension_type_is_never_read():
+    # PyO3's classes are mutable: Python code could delete the 1.3 capsule and plant any
+    # int (this crashed the import); such an int is ignored, the import takes __dlpack__.
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import dlpack_testext as m
+        T = m.DLPackTensor
+        del T.__dlpack_c_exchange_api__
+        T.__c_dlpack_exchange_api__ = 0x1000
+        print(m.describe(m.arange("float32", 3, "vec"))["shape"])
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert (done.returncode, done.stdout) == (0, "(3,)\n"), done.stderr

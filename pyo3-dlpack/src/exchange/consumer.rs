@@ -268,11 +268,12 @@ fn owner_of<'py>(
 /// that very address in the 1.3 capsule, `_optional_torch_c_dlpack.py`).
 ///
 /// An int says nothing a consumer can check (a capsule at least has the
-/// table's name), and a class statement can write any int: so it is read
-/// only from a class that Python code did not define (a C or Rust
-/// extension type, whose deallocator is its own, not the one every class
-/// statement's type shares). `None` for anything else: a `bool`, an int
-/// that is no address, 0, or a class defined in Python.
+/// table's name), and Python code can set any int on a mutable type (a
+/// class statement's, or an extension type's that did not ask to be
+/// immutable: `del T.__dlpack_c_exchange_api__; T.__c_dlpack_exchange_api__
+/// = 0x1000` crashed the import): so it is read only from a type Python code
+/// cannot change. `None` for anything else: a `bool`, an int that is no
+/// address, 0, or a mutable type.
 fn legacy_address(attr: &Bound<'_, PyAny>, owner: &Bound<'_, PyType>) -> PyResult<Option<usize>> {
     if !attr.is_exact_instance_of::<PyInt>() {
         return Ok(None);
@@ -280,33 +281,27 @@ fn legacy_address(attr: &Bound<'_, PyAny>, owner: &Bound<'_, PyType>) -> PyResul
     let Ok(address) = attr.extract::<usize>() else {
         return Ok(None);
     };
-    if address == 0 || defined_in_python(owner)? {
+    if address == 0 || mutable_from_python(owner) {
         return Ok(None);
     }
     Ok(Some(address))
 }
 
-/// Whether `ty` was made by a class statement (or `type(...)`): a heap
-/// type whose deallocator is the one of such classes (`abc.ABC`'s, a class
-/// written in Python that every interpreter has imported).
-fn defined_in_python(ty: &Bound<'_, PyType>) -> PyResult<bool> {
+/// Whether Python code can set `ty`'s attributes: any heap type but those
+/// flagged immutable (`Py_TPFLAGS_IMMUTABLETYPE`, Python 3.10+: extension
+/// types that ask for it). A static type (made by C code) is immutable too.
+/// A class statement's type is mutable, and so is every extension type that
+/// did not ask (PyO3's by default): an int planted on one must not be read
+/// as an address.
+fn mutable_from_python(ty: &Bound<'_, PyType>) -> bool {
+    /// `Py_TPFLAGS_IMMUTABLETYPE` (CPython 3.10's `object.h`; before 3.10
+    /// no flag has this value, and every heap type is mutable).
+    const IMMUTABLE_TYPE: std::ffi::c_ulong = 1 << 8;
     // SAFETY: attached; a live type object.
     let flags = unsafe { pyo3::ffi::PyType_GetFlags(ty.as_type_ptr()) };
-    if flags & pyo3::ffi::Py_TPFLAGS_HEAPTYPE == 0 {
-        return Ok(false);
-    }
-    let python_class = ty
-        .py()
-        .import(pyo3::intern!(ty.py(), "abc"))?
-        .getattr("ABC")?;
-    let python_class = python_class.cast_into::<PyType>()?;
-    // SAFETY: attached; a heap type (above), whose slots `PyType_GetSlot`
-    // reads in every version.
-    let mine = unsafe { pyo3::ffi::PyType_GetSlot(ty.as_type_ptr(), pyo3::ffi::Py_tp_dealloc) };
-    // SAFETY: attached; `abc.ABC` is a class statement's heap type, as above.
-    let pythons =
-        unsafe { pyo3::ffi::PyType_GetSlot(python_class.as_type_ptr(), pyo3::ffi::Py_tp_dealloc) };
-    Ok(mine == pythons)
+    let heap = flags & pyo3::ffi::Py_TPFLAGS_HEAPTYPE != 0;
+    let immutable = flags & IMMUTABLE_TYPE != 0 && ty.py().version_info() >= (3, 10);
+    heap && !immutable
 }
 
 /// Whether `ty` behaves as `owner`, the class that defines its exchange
