@@ -360,3 +360,34 @@ def test_a_fresh_process_unpickles_without_having_imported_the_extensions(tmp_pa
             "[[0.0, 1.0, 2.0], [3.0, 4.0]] bfloat16\nFalse "
             "['dlpack_testext.dlpack_testext', 'dlpack_testext.dlpack_testext', 'pyo3_dlpack']\n"
         )
+
+
+def test_a_stray_install_call_and_lazy_modules_do_not_derail_pickling(tmp_path):
+    # Found by review: the install function trusted the module it was named (one stray
+    # call pointed every later pickle at `json`), and finding the extension module read
+    # every module's `__file__` (running a lazy module's import) and opened every file.
+    lazy = tmp_path / "lazy_mod.py"
+    lazy.write_text("print('LAZY MODULE EXECUTED')\n")
+    out = run_fresh(
+        f"""
+        import ctypes, importlib.util, pickle, sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        spec = importlib.util.find_spec("lazy_mod")
+        spec.loader = importlib.util.LazyLoader(spec.loader)
+        lazy = importlib.util.module_from_spec(spec)
+        sys.modules["lazy_mod"] = lazy
+        spec.loader.exec_module(lazy)
+        import dlpack_testext as ext
+        library = ctypes.pydll[sys.modules["dlpack_testext.dlpack_testext"].__file__]
+        try:
+            library.pyo3_dlpack_0_4_install_v1(b"json")
+        except ImportError as err:
+            print("refused:", err)
+        t = pickle.loads(pickle.dumps(ext.arange("float32", 3), protocol=5))
+        print(t.shape)
+        """,
+        silent=True,
+    )
+    assert out == (
+        "refused: module json does not hold the pyo3-dlpack code this pickle names\n(3,)\n"
+    )

@@ -21,8 +21,10 @@
 //! to its own copy of the crate, so two extensions built on it coexist.
 //!
 //! Which module holds this copy of the crate is learned from the objects:
-//! the extension module whose library's [`SYMBOL`] is at the address of ours
-//! (the same lookup unpickling makes).
+//! the module whose `__file__` is the library the dynamic loader says this
+//! code is in (`dladdr`; elsewhere, the library whose [`SYMBOL`] is at our
+//! address). The install function checks the same of the module it is
+//! named, so a stray call cannot point pickles at another module.
 
 use std::ffi::{CStr, c_char, c_int};
 use std::sync::OnceLock;
@@ -80,12 +82,19 @@ pub unsafe extern "C" fn pyo3_dlpack_install(module: *const c_char) -> c_int {
 }
 
 /// Puts the reconstructor on module `name` (imported), unless it is there;
-/// once per process (each later unpickling calls this again).
+/// once per process (each later unpickling calls this again). A module that
+/// does not hold this copy of the crate (a stray call naming another) is
+/// refused, and installs nothing.
 fn install(py: Python<'_>, name: &str) -> PyResult<()> {
     static INSTALLED: PyOnceLock<()> = PyOnceLock::new();
     INSTALLED
         .get_or_try_init(py, || {
             let module = py.import(name)?;
+            if !holds_this_crate(py, &module)? {
+                return Err(pyo3::exceptions::PyImportError::new_err(format!(
+                    "module {name} does not hold the pyo3-dlpack code this pickle names"
+                )));
+            }
             if !module.hasattr(ATTRIBUTE)? {
                 module.setattr(ATTRIBUTE, restorer_for(py, name)?)?;
             }
@@ -201,18 +210,15 @@ fn restorer_for<'py>(py: Python<'py>, module: &str) -> PyResult<&'py Bound<'py, 
     Ok(restore.bind(py))
 }
 
-/// The name of the extension module this copy of the crate is linked into.
+/// The name of the extension module this copy of the crate is linked into:
+/// the module in `sys.modules` whose file is this library. Modules are read
+/// through their `__dict__` (no attribute hook runs: a lazy module stays
+/// unloaded) and no library is opened.
 fn extension_module(py: Python<'_>) -> PyResult<String> {
     static FOUND: OnceLock<String> = OnceLock::new();
     if let Some(name) = FOUND.get() {
         return Ok(name.clone());
     }
-    let ours = pyo3_dlpack_install as *const () as usize;
-    let ctypes = py.import("ctypes")?;
-    let suffixes: Vec<String> = py
-        .import("importlib.machinery")?
-        .getattr("EXTENSION_SUFFIXES")?
-        .extract()?;
     // A snapshot (`list(sys.modules.items())`): imports may run meanwhile.
     let items = py
         .import("sys")?
@@ -221,19 +227,7 @@ fn extension_module(py: Python<'_>) -> PyResult<String> {
     let modules = py.get_type::<PyList>().call1((items,))?;
     for item in modules.try_iter()? {
         let (name, module): (String, Bound<'_, PyAny>) = item?.extract()?;
-        let Ok(file) = module
-            .getattr("__file__")
-            .and_then(|f| f.extract::<String>())
-        else {
-            continue;
-        };
-        if !suffixes
-            .iter()
-            .any(|suffix| file.ends_with(suffix.as_str()))
-        {
-            continue;
-        }
-        if symbol_address(&ctypes, &file) == Some(ours) {
+        if holds_this_crate(py, &module)? {
             let _ = FOUND.set(name.clone());
             return Ok(name);
         }
@@ -245,7 +239,85 @@ fn extension_module(py: Python<'_>) -> PyResult<String> {
     ))
 }
 
+/// Whether `module` is a module whose file is the library this code is in.
+fn holds_this_crate(py: Python<'_>, module: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let Ok(module) = module.cast::<PyModule>() else {
+        return Ok(false);
+    };
+    let Some(file) = module.dict().get_item("__file__")? else {
+        return Ok(false);
+    };
+    let Ok(file) = file.extract::<String>() else {
+        return Ok(false);
+    };
+    same_library(py, &file)
+}
+
+/// Whether the file at `path` is the library this code is in (its path as
+/// the dynamic loader reports it, both resolved).
+#[cfg(unix)]
+fn same_library(py: Python<'_>, path: &str) -> PyResult<bool> {
+    static OURS: OnceLock<Option<String>> = OnceLock::new();
+    let Some(ours) = OURS.get_or_init(library_path) else {
+        return Ok(false);
+    };
+    let name = |p: &str| p.rsplit('/').next().map(str::to_owned);
+    if name(path) != name(ours) {
+        return Ok(false);
+    }
+    let realpath = py.import("os.path")?.getattr("realpath")?;
+    Ok(realpath
+        .call1((path,))?
+        .eq(realpath.call1((ours.as_str(),))?)?)
+}
+
+/// The path of the library holding this function, from the dynamic loader.
+#[cfg(unix)]
+fn library_path() -> Option<String> {
+    use std::ffi::c_void;
+
+    #[repr(C)]
+    struct DlInfo {
+        dli_fname: *const c_char,
+        dli_fbase: *mut c_void,
+        dli_sname: *const c_char,
+        dli_saddr: *mut c_void,
+    }
+    unsafe extern "C" {
+        fn dladdr(address: *const c_void, info: *mut DlInfo) -> c_int;
+    }
+    let mut info = DlInfo {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: `dladdr` reads the address only (a function of this library)
+    // and fills the live `info`; glibc's and macOS's `Dl_info` have this layout.
+    let found = unsafe { dladdr(pyo3_dlpack_install as *const c_void, &raw mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated path owned by the loader, valid while the
+    // library is loaded (it is: this code runs from it); copied at once.
+    Some(
+        unsafe { CStr::from_ptr(info.dli_fname) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
+/// Whether the library at `path` has this function at this address (no
+/// `dladdr`: opened through `ctypes`, as unpickling opens it).
+#[cfg(not(unix))]
+fn same_library(py: Python<'_>, path: &str) -> PyResult<bool> {
+    let ctypes = py.import("ctypes")?;
+    let ours = pyo3_dlpack_install as *const () as usize;
+    Ok(symbol_address(&ctypes, path) == Some(ours))
+}
+
 /// The address of `SYMBOL` in the library at `file`, if it has one.
+#[cfg(not(unix))]
 fn symbol_address(ctypes: &Bound<'_, PyModule>, file: &str) -> Option<usize> {
     let library = ctypes.getattr("PyDLL").ok()?.call1((file,)).ok()?;
     let function = library.get_item(SYMBOL).ok()?;
