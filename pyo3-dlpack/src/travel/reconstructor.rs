@@ -266,9 +266,9 @@ fn same_library(py: Python<'_>, path: &str) -> PyResult<bool> {
         return Ok(false);
     }
     let realpath = py.import("os.path")?.getattr("realpath")?;
-    Ok(realpath
+    realpath
         .call1((path,))?
-        .eq(realpath.call1((ours.as_str(),))?)?)
+        .eq(realpath.call1((ours.as_str(),))?)
 }
 
 /// The path of the library holding this function, from the dynamic loader.
