@@ -295,6 +295,10 @@ def forged_cases():
         ("no buffer", good + (12345,), "expected the tensor's bytes as a buffer, got int"),
         ("negative device index", good[:3] + ((1, -1), False, data),
          "expected a device index >= 0, got -1"),
+        ("a CPU but the first", good[:3] + ((1, 5), False, data),
+         "expected the CPU as cpu:0, got cpu:5"),
+        ("empty, other extents overflowing", (1, (2, 64, 1), (0, 2**40, 2**40)) + good[3:] + (b"",),
+         "does not fit in memory"),
         ("device it cannot restore", good[:3] + ((10, 0), False, data),
          "a tensor on rocm:0 cannot be restored here"),
     ]
@@ -391,3 +395,22 @@ def test_a_stray_install_call_and_lazy_modules_do_not_derail_pickling(tmp_path):
     assert out == (
         "refused: module json does not hold the pyo3-dlpack code this pickle names\n(3,)\n"
     )
+
+
+def test_a_forged_bool_byte_reads_as_true_in_a_conversion_copy():
+    # Found by review: the conversion copy took a bool's byte as its value (2 -> 2.0).
+    reducer, _ = ext.arange("float32", 2).__reduce_ex__(5)
+    t = reducer((1, (6, 8, 1), (2,), (1, 0), False, bytearray(b"\x02\x00")))
+    assert ext.cast_f64(t) == ([1.0, 0.0], [2])
+
+
+def test_a_tensor_no_process_could_restore_is_refused_when_pickled_and_copied():
+    # Found by review: rocm_host and tpu_host tensors pickled, but never loaded.
+    memory = np.arange(4, dtype=np.float32)
+    for device_type, name in [(11, "rocm_host:0"), (20, "tpu_host:0")]:
+        t = ext.over_memory(memory.ctypes.data, 16, device_type, 0, [4])
+        with pytest.raises(pickle.PicklingError, match=f"cannot pickle: a tensor on {name} "
+                           "cannot be restored here"):
+            pickle.dumps(t)
+        with pytest.raises(BufferError, match=f"cannot copy: a tensor on {name}"):
+            copy.copy(t)

@@ -89,3 +89,16 @@ def test_a_conversion_copy_takes_any_real_dtype_and_any_strides():
     assert ext.cast_f64(torch.tensor([0.5, 2.0], dtype=torch.bfloat16)) == ([0.5, 2.0], [2])
     with pytest.raises(ValueError, match="expected a float64 tensor, got complex128"):
         ext.cast_f64(np.array([1j]))
+
+
+def test_every_refusal_of_a_typed_argument_is_a_type_error_naming_it():
+    # Found by review: torch's refusals came through as BufferError, unnamed.
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match="requires grad|require gradient") as err:
+        ext.typed_scale(torch.ones(2, requires_grad=True), 2.0)
+    assert isinstance(err.value.__cause__, BufferError)
+    # Pinned memory (host-accessible, but a view would wait for its stream): CPU only.
+    memory = np.eye(2, dtype=np.float32)
+    pinned = ext.over_memory(memory.ctypes.data, 16, 3, 0, [2, 2])
+    with pytest.raises(TypeError, match="expected a tensor on cpu:0, got one on cuda_host:0"):
+        ext.typed_trace(pinned)

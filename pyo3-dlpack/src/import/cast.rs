@@ -48,7 +48,9 @@ impl PyTensor {
             values.into_iter().map(f).collect()
         }
         Ok(match self.dtype() {
-            DataType::BOOL | DataType::U8 => map(self.to_vec::<u8>()?, |v| U::from_u64(v.into())),
+            // A bool is true for any byte but 0 (NumPy's and torch's reading).
+            DataType::BOOL => map(self.to_vec::<u8>()?, |v| U::from_u64((v != 0).into())),
+            DataType::U8 => map(self.to_vec::<u8>()?, |v| U::from_u64(v.into())),
             DataType::U16 => map(self.to_vec::<u16>()?, |v| U::from_u64(v.into())),
             DataType::U32 => map(self.to_vec::<u32>()?, |v| U::from_u64(v.into())),
             DataType::U64 => map(self.to_vec::<u64>()?, U::from_u64),
@@ -87,8 +89,14 @@ impl PyTensor {
             });
         }
         let shape: Vec<usize> = self.shape().iter().map(|&n| n as usize).collect();
-        let array = ndarray::ArrayD::from_shape_vec(shape, self.to_vec_as::<U>()?)
-            .expect("a row-major copy of the tensor's elements fills its shape");
+        // An empty tensor whose other extents multiply past `isize::MAX` is
+        // valid, but no `ndarray` shape holds it.
+        let array =
+            ndarray::ArrayD::from_shape_vec(shape, self.to_vec_as::<U>()?).map_err(|_| {
+                crate::error::SizeOverflow::Elements {
+                    shape: self.shape().to_vec(),
+                }
+            })?;
         Ok(array
             .into_dimensionality::<D>()
             .expect("the rank was checked above"))

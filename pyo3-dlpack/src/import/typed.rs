@@ -9,14 +9,14 @@ use ndarray::{ArrayView, ArrayViewMut, Dimension, Ix1, Ix2, Ix3, Ix4, IxDyn};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use crate::{DLPackError, PlainElement, PyTensor};
+use crate::{DLPackError, Device, DeviceType, PlainElement, PyTensor};
 
 /// A host tensor of `T` elements and dimension `D` (`Ix1`, `Ix2`, …,
 /// `IxDyn`), read-only: a `#[pyfunction]` argument any producer `PyTensor`
 /// accepts can fill (NumPy, torch, JAX, CuPy host arrays, the buffer
 /// protocol…), as rust-numpy's `PyReadonlyArray<T, D>`.
 ///
-/// The dtype, the rank and host memory are checked while PyO3 extracts the
+/// The dtype, the rank and CPU memory are checked while PyO3 extracts the
 /// argument: a mismatch is a `TypeError` (`expected a float64 tensor, got
 /// int64`) that PyO3 names the argument in (a note, `while processing 'x'`).
 ///
@@ -100,15 +100,35 @@ pub type TensorMut4<T> = TensorMut<T, Ix4>;
 /// A writable tensor argument of `T`, of any rank ([`TensorMut`]).
 pub type TensorMutDyn<T> = TensorMut<T, IxDyn>;
 
-/// The checks both argument types make: a view of `T` and `D` exists
-/// (dtype, host memory, alignment, rank).
+/// The checks both argument types make: CPU memory (pinned or managed
+/// memory would wait for a stream at each view; take a `PyTensor`), and a
+/// view of `T` and `D` exists (dtype, alignment, rank).
 fn check<T: PlainElement, D: Dimension>(tensor: &PyTensor) -> Result<(), DLPackError> {
+    let device = tensor.device();
+    if device.device_type != DeviceType::CPU {
+        return Err(DLPackError::Device {
+            expected: Device::cpu(),
+            found: device,
+        });
+    }
     tensor.as_array_dim::<T, D>().map(|_| ())
 }
 
 /// A failed argument check as the `TypeError` PyO3 names the argument in.
 fn argument_error(err: DLPackError) -> PyErr {
     PyTypeError::new_err(err.to_string())
+}
+
+/// An argument's import that failed (a producer's refusal, a `BufferError`
+/// for a torch tensor that requires grad, …) as a `TypeError` with the same
+/// text, caused by the original, so PyO3 names the argument.
+fn import_error(py: Python<'_>, err: PyErr) -> PyErr {
+    if err.is_instance_of::<PyTypeError>(py) {
+        return err;
+    }
+    let as_type_error = PyTypeError::new_err(err.value(py).to_string());
+    as_type_error.set_cause(py, Some(err));
+    as_type_error
 }
 
 impl<T: PlainElement, D: Dimension> Tensor<T, D> {
@@ -194,7 +214,8 @@ impl<'a, 'py, T: PlainElement, D: Dimension> FromPyObject<'a, 'py> for Tensor<T,
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        Self::from_tensor(PyTensor::from_argument(&obj)?).map_err(argument_error)
+        let tensor = PyTensor::from_argument(&obj).map_err(|err| import_error(obj.py(), err))?;
+        Self::from_tensor(tensor).map_err(argument_error)
     }
 }
 
@@ -202,7 +223,8 @@ impl<'a, 'py, T: PlainElement, D: Dimension> FromPyObject<'a, 'py> for TensorMut
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        Self::from_tensor(PyTensor::from_argument(&obj)?).map_err(argument_error)
+        let tensor = PyTensor::from_argument(&obj).map_err(|err| import_error(obj.py(), err))?;
+        Self::from_tensor(tensor).map_err(argument_error)
     }
 }
 

@@ -128,11 +128,25 @@ impl Header {
                 "expected extents >= 0, got {extent} in shape {shape:?}"
             )));
         }
+        // Extents whose product overflows are refused even when another is 0
+        // (an empty tensor), as NumPy refuses them: strides over them overflow.
+        let spans = shape
+            .iter()
+            .filter(|&&n| n != 0)
+            .try_fold(1i64, |product, &n| product.checked_mul(n));
+        if spans.is_none_or(|product| isize::try_from(product).is_err()) {
+            return Err(invalid(format!(
+                "a {dtype} tensor of shape {shape:?} does not fit in memory"
+            )));
+        }
         if device.device_id < 0 {
             return Err(invalid(format!(
                 "expected a device index >= 0, got {}",
                 device.device_id
             )));
+        }
+        if device.device_type == DeviceType::CPU && device.device_id != 0 {
+            return Err(invalid(format!("expected the CPU as cpu:0, got {device}")));
         }
         let nbytes = layout::numel(&shape)
             .ok()

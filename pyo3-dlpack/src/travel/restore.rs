@@ -83,13 +83,38 @@ fn alignment(dtype: DataType) -> usize {
 pub(crate) fn restore(py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<DLPackTensor> {
     let (header, data) = Header::from_state(state).map_err(|err| unpickling_error(py, err))?;
     let bytes = take_bytes(&data, &header)?;
-    rebuild(py, header, bytes)
+    rebuild(py, header, bytes, |py, message| {
+        unpickling_error(py, PayloadError(message))
+    })
+}
+
+/// Whether tensors on `device` can be rebuilt from their bytes (the CPU's,
+/// and CUDA's device, pinned and managed memory, through the driver).
+pub(crate) fn restorable(device: Device) -> bool {
+    matches!(
+        device.device_type,
+        DeviceType::CPU | DeviceType::CUDA | DeviceType::CUDA_HOST | DeviceType::CUDA_MANAGED
+    )
+}
+
+/// What to tell of a device [`rebuild`] cannot restore tensors on.
+pub(crate) fn unrestorable(device: Device) -> String {
+    format!(
+        "a tensor on {device} cannot be restored here: pyo3-dlpack restores tensors of the \
+         CPU and of CUDA (device, pinned and managed memory); pickle a host copy instead: \
+         np.from_dlpack(t, device='cpu')"
+    )
 }
 
 /// A tensor of `header` from its row-major host bytes: in place on the
 /// CPU, uploaded for CUDA; other devices refused (never host memory
-/// labelled as a device).
-fn rebuild(py: Python<'_>, header: Header, bytes: HostBytes) -> PyResult<DLPackTensor> {
+/// labelled as a device), with `fail`'s error (unpickling's, or a copy's).
+fn rebuild(
+    py: Python<'_>,
+    header: Header,
+    bytes: HostBytes,
+    fail: fn(Python<'_>, String) -> PyErr,
+) -> PyResult<DLPackTensor> {
     let device = header.device;
     let (memory, keep) = match device.device_type {
         DeviceType::CPU => {
@@ -110,12 +135,8 @@ fn rebuild(py: Python<'_>, header: Header, bytes: HostBytes) -> PyResult<DLPackT
             };
             // SAFETY: as above, read during the upload only.
             let host = unsafe { bytes_of(&bytes) };
-            let uploaded = DeviceMemory::upload(kind, device, host).map_err(|err| {
-                unpickling_error(
-                    py,
-                    PayloadError(format!("restoring a tensor on {device} failed: {err}")),
-                )
-            })?;
+            let uploaded = DeviceMemory::upload(kind, device, host)
+                .map_err(|err| fail(py, format!("restoring a tensor on {device} failed: {err}")))?;
             // SAFETY: `len` bytes of CUDA memory the driver allocated for
             // this value, on `device` (its kind), freed when `keep` drops.
             let mut memory = unsafe { RawBuffer::new(uploaded.ptr as *mut _, host.len(), device) };
@@ -124,16 +145,7 @@ fn rebuild(py: Python<'_>, header: Header, bytes: HostBytes) -> PyResult<DLPackT
             }
             (memory, Keep::Device(uploaded))
         }
-        _ => {
-            return Err(unpickling_error(
-                py,
-                PayloadError(format!(
-                    "a tensor on {device} cannot be restored here: pyo3-dlpack restores \
-                     tensors of the CPU and of CUDA (device, pinned and managed memory); \
-                     pickle a host copy instead: np.from_dlpack(t, device='cpu')"
-                )),
-            ));
-        }
+        _ => return Err(fail(py, unrestorable(device))),
     };
     let restored = Restored {
         memory,
@@ -322,5 +334,7 @@ pub(crate) fn copy_of(tensor: &Bound<'_, DLPackTensor>) -> PyResult<DLPackTensor
     let header = Header::of(info);
     let bytes = super::bytes::TensorBytes::of(tensor, header.nbytes)?;
     let host = copied(bytes.as_slice(), false)?;
-    rebuild(py, header, host)
+    rebuild(py, header, host, |_, message| {
+        pyo3::exceptions::PyBufferError::new_err(format!("cannot copy: {message}"))
+    })
 }
