@@ -72,6 +72,7 @@ def test_a_numpy_dtype_dlpack_cannot_carry_is_named_with_the_way_out(array, foun
     for call in [lambda: ext.typed_axpy(1.0, array, array), lambda: ext.describe(array)]:
         with pytest.raises(TypeError) as err:
             call()
+        assert isinstance(err.value, BufferError), "NumPy's type for these dtypes, too"
         message = str(err.value)
         assert message.startswith(f"expected a tensor, got a NumPy array of dtype {found}, "
                                   "which DLPack cannot carry: "), message

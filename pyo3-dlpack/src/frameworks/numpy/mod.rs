@@ -132,9 +132,36 @@ pub(crate) fn dtype_without_dlpack(obj: &Bound<'_, PyAny>) -> Option<PyErr> {
         "V" => "DLPack carries numbers only; pass each field (x['name']) on its own".to_owned(),
         _ => return None,
     };
-    Some(pyo3::exceptions::PyTypeError::new_err(format!(
+    let message = format!(
         "expected a tensor, got a NumPy array of dtype {name}, which DLPack cannot carry: {way_out}"
-    )))
+    );
+    Some(
+        dtype_error_class(obj.py())
+            .and_then(|class| class.call1((message,)))
+            .map_or_else(|err| err, PyErr::from_value),
+    )
+}
+
+/// The class of [`dtype_without_dlpack`]'s error: a `BufferError`, as NumPy
+/// raises for such dtypes (and NumPy's own tests expect of `from_dlpack`),
+/// that is also a `TypeError`, which PyO3 names the argument in.
+fn dtype_error_class(py: Python<'_>) -> PyResult<&Bound<'_, pyo3::types::PyType>> {
+    static CLASS: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> = pyo3::sync::PyOnceLock::new();
+    let class = CLASS.get_or_try_init(py, || {
+        let bases = (
+            py.get_type::<pyo3::exceptions::PyBufferError>(),
+            py.get_type::<pyo3::exceptions::PyTypeError>(),
+        );
+        let namespace = pyo3::types::PyDict::new(py);
+        namespace.set_item("__module__", "pyo3_dlpack")?;
+        let class = py.get_type::<pyo3::types::PyType>().call1((
+            "UnsupportedDtypeError",
+            bases,
+            namespace,
+        ))?;
+        Ok::<_, PyErr>(class.cast_into::<pyo3::types::PyType>()?.unbind())
+    })?;
+    Ok(class.bind(py))
 }
 
 /// Whether `obj` is a NumPy scalar (`np.float64(1.0)`: an instance of
