@@ -75,6 +75,7 @@ const _: () = {
     > ::pyo3_dlpack::__private::pyo3::FromPyObject<'__dlpack_a, '__dlpack_py>
     for Matrix {
         type Error = ::pyo3_dlpack::__private::pyo3::PyErr;
+        ::pyo3_dlpack::__input_type!(f32);
         fn extract(
             __dlpack_obj: ::pyo3_dlpack::__private::pyo3::Borrowed<
                 '__dlpack_a,

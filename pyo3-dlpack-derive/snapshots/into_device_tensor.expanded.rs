@@ -52,6 +52,7 @@ const _: () = {
             crate::dl::DLPackTensor,
         >;
         type Error = crate::dl::__private::pyo3::PyErr;
+        crate::dl::__output_type!();
         fn into_pyobject(
             self,
             __dlpack_python: crate::dl::__private::pyo3::Python<'__dlpack_py>,

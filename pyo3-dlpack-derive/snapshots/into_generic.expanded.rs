@@ -43,6 +43,7 @@ const _: () = {
             ::pyo3_dlpack::DLPackTensor,
         >;
         type Error = ::pyo3_dlpack::__private::pyo3::PyErr;
+        ::pyo3_dlpack::__output_type!();
         fn into_pyobject(
             self,
             __dlpack_python: ::pyo3_dlpack::__private::pyo3::Python<'__dlpack_py>,

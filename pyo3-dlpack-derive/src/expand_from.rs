@@ -121,6 +121,9 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
     let (py_impl_generics, _, _) = py_generics.split_for_impl();
     let pyo3 = quote!(#private::pyo3);
     let obj = local("__dlpack_obj");
+    // The stub's hint (feature `experimental-inspect`; nothing without it).
+    let element = attrs.dtype.iter();
+    let input_type = quote!(#krate::__input_type!(#(#element)*););
 
     quote! {
         #[automatically_derived]
@@ -135,6 +138,7 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
         #[automatically_derived]
         impl #py_impl_generics #pyo3::FromPyObject<'__dlpack_a, '__dlpack_py> for #ident #ty_generics #where_clause {
             type Error = #pyo3::PyErr;
+            #input_type
 
             fn extract(#obj: #pyo3::Borrowed<'__dlpack_a, '__dlpack_py, #pyo3::PyAny>) -> #private::core::result::Result<Self, Self::Error> {
                 #private::extract(&#obj)

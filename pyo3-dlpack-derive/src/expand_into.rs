@@ -99,6 +99,8 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
             type Target = #krate::DLPackTensor;
             type Output = #pyo3::Bound<'__dlpack_py, #krate::DLPackTensor>;
             type Error = #pyo3::PyErr;
+            // The stub's hint (feature `experimental-inspect`; nothing without it).
+            #krate::__output_type!();
 
             fn into_pyobject(self, #py: #pyo3::Python<'__dlpack_py>) -> #private::core::result::Result<Self::Output, Self::Error> {
                 #private::IntoPyObjectProbe::<Self>::new().convert(self, #py)

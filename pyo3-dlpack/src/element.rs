@@ -29,33 +29,43 @@ use crate::DataType;
 pub unsafe trait Element: Copy + Send + Sync + 'static {
     /// The DLPack type of this scalar.
     const DTYPE: DataType;
+
+    /// The NumPy scalar type a generated stub names for arrays of this
+    /// element (`numpy.float64`); `numpy.generic` where NumPy has none.
+    /// Feature `experimental-inspect`.
+    #[cfg(feature = "experimental-inspect")]
+    #[doc(hidden)]
+    const NUMPY_SCALAR: pyo3::inspect::PyStaticExpr = crate::inspect::NUMPY_GENERIC;
 }
 
 macro_rules! impl_element {
-    ($($ty:ty => $dtype:ident),* $(,)?) => {$(
+    ($($ty:ty => $dtype:ident, $numpy:literal),* $(,)?) => {$(
         // SAFETY: a primitive of exactly `$dtype`'s size, alignment and
         // native-endian IEEE/two's-complement layout; `bool` is one byte that
         // DLPack's kDLBool (bits 8) also stores as 0 or 1.
         unsafe impl Element for $ty {
             const DTYPE: DataType = DataType::$dtype;
+            #[cfg(feature = "experimental-inspect")]
+            const NUMPY_SCALAR: pyo3::inspect::PyStaticExpr = crate::inspect::numpy_scalar($numpy);
         }
     )*};
 }
 
 impl_element! {
-    bool => BOOL,
-    i8 => I8, i16 => I16, i32 => I32, i64 => I64,
-    u8 => U8, u16 => U16, u32 => U32, u64 => U64,
-    f32 => F32, f64 => F64,
+    bool => BOOL, "bool",
+    i8 => I8, "int8", i16 => I16, "int16", i32 => I32, "int32", i64 => I64, "int64",
+    u8 => U8, "uint8", u16 => U16, "uint16", u32 => U32, "uint32", u64 => U64, "uint64",
+    f32 => F32, "float32", f64 => F64, "float64",
 }
 
+// NumPy has no bfloat16: its arrays are hinted `numpy.generic`.
 #[cfg(feature = "half")]
-impl_element! { half::f16 => F16, half::bf16 => BF16 }
+impl_element! { half::f16 => F16, "float16", half::bf16 => BF16, "generic" }
 
 #[cfg(feature = "num-complex")]
 impl_element! {
-    num_complex::Complex<f32> => C64,
-    num_complex::Complex<f64> => C128,
+    num_complex::Complex<f32> => C64, "complex64",
+    num_complex::Complex<f64> => C128, "complex128",
 }
 
 /// An [`Element`] for which every bit pattern is a valid value: the types

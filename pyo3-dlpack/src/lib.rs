@@ -323,6 +323,9 @@ mod frameworks;
 pub mod fuzz;
 mod gather;
 mod import;
+#[cfg(feature = "experimental-inspect")]
+#[doc(hidden)]
+pub mod inspect;
 mod layout;
 #[cfg(test)]
 mod proptests;

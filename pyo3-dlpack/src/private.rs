@@ -476,6 +476,23 @@ pub fn into_pyobject<T: IntoDLPack>(value: T, py: Python<'_>) -> PyResult<Bound<
 
 // ------------------------------------------------------------------ import
 
+/// Without feature `experimental-inspect`, generated code's hint items are
+/// nothing (see `inspect::__input_type`).
+#[cfg(not(feature = "experimental-inspect"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __input_type {
+    ($($element:ty)?) => {};
+}
+
+/// As [`__input_type`]: nothing without feature `experimental-inspect`.
+#[cfg(not(feature = "experimental-inspect"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __output_type {
+    () => {};
+}
+
 /// The `FromPyObject` of a derived type.
 pub fn extract<T: FromDLPack>(obj: &Bound<'_, PyAny>) -> PyResult<T> {
     let tensor = PyTensor::from_argument(obj)?;

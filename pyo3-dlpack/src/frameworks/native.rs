@@ -87,6 +87,8 @@ impl<'py, T: IntoDLPack> IntoPyObject<'py> for Native<T> {
     type Target = PyAny;
     type Output = Bound<'py, PyAny>;
     type Error = PyErr;
+    #[cfg(feature = "experimental-inspect")]
+    const OUTPUT_TYPE: pyo3::inspect::PyStaticExpr = crate::inspect::NATIVE;
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.into_array(py)

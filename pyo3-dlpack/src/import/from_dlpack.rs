@@ -127,6 +127,7 @@ macro_rules! impl_from_pyobject {
             $crate::pyo3::FromPyObject<'__dlpack_a, '__dlpack_py> for $ty
         {
             type Error = $crate::pyo3::PyErr;
+            $crate::__input_type!();
 
             fn extract(
                 obj: $crate::pyo3::Borrowed<'__dlpack_a, '__dlpack_py, $crate::pyo3::PyAny>,

@@ -586,6 +586,8 @@ impl fmt::Debug for PyTensor {
 
 impl<'a, 'py> FromPyObject<'a, 'py> for PyTensor {
     type Error = PyErr;
+    #[cfg(feature = "experimental-inspect")]
+    const INPUT_TYPE: pyo3::inspect::PyStaticExpr = crate::inspect::ANY_TENSOR;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         Self::from_argument(&obj)

@@ -212,6 +212,8 @@ impl<T: PlainElement, D: Dimension> TensorMut<T, D> {
 
 impl<'a, 'py, T: PlainElement, D: Dimension> FromPyObject<'a, 'py> for Tensor<T, D> {
     type Error = PyErr;
+    #[cfg(feature = "experimental-inspect")]
+    const INPUT_TYPE: pyo3::inspect::PyStaticExpr = crate::inspect::Hints::<T>::READABLE;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         let tensor = PyTensor::from_argument(&obj).map_err(|err| import_error(obj.py(), err))?;
@@ -221,6 +223,8 @@ impl<'a, 'py, T: PlainElement, D: Dimension> FromPyObject<'a, 'py> for Tensor<T,
 
 impl<'a, 'py, T: PlainElement, D: Dimension> FromPyObject<'a, 'py> for TensorMut<T, D> {
     type Error = PyErr;
+    #[cfg(feature = "experimental-inspect")]
+    const INPUT_TYPE: pyo3::inspect::PyStaticExpr = crate::inspect::Hints::<T>::WRITABLE;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         let tensor = PyTensor::from_argument(&obj).map_err(|err| import_error(obj.py(), err))?;
