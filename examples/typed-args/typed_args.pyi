@@ -1,0 +1,204 @@
+"""
+The Python module: every function of the three ports.
+"""
+
+from jax import Array
+from numpy import complex128, float32, float64, generic, int64
+from numpy.typing import NDArray
+from torch import Tensor
+from types import CapsuleType
+from typing import Any, Final, SupportsFloat, SupportsIndex
+from typing_extensions import Buffer, disjoint_base
+
+__all__ = ["DLPackTensor", "add_minutes_to_seconds", "axpy", "conj", "extract", "head", "inv", "mult", "polymorphic_add", "rows_dot", "shape_of", "trace", "zeros"]
+
+@disjoint_base
+class DLPackTensor:
+    """
+    A tensor exported from Rust, shared with NumPy, PyTorch, JAX, CuPy and every
+    other DLPack consumer without a copy.
+
+    Pass it to `numpy.from_dlpack`, `torch.from_dlpack`, `jax.numpy.from_dlpack`,
+    `cupy.from_dlpack` or any array-API library's `from_dlpack`: the array they
+    return shares this tensor's memory. It can be imported any number of times;
+    the memory lives until this object and every array made from it are gone.
+    Arrays made from a read-only tensor are read-only.
+
+    Attributes: `shape` and `strides` (tuples of ints, strides in elements),
+    `ndim`, `dtype` (a name such as `"float32"`), `device` (such as `"cpu:0"`),
+    `read_only`, and `data_ptr` (the address of the first element).
+
+    Methods: `__dlpack__(*, stream=None, max_version=None, dl_device=None,
+    copy=None)` and `__dlpack_device__()`, as the DLPack Python specification
+    defines them.
+    """
+    __dlpack__: Final[Any]
+    """
+    `__dlpack__(*, stream=None, max_version=None, dl_device=None,
+    copy=None)`: exports the tensor as a DLPack capsule, a method of
+    CPython's fast calling convention (see `method.rs`).
+    """
+    __dlpack_c_exchange_api__: Final[CapsuleType]
+    """
+    The DLPack C exchange API table of this type (DLPack 1.3): consumers
+    such as tvm-ffi import `DLPackTensor`s through it without a Python call.
+    """
+    def __array__(self, /, dtype: Any | None = None, copy: bool | None = None) -> Any:
+        """
+        `numpy.asarray(t)` and `numpy.array(t)` where the buffer protocol
+        does not serve them (NumPy asks it first): the host memory through
+        `numpy.from_dlpack`, zero-copy unless a copy or another `dtype` is
+        asked for. `BufferError` for memory the host cannot read (device
+        memory: import it with that device's framework) and for dtypes NumPy
+        lacks (bfloat16, float8, …), never a 0-d object array.
+        """
+    def __copy__(self, /) -> DLPackTensor:
+        """
+        `copy.copy(t)`: an independent copy (dtype, shape, device and
+        read-only flag kept), as NumPy's.
+        """
+    @property
+    def __cuda_array_interface__(self, /) -> dict:
+        """
+        The interface dict of a CUDA tensor (version 3, for Numba and other
+        consumers that read only that); `AttributeError` on other devices.
+        """
+    def __deepcopy__(self, /, memo: Any) -> DLPackTensor:
+        """
+        `copy.deepcopy(t)`: as `copy.copy(t)`.
+        """
+    def __dlpack__(self, /, *args, **kwargs) -> CapsuleType:
+        """
+        Exports the tensor as a DLPack capsule (see the type's documentation).
+        (Elsewhere a method of CPython's fast calling convention, `method.rs`;
+        the limited API of Python 3.9 has none.)
+        """
+    def __dlpack_device__(self, /) -> tuple[int, int]:
+        """
+        `(device_type, device_id)` as DLPack codes, e.g. `(1, 0)` for the CPU.
+        """
+    def __jax_array__(self, /) -> Any:
+        """
+        `jax.numpy.asarray(t)` and every `jax.numpy` function given `t`: the
+        tensor as a `jax.Array`, as `Native::jax` makes it (the array
+        `jax.dlpack.from_dlpack` returns), zero-copy
+        where JAX does not copy (64-byte-aligned host buffers), read-only
+        tensors included (JAX arrays are immutable).
+        """
+    def __reduce__(self, /) -> tuple:
+        """
+        As `__reduce_ex__(2)`.
+        """
+    def __reduce_ex__(self, /, protocol: SupportsIndex) -> tuple:
+        """
+        Pickling, every protocol: the dtype, shape, device and read-only
+        flag, and the bytes (protocol 5: a `pickle.PickleBuffer` over this
+        tensor's memory, out of band when the pickler takes buffers). The
+        unpickled tensor is a `DLPackTensor` of its own memory (an aligned
+        out-of-band buffer kept without a copy), in any process that can
+        import this module. Device tensors travel as host copies and are
+        restored on their device.
+        """
+    def __repr__(self, /) -> str: ...
+    @property
+    def data_ptr(self, /) -> int:
+        """
+        Address of the first element, to compare with a consumer's (zero-copy checks).
+        """
+    @property
+    def device(self, /) -> str:
+        """
+        Device, such as `"cpu:0"` or `"cuda:1"`.
+        """
+    @property
+    def dtype(self, /) -> str:
+        """
+        Element type name, such as `"float32"` or `"bfloat16"`.
+        """
+    @property
+    def ndim(self, /) -> int:
+        """
+        Number of dimensions.
+        """
+    @property
+    def read_only(self, /) -> bool:
+        """
+        Whether consumers get a read-only tensor.
+        """
+    @property
+    def shape(self, /) -> tuple:
+        """
+        Extents, as a tuple of ints.
+        """
+    @property
+    def strides(self, /) -> tuple:
+        """
+        Strides in elements, as a tuple of ints.
+        """
+
+def add_minutes_to_seconds(seconds: NDArray[int64] | Tensor, minutes: NDArray[int64] | Tensor | Array) -> None:
+    """
+    Adds minutes to seconds, as int64 counts: NumPy's `timedelta64` arrays
+    have no DLPack dtype, so Python passes `seconds.view("int64")` (the error
+    for the `timedelta64` array itself says so).
+    """
+
+def axpy(a: SupportsFloat | SupportsIndex, x: NDArray[float64] | Tensor | Array, y: NDArray[float64] | Tensor | Array) -> NDArray[generic] | Tensor | Array:
+    """
+    `a * x + y` as a new NumPy array (any producer, float64, any rank).
+    """
+
+def conj(x: NDArray[complex128] | Tensor | Array) -> NDArray[generic] | Tensor | Array:
+    """
+    The complex conjugate, through the re-exported `num_complex`.
+    """
+
+def extract(d: dict) -> float:
+    """
+    The sum of the float64 vector `d["x"]`: a typed tensor extracted from a
+    dictionary, as any PyO3 value is.
+    """
+
+def head(x: NDArray[float64] | Tensor | Array) -> float:
+    """
+    The first element of a 1-D float64 tensor (rust-numpy's `head` reads an
+    object array, which DLPack cannot carry: the error says so).
+    """
+
+def inv(x: NDArray[float64] | Tensor | Array) -> NDArray[generic] | Tensor | Array:
+    """
+    The inverse of a square float64 matrix, as a NumPy array; a singular or
+    non-square matrix is a `ValueError`.
+    """
+
+def mult(a: SupportsFloat | SupportsIndex, x: NDArray[float64] | Tensor) -> None:
+    """
+    Multiplies `x` by `a` in place (the caller's NumPy array or torch tensor).
+    """
+
+def polymorphic_add(x: NDArray[generic] | Tensor | Array | Buffer, y: NDArray[generic] | Tensor | Array | Buffer) -> NDArray[generic] | Tensor | Array:
+    """
+    `x + y` for tensors of any real dtypes, as float64: rust-numpy's version
+    dispatches on the dtypes by hand; a conversion copy does it in one call.
+    """
+
+def rows_dot(x: NDArray[float64] | Tensor | Array, y: NDArray[float64] | Tensor | Array) -> NDArray[generic] | Tensor | Array:
+    """
+    `x @ y`, one row per task, without holding the interpreter: the typed
+    views are plain `ndarray` views, `Send` and `Sync`.
+    """
+
+def shape_of(image: NDArray[float32] | Tensor | Array) -> tuple[tuple[int, int], float]:
+    """
+    The shape of a float32 image and its mean (a derived argument).
+    """
+
+def trace(m: NDArray[float64] | Tensor | Array) -> float:
+    """
+    The trace of a square float64 matrix.
+    """
+
+def zeros(n: SupportsIndex) -> DLPackTensor:
+    """
+    `n` float64 zeros, as a `DLPackTensor` any framework imports.
+    """
