@@ -42,6 +42,8 @@ lint: | $(VENV_PY)
 	# dependencies' features differ from the workspace's, and they were all checked again).
 	cargo clippy --workspace --all-targets --features dlpack-testext/cudarc -- -D warnings
 	cargo clippy -p pyo3-dlpack --all-targets --all-features -- -D warnings
+	# The stub hints (feature experimental-inspect) as an extension uses them.
+	cargo clippy -p typed-args --features experimental-inspect -- -D warnings
 	# No default features: DLPack only (benchmarks/size builds it so).
 	cargo clippy -p pyo3-dlpack --all-targets --no-default-features -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p pyo3-dlpack --all-features
@@ -123,9 +125,11 @@ py-test: $(VENV_STAMP)
 	cargo build --quiet -p cuda-standin
 	# Three single-threaded runs side by side, their outputs shown after: the shipped type
 	# stub (DLPackTensor::PYI) against the installed image_buffer example (stubtest, then mypy
-	# and pyright over a user's module: tests/typing/run.sh), the frameworks' own DLPack test
+	# and pyright over a user's module: tests/typing/run.sh) and the stub generated for
+	# examples/typed-args (tests/typing/typed_stubs.sh), the frameworks' own DLPack test
 	# files, unchanged, with every from_dlpack relayed through Rust, and the pytest suite.
-	PYTHON=$(abspath $(VENV_PY)) tests/typing/run.sh > target/typing.log 2>&1 & typing=$$!; \
+	{ PYTHON=$(abspath $(VENV_PY)) tests/typing/run.sh && \
+		PYTHON=$(abspath $(VENV_PY)) tests/typing/typed_stubs.sh; } > target/typing.log 2>&1 & typing=$$!; \
 	$(VENV_PY) tests/frameworks/run.py > target/frameworks.log 2>&1 & frameworks=$$!; \
 	CUDA_STANDIN=$(abspath target/debug/libcuda.so) $(VENV_PY) -m pytest -q tests/python examples; \
 	tested=$$?; wait $$frameworks; relayed=$$?; wait $$typing; typed=$$?; \
