@@ -414,3 +414,12 @@ def test_a_tensor_no_process_could_restore_is_refused_when_pickled_and_copied():
             pickle.dumps(t)
         with pytest.raises(BufferError, match=f"cannot copy: a tensor on {name}"):
             copy.copy(t)
+
+
+def test_a_replaced_unpickling_error_is_no_panic(monkeypatch):
+    # The error class is looked up as Python code raises it; one replaced by a non-class
+    # gave a PanicException (a `cast_into().expect`).
+    reducer, _ = ext.arange("float32", 2).__reduce_ex__(5)
+    monkeypatch.setattr(pickle, "UnpicklingError", 5)
+    with pytest.raises(TypeError):
+        reducer((1, (2, 32, 1), (2,), (1, 0), False, bytes(7)))

@@ -12,13 +12,12 @@ use crate::{DLPackError, DataType, Device, DeviceType};
 
 /// `pickle.UnpicklingError` with `error`'s text.
 pub(crate) fn unpickling_error(py: Python<'_>, error: impl std::fmt::Display) -> PyErr {
-    match py
-        .import(pyo3::intern!(py, "pickle"))
+    // Called as Python code would raise it: whatever `pickle.UnpicklingError`
+    // is now (a program may have replaced it), never a panic.
+    py.import(pyo3::intern!(py, "pickle"))
         .and_then(|pickle| pickle.getattr(pyo3::intern!(py, "UnpicklingError")))
-    {
-        Ok(class) => PyErr::from_type(class.cast_into().expect("a class"), error.to_string()),
-        Err(err) => err,
-    }
+        .and_then(|class| class.call1((error.to_string(),)))
+        .map_or_else(|err| err, PyErr::from_value)
 }
 
 /// What keeps a restored tensor's memory alive.
