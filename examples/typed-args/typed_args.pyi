@@ -2,12 +2,13 @@
 The Python module: every function of the three ports.
 """
 
+from collections.abc import Callable
 from jax import Array
-from numpy import complex128, float32, float64, generic, int64
-from numpy.typing import NDArray
+from numpy import complex128, float32, float64, generic, int64, ndarray
+from numpy.typing import DTypeLike, NDArray
 from torch import Tensor
 from types import CapsuleType
-from typing import Any, Final, SupportsFloat, SupportsIndex
+from typing import Final, SupportsFloat, SupportsIndex
 from typing_extensions import Buffer, disjoint_base
 
 __all__ = ["DLPackTensor", "add_minutes_to_seconds", "axpy", "conj", "extract", "head", "inv", "mult", "polymorphic_add", "rows_dot", "shape_of", "trace", "zeros"]
@@ -32,7 +33,7 @@ class DLPackTensor:
     copy=None)` and `__dlpack_device__()`, as the DLPack Python specification
     defines them.
     """
-    __dlpack__: Final[Any]
+    __dlpack__: Final[Callable[..., CapsuleType]]
     """
     `__dlpack__(*, stream=None, max_version=None, dl_device=None,
     copy=None)`: exports the tensor as a DLPack capsule, a method of
@@ -43,7 +44,7 @@ class DLPackTensor:
     The DLPack C exchange API table of this type (DLPack 1.3): consumers
     such as tvm-ffi import `DLPackTensor`s through it without a Python call.
     """
-    def __array__(self, /, dtype: Any | None = None, copy: bool | None = None) -> Any:
+    def __array__(self, /, dtype: DTypeLike | None = None, copy: bool | None = None) -> ndarray:
         """
         `numpy.asarray(t)` and `numpy.array(t)` where the buffer protocol
         does not serve them (NumPy asks it first): the host memory through
@@ -63,7 +64,7 @@ class DLPackTensor:
         The interface dict of a CUDA tensor (version 3, for Numba and other
         consumers that read only that); `AttributeError` on other devices.
         """
-    def __deepcopy__(self, /, memo: Any) -> DLPackTensor:
+    def __deepcopy__(self, /, memo: dict) -> DLPackTensor:
         """
         `copy.deepcopy(t)`: as `copy.copy(t)`.
         """
@@ -77,7 +78,7 @@ class DLPackTensor:
         """
         `(device_type, device_id)` as DLPack codes, e.g. `(1, 0)` for the CPU.
         """
-    def __jax_array__(self, /) -> Any:
+    def __jax_array__(self, /) -> Array:
         """
         `jax.numpy.asarray(t)` and every `jax.numpy` function given `t`: the
         tensor as a `jax.Array`, as `Native::jax` makes it (the array

@@ -51,6 +51,32 @@ impl<T: crate::Element> Hints<T> {
     /// What a writable typed argument accepts (JAX arrays are immutable).
     pub const WRITABLE: PyStaticExpr =
         type_hint_union!(type_hint_subscript!(NDARRAY, T::NUMPY_SCALAR), TORCH_TENSOR);
+
+    /// What a read-only typed argument of CUDA memory accepts (no NumPy
+    /// array: NumPy's memory is the host's).
+    pub const READABLE_CUDA: PyStaticExpr = type_hint_union!(TORCH_TENSOR, JAX_ARRAY);
+    /// What a writable typed argument of CUDA memory accepts.
+    pub const WRITABLE_CUDA: PyStaticExpr = TORCH_TENSOR;
+
+    /// [`READABLE`](Self::READABLE), or [`READABLE_CUDA`](Self::READABLE_CUDA)
+    /// for memory that must be CUDA's.
+    pub const fn readable(cuda_only: bool) -> PyStaticExpr {
+        if cuda_only {
+            Self::READABLE_CUDA
+        } else {
+            Self::READABLE
+        }
+    }
+
+    /// [`WRITABLE`](Self::WRITABLE), or [`WRITABLE_CUDA`](Self::WRITABLE_CUDA)
+    /// for memory that must be CUDA's.
+    pub const fn writable(cuda_only: bool) -> PyStaticExpr {
+        if cuda_only {
+            Self::WRITABLE_CUDA
+        } else {
+            Self::WRITABLE
+        }
+    }
 }
 
 /// The `INPUT_TYPE` of a `FromPyObject` impl that imports a `PyTensor`
@@ -127,6 +153,19 @@ mod tests {
         assert_eq!(
             input::<TensorMutDyn<i64>>(),
             "numpy.typing.NDArray[numpy.int64] | torch.Tensor"
+        );
+    }
+
+    #[cfg(feature = "ndarray")]
+    #[test]
+    fn typed_arguments_of_cuda_memory_name_no_numpy_array() {
+        use crate::memory::{AnyDevice, Cuda};
+        use crate::{Tensor2, TensorMut1};
+        assert_eq!(input::<Tensor2<f32, Cuda>>(), "torch.Tensor | jax.Array");
+        assert_eq!(input::<TensorMut1<f32, Cuda>>(), "torch.Tensor");
+        assert_eq!(
+            input::<Tensor2<f32, AnyDevice>>(),
+            "numpy.typing.NDArray[numpy.float32] | torch.Tensor | jax.Array"
         );
     }
 }

@@ -359,8 +359,9 @@ pub use import::{
 #[cfg(feature = "ndarray")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
 pub use import::{
-    Tensor, Tensor1, Tensor2, Tensor3, Tensor4, TensorDyn, TensorMut, TensorMut1, TensorMut2,
-    TensorMut3, TensorMut4, TensorMutDyn,
+    Tensor, Tensor0, Tensor1, Tensor2, Tensor3, Tensor4, Tensor5, Tensor6, TensorDyn, TensorMut,
+    TensorMut0, TensorMut1, TensorMut2, TensorMut3, TensorMut4, TensorMut5, TensorMut6,
+    TensorMutDyn, memory,
 };
 pub use layout::MAX_NDIM;
 pub use protocol::Writability;

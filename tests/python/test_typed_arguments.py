@@ -103,3 +103,53 @@ def test_every_refusal_of_a_typed_argument_is_a_type_error_naming_it():
     pinned = ext.over_memory(memory.ctypes.data, 16, 3, 0, [2, 2])
     with pytest.raises(TypeError, match="expected a tensor on cpu:0, got one on cuda_host:0"):
         ext.typed_trace(pinned)
+
+
+# Device memory: the third parameter of the typed arguments (`memory::Cuda`, `memory::AnyDevice`).
+# A host buffer that says it is CUDA memory (`over_memory`) stands for a GPU's: the typed
+# argument describes it without touching it.
+CUDA = 2
+
+
+def claimed_cuda(shape, read_only=False):
+    host = np.zeros(int(np.prod(shape)), dtype=np.float32)
+    tensor = ext.over_memory(host.ctypes.data, host.nbytes, CUDA, 0, shape, read_only=read_only)
+    return host, tensor
+
+
+def test_a_cuda_typed_argument_describes_device_memory_with_its_shape_and_stream():
+    host, m = claimed_cuda((2, 3))
+    # The address is the producer's, the shape `D`'s pattern; the data is ready on the stream
+    # the import asked for (CUDA's legacy default stream, 1).
+    assert ext.typed_cuda_matrix(m) == (host.ctypes.data, (2, 3), 1)
+    assert ext.typed_cuda_out(claimed_cuda((4,))[1]) != 0
+
+
+def test_a_cuda_typed_argument_refuses_host_memory_and_the_wrong_rank_naming_the_argument():
+    with pytest.raises(TypeError) as err:
+        ext.typed_cuda_matrix(np.zeros((2, 3), dtype=np.float32))
+    assert str(err.value) == "expected a tensor on cuda, got one on cpu:0"
+    assert getattr(err.value, "__notes__", ["while processing 'm'"]) == ["while processing 'm'"]
+    with pytest.raises(TypeError, match="^expected a 2-dimensional tensor, got 1 dimension(\n|$)"):
+        ext.typed_cuda_matrix(claimed_cuda((6,))[1])
+    with pytest.raises(TypeError, match="^expected a writable tensor, got a read-only one"):
+        ext.typed_cuda_out(claimed_cuda((4,), read_only=True)[1])
+
+
+def test_a_host_typed_argument_refuses_device_memory():
+    with pytest.raises(TypeError) as err:
+        ext.typed_trace(claimed_cuda((3, 3))[1])
+    assert str(err.value) == "expected a tensor on cpu:0, got one on cuda:0"
+
+
+def test_an_any_device_typed_argument_views_host_memory_and_describes_the_rest():
+    assert ext.typed_anywhere(np.arange(4, dtype=np.float32).reshape(2, 2)) == "sum 6"
+    assert ext.typed_anywhere(claimed_cuda((2, 2))[1]) == "on cuda:0"
+    with pytest.raises(TypeError, match="^expected a float32 tensor, got float64(\n|$)"):
+        ext.typed_anywhere(np.zeros(2))
+
+
+def test_a_zero_dimensional_typed_argument_is_a_scalar():
+    assert ext.typed_scalar(np.array(2.5)) == 2.5
+    with pytest.raises(TypeError, match="^expected a 0-dimensional tensor, got 1 dimension(\n|$)"):
+        ext.typed_scalar(np.ones(1))

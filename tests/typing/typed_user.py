@@ -37,6 +37,10 @@ def main() -> None:
     assert_type(zeros, DLPackTensor)
     assert np.from_dlpack(zeros).tolist() == [0.0, 0.0, 0.0]
     assert torch.from_dlpack(zeros).data_ptr() == zeros.data_ptr
+    # Its methods are typed in the generated stub too (no `Any`).
+    assert_type(zeros.__array__(), np.ndarray)
+    assert zeros.__array__(np.float64).dtype == np.float64
+    assert jnp.sum(zeros.__jax_array__()) == 0.0
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ mod copy;
 #[cfg(feature = "non-dlpack-export")]
 mod cuda_array_interface;
 mod data;
+mod hinted;
 mod info;
 mod into;
 pub(crate) mod managed;

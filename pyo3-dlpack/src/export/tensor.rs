@@ -5,12 +5,15 @@ use std::sync::Arc;
 #[cfg(feature = "non-dlpack-export")]
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
-#[cfg(any(feature = "non-dlpack-export", all(Py_LIMITED_API, not(Py_3_10))))]
-use pyo3::types::PyDict;
-use pyo3::types::{PyCapsule, PyModule, PyTuple};
+use pyo3::types::{PyCapsule, PyDict, PyModule, PyTuple};
 use pyo3::{PyClass, PyClassInitializer};
 
 use crate::DLPackError;
+#[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
+use crate::export::hinted::DLPackMethod;
+#[cfg(feature = "non-dlpack-export")]
+use crate::export::hinted::{DTypeLike, NumpyArray};
+use crate::export::hinted::{Hinted, JaxArray};
 use crate::export::info::TensorInfo;
 use crate::export::into::IntoDLPack;
 use crate::export::plan::{CapsuleFormat, ExportRequest};
@@ -297,8 +300,8 @@ impl DLPackTensor {
     #[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
     #[classattr]
     #[pyo3(name = "__dlpack__")]
-    fn dlpack_method(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-        crate::export::method::descriptor(&py.get_type::<DLPackTensor>())
+    fn dlpack_method(py: Python<'_>) -> PyResult<Hinted<'_, DLPackMethod>> {
+        crate::export::method::descriptor(&py.get_type::<DLPackTensor>()).map(Hinted::new)
     }
 
     /// The DLPack C exchange API table of this type (DLPack 1.3): consumers
@@ -383,7 +386,7 @@ impl DLPackTensor {
     }
 
     /// `copy.deepcopy(t)`: as `copy.copy(t)`.
-    fn __deepcopy__(slf: &Bound<'_, Self>, memo: &Bound<'_, PyAny>) -> PyResult<Self> {
+    fn __deepcopy__(slf: &Bound<'_, Self>, memo: &Bound<'_, PyDict>) -> PyResult<Self> {
         let _ = memo; // nothing inside a tensor is shared with other objects
         crate::travel::copy(slf)
     }
@@ -398,52 +401,10 @@ impl DLPackTensor {
     #[pyo3(signature = (dtype=None, copy=None))]
     fn __array__<'py>(
         slf: &Bound<'py, Self>,
-        dtype: Option<&Bound<'py, PyAny>>,
+        dtype: Option<Hinted<'py, DTypeLike>>,
         copy: Option<bool>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let py = slf.py();
-        let info = slf.get().info();
-        let device = info.device();
-        if !device.is_host_accessible() {
-            return Err(PyBufferError::new_err(format!(
-                "cannot make a NumPy array of a tensor on {device}: NumPy reads host memory \
-                 only; import it with a framework for that device, such as \
-                 torch.from_dlpack(t) or cupy.from_dlpack(t)"
-            )));
-        }
-        if crate::frameworks::numpy::type_number(info.dtype()).is_none() {
-            // torch 2.15 and JAX 0.10 take no bcomplex over DLPack either.
-            let elsewhere = if info.dtype().code == crate::DataTypeCode::BCOMPLEX {
-                "read it from Rust; no framework imports it over DLPack yet"
-            } else {
-                "import it with torch.from_dlpack(t) or jax.numpy.from_dlpack(t)"
-            };
-            return Err(PyBufferError::new_err(format!(
-                "cannot make a NumPy array of a {} tensor: NumPy has no such dtype; {elsewhere}",
-                info.dtype()
-            )));
-        }
-        let numpy = py.import(pyo3::intern!(py, "numpy"))?;
-        let from_dlpack = |copy: Option<bool>| {
-            let kwargs = PyDict::new(py);
-            kwargs.set_item(pyo3::intern!(py, "copy"), copy)?;
-            numpy.call_method(pyo3::intern!(py, "from_dlpack"), (slf,), Some(&kwargs))
-        };
-        let Some(dtype) = dtype.filter(|dtype| !dtype.is_none()) else {
-            return from_dlpack(copy);
-        };
-        let dtype = numpy.getattr(pyo3::intern!(py, "dtype"))?.call1((dtype,))?;
-        let array = from_dlpack(copy)?;
-        if array.getattr(pyo3::intern!(py, "dtype"))?.eq(&dtype)? {
-            return Ok(array);
-        }
-        if copy == Some(false) {
-            // NumPy's own words for `copy=False` where a cast must copy.
-            return Err(PyValueError::new_err(
-                "Unable to avoid copy while creating an array as requested.",
-            ));
-        }
-        array.call_method1(pyo3::intern!(py, "astype"), (dtype,))
+    ) -> PyResult<Hinted<'py, NumpyArray>> {
+        array_of(slf, dtype.as_ref().map(Hinted::object), copy).map(Hinted::new)
     }
 
     /// `jax.numpy.asarray(t)` and every `jax.numpy` function given `t`: the
@@ -451,8 +412,9 @@ impl DLPackTensor {
     /// `jax.dlpack.from_dlpack` returns), zero-copy
     /// where JAX does not copy (64-byte-aligned host buffers), read-only
     /// tensors included (JAX arrays are immutable).
-    fn __jax_array__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+    fn __jax_array__<'py>(slf: &Bound<'py, Self>) -> PyResult<Hinted<'py, JaxArray>> {
         crate::frameworks::jax::array_of_shared(slf.py(), slf.get().described().owner())
+            .map(Hinted::new)
     }
 
     /// The interface dict of a CUDA tensor (version 3, for Numba and other
@@ -494,4 +456,57 @@ impl DLPackTensor {
         // SAFETY: Python releases each view `__getbuffer__` filled once.
         unsafe { crate::export::buffer::release(view) }
     }
+}
+
+/// `DLPackTensor.__array__`: the host memory as a NumPy array, of `dtype`
+/// if given.
+#[cfg(feature = "non-dlpack-export")]
+fn array_of<'py>(
+    slf: &Bound<'py, DLPackTensor>,
+    dtype: Option<&Bound<'py, PyAny>>,
+    copy: Option<bool>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = slf.py();
+    let info = slf.get().info();
+    let device = info.device();
+    if !device.is_host_accessible() {
+        return Err(PyBufferError::new_err(format!(
+            "cannot make a NumPy array of a tensor on {device}: NumPy reads host memory \
+             only; import it with a framework for that device, such as \
+             torch.from_dlpack(t) or cupy.from_dlpack(t)"
+        )));
+    }
+    if crate::frameworks::numpy::type_number(info.dtype()).is_none() {
+        // torch 2.15 and JAX 0.10 take no bcomplex over DLPack either.
+        let elsewhere = if info.dtype().code == crate::DataTypeCode::BCOMPLEX {
+            "read it from Rust; no framework imports it over DLPack yet"
+        } else {
+            "import it with torch.from_dlpack(t) or jax.numpy.from_dlpack(t)"
+        };
+        return Err(PyBufferError::new_err(format!(
+            "cannot make a NumPy array of a {} tensor: NumPy has no such dtype; {elsewhere}",
+            info.dtype()
+        )));
+    }
+    let numpy = py.import(pyo3::intern!(py, "numpy"))?;
+    let from_dlpack = |copy: Option<bool>| {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item(pyo3::intern!(py, "copy"), copy)?;
+        numpy.call_method(pyo3::intern!(py, "from_dlpack"), (slf,), Some(&kwargs))
+    };
+    let Some(dtype) = dtype.filter(|dtype| !dtype.is_none()) else {
+        return from_dlpack(copy);
+    };
+    let dtype = numpy.getattr(pyo3::intern!(py, "dtype"))?.call1((dtype,))?;
+    let array = from_dlpack(copy)?;
+    if array.getattr(pyo3::intern!(py, "dtype"))?.eq(&dtype)? {
+        return Ok(array);
+    }
+    if copy == Some(false) {
+        // NumPy's own words for `copy=False` where a cast must copy.
+        return Err(PyValueError::new_err(
+            "Unable to avoid copy while creating an array as requested.",
+        ));
+    }
+    array.call_method1(pyo3::intern!(py, "astype"), (dtype,))
 }

@@ -25,6 +25,7 @@ pub use options::{ImportOptions, Protocols, StreamMode};
 pub use tensor::PyTensor;
 #[cfg(feature = "ndarray")]
 pub use typed::{
-    Tensor, Tensor1, Tensor2, Tensor3, Tensor4, TensorDyn, TensorMut, TensorMut1, TensorMut2,
-    TensorMut3, TensorMut4, TensorMutDyn,
+    Tensor, Tensor0, Tensor1, Tensor2, Tensor3, Tensor4, Tensor5, Tensor6, TensorDyn, TensorMut,
+    TensorMut0, TensorMut1, TensorMut2, TensorMut3, TensorMut4, TensorMut5, TensorMut6,
+    TensorMutDyn, memory,
 };

@@ -439,6 +439,42 @@ pub(crate) fn typed_complex_sum(
     (total.re, total.im)
 }
 
+/// A CUDA float32 matrix for a kernel (`Tensor2<f32, Cuda>`): its address,
+/// `(rows, cols)` and the stream the data is ready on, read without touching it.
+#[pyfunction]
+pub(crate) fn typed_cuda_matrix(
+    m: pyo3_dlpack::Tensor2<f32, pyo3_dlpack::memory::Cuda>,
+) -> (usize, (usize, usize), Option<i64>) {
+    let device = m.device_tensor();
+    (device.data_ptr as usize, m.dim(), device.stream)
+}
+
+/// A writable CUDA float32 vector (`TensorMut1<f32, Cuda>`): its address.
+#[pyfunction]
+pub(crate) fn typed_cuda_out(
+    out: pyo3_dlpack::TensorMut1<f32, pyo3_dlpack::memory::Cuda>,
+) -> usize {
+    out.device_tensor().data_ptr as usize
+}
+
+/// Any float32 tensor, on any device (`TensorDyn<f32, AnyDevice>`): the
+/// host's sum, or the device's name.
+#[pyfunction]
+pub(crate) fn typed_anywhere(
+    x: pyo3_dlpack::TensorDyn<f32, pyo3_dlpack::memory::AnyDevice>,
+) -> PyResult<String> {
+    Ok(match x.locate_array()? {
+        pyo3_dlpack::Located::Host(view) => format!("sum {}", view.sum()),
+        pyo3_dlpack::Located::Device(gpu) => format!("on {}", gpu.device),
+    })
+}
+
+/// A 0-D float64 tensor's value (`Tensor0<f64>`).
+#[pyfunction]
+pub(crate) fn typed_scalar(x: pyo3_dlpack::Tensor0<f64>) -> f64 {
+    x.as_array()[()]
+}
+
 /// The elements of any real tensor converted to float64, row-major
 /// (`PyTensor::to_vec_as`), and as an `ndarray` of the tensor's rank.
 #[pyfunction]

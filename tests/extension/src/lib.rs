@@ -74,6 +74,10 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(typed_trace, m)?)?;
     m.add_function(wrap_pyfunction!(typed_scale, m)?)?;
     m.add_function(wrap_pyfunction!(typed_complex_sum, m)?)?;
+    m.add_function(wrap_pyfunction!(typed_cuda_matrix, m)?)?;
+    m.add_function(wrap_pyfunction!(typed_cuda_out, m)?)?;
+    m.add_function(wrap_pyfunction!(typed_anywhere, m)?)?;
+    m.add_function(wrap_pyfunction!(typed_scalar, m)?)?;
     m.add_function(wrap_pyfunction!(unvouched_mask, m)?)?;
     m.add_function(wrap_pyfunction!(plain_mask, m)?)?;
     m.add_function(wrap_pyfunction!(native_mask, m)?)?;
