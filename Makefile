@@ -137,14 +137,18 @@ py-test: $(VENV_STAMP)
 	test $$tested -eq 0 -a $$relayed -eq 0 -a $$typed -eq 0
 
 # Criterion (Rust side) and the Python-side timings and memory checks, each
-# run twice; see BENCHMARKS.md. Release builds; takes a few minutes.
+# run twice (the Python side's runs into benchmarks/results-python.md); see
+# BENCHMARKS.md. Release builds; takes a few minutes.
 bench: $(VENV_STAMP)
 	maturin develop --release --quiet -m tests/extension/Cargo.toml
 	OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(VENV_SITE) cargo bench -p pyo3-dlpack-tests --bench exchange
-	for run in 1 2; do OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/python_bench.py || exit 1; done
+	rm -f benchmarks/results-python.md
+	for run in 1 2; do OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/python_bench.py \
+		--output benchmarks/results-python.md || exit 1; done
 
 # What the limited API costs: the test extension in release mode, version-specific and
-# abi3-py39, unpacked side by side and timed on the venv's CPython (benchmarks/abi3_cost.py).
+# abi3-py39, unpacked side by side and timed on the venv's CPython (benchmarks/abi3_cost.py,
+# both runs into benchmarks/results-abi3.md).
 abi3-bench: $(VENV_STAMP)
 	rm -rf target/abi3-bench
 	maturin build --release --quiet -m tests/extension/Cargo.toml -o target/abi3-bench/wheels/full
@@ -153,7 +157,8 @@ abi3-bench: $(VENV_STAMP)
 	for kind in full abi3; do \
 		$(VENV_PY) -m zipfile -e target/abi3-bench/wheels/$$kind/*.whl target/abi3-bench/$$kind || exit 1; \
 	done
-	$(VENV_PY) benchmarks/abi3_cost.py target/abi3-bench/full target/abi3-bench/abi3
+	$(VENV_PY) benchmarks/abi3_cost.py target/abi3-bench/full target/abi3-bench/abi3 \
+		--fresh --output benchmarks/results-abi3.md
 
 # Line coverage of the CUDA code (not in `make test`): the runtime crate's unit tests and the
 # stand-in driver's pytest suites over a test extension built with -C instrument-coverage (its
@@ -205,11 +210,14 @@ gpu-bundle: $(VENV_STAMP)
 		tests/python/test_native.py target/gpu-bundle/tests/
 	cp tests/gpu/run.sh target/gpu-bundle/run.sh
 
-# Host copies (issue 30's rows): `PyTensor::to_vec` and `copy=True` against NumPy's copies,
-# contiguous and transposed, twice (benchmarks/copies.py; release build of bench_ours).
+# Host copies: `PyTensor::to_vec` and `copy=True` against NumPy's copies, contiguous and
+# transposed, twice into benchmarks/results-copies.md (benchmarks/copies.py; release build
+# of bench_ours).
 copies-bench: $(VENV_STAMP)
 	cd benchmarks/bench_ours && maturin develop --release --quiet --features candle
-	for run in 1 2; do OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/copies.py || exit 1; done
+	rm -f benchmarks/results-copies.md
+	for run in 1 2; do OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/copies.py \
+		--output benchmarks/results-copies.md || exit 1; done
 
 # Tensors that travel: pickling a DLPackTensor against the same NumPy array (out of band, in
 # band, 1 and 400 MiB) and ray.put + ray.get of 400 MiB on a local Ray cluster, twice, both runs

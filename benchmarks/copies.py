@@ -1,6 +1,6 @@
 """Host copies: pyo3-dlpack's one copy routine against NumPy's, in one process.
 
-Rows (issue 30): contiguous float32 copies of 1 MiB and 400 MiB through
+Rows: contiguous float32 copies of 1 MiB and 400 MiB through
 `PyTensor::to_vec` and through `__dlpack__(copy=True)`, against NumPy's
 `a.copy()`; transposed float32 squares gathered row-major (1, 64 and 400 MiB)
 through `to_vec`, against `np.ascontiguousarray(a.T)` and
@@ -8,10 +8,11 @@ through `to_vec`, against `np.ascontiguousarray(a.T)` and
 copies-bench` does), the contiguous rows add `PyTensor::to_candle_tensor`. Each cell is the best of `--repeat` timings of
 one call, the cells of a row timed round-robin; GB/s counts the bytes copied.
 
-    python benchmarks/copies.py [--repeat N] [--before PATH/bench_ours.so]
+    python benchmarks/copies.py [--repeat N] [--before PATH/bench_ours.so] [--output FILE [--fresh]]
 
 `--before` loads a second build of `bench_ours` (another commit's) into the same
-process, for a before/after column. `make copies-bench` runs it twice.
+process, for a before/after column. `--output` appends the run's tables to FILE
+(record.py); `make copies-bench` runs it twice into benchmarks/results-copies.md.
 """
 
 import argparse
@@ -22,6 +23,7 @@ import sys
 
 import numpy as np
 
+import record
 from timing import round_robin
 
 
@@ -33,10 +35,16 @@ def load(path):
     return module
 
 
-def row(name, nbytes, cells, repeat):
-    """Times the cells round-robin; prints GB/s per cell."""
+def emit(lines, line=""):
+    """Prints a line of the run's Markdown and keeps it for the results file."""
+    print(line, flush=True)
+    lines.append(line)
+
+
+def row(lines, name, nbytes, cells, repeat):
+    """Times the cells round-robin; one table row of GB/s per cell."""
     speeds = {label: nbytes / t / 1e9 for label, t in round_robin(cells, repeat).items()}
-    print(f"| {name} | " + " | ".join(f"{speeds[label]:.2f}" for label in cells) + " |")
+    emit(lines, f"| {name} | " + " | ".join(f"{speeds[label]:.2f}" for label in cells) + " |")
     return speeds
 
 
@@ -44,21 +52,28 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--before", help="another build of bench_ours.so, for a before column")
+    parser.add_argument("--output", help="append the run's tables to this Markdown file")
+    parser.add_argument("--fresh", action="store_true", help="start the --output file over")
     args = parser.parse_args()
     import bench_ours as ours
 
     before = load(args.before) if args.before else None
     sys.modules["bench_ours"] = ours
     gc.disable()
-    print(f"NumPy {np.__version__}; best of {args.repeat}; GB/s (bytes copied / time)\n")
+    start = record.started()
+    lines = []
+    emit(lines, f"bench_ours {getattr(ours, 'SOURCE', '?')}"
+         + (f", before: {args.before}" if before else "")
+         + f"; NumPy {np.__version__}; best of {args.repeat}; GB/s (bytes copied / time)")
+    emit(lines)
 
     header = ["ours to_vec", "ours copy=True", "NumPy a.copy()"]
     if before:
         header.insert(1, "before to_vec")
     if hasattr(ours, "copy_to_candle"):  # built with the `candle` feature
         header.insert(-1, "ours to candle")
-    print("| contiguous float32 | " + " | ".join(header) + " |")
-    print("|---|" + "---:|" * len(header))
+    emit(lines, "| contiguous float32 | " + " | ".join(header) + " |")
+    emit(lines, "|---|" + "---:|" * len(header))
     for mib in (1, 400):
         a = np.ones(mib * 2**18, np.float32)
         t = ours.export_object(a.size)  # a DLPackTensor over as many float32s
@@ -70,14 +85,15 @@ def main():
         if hasattr(ours, "copy_to_candle"):
             cells["ours to candle"] = lambda: ours.copy_to_candle(a)
         cells["NumPy a.copy()"] = lambda: a.copy()
-        row(f"{mib} MiB", a.nbytes, cells, args.repeat)
+        row(lines, f"{mib} MiB", a.nbytes, cells, args.repeat)
         del a, t
 
     header = ["ours to_vec", "NumPy ascontiguousarray", "NumPy astype(order=C)"]
     if before:
         header.insert(1, "before to_vec")
-    print("\n| transposed float32 square | " + " | ".join(header) + " |")
-    print("|---|" + "---:|" * len(header))
+    emit(lines)
+    emit(lines, "| transposed float32 square | " + " | ".join(header) + " |")
+    emit(lines, "|---|" + "---:|" * len(header))
     for side, mib in ((512, 1), (4096, 64), (10240, 400)):
         a = np.ones((side, side), np.float32)
         at = a.T
@@ -86,8 +102,14 @@ def main():
             cells["before to_vec"] = lambda: before.copy_to_vec(at)
         cells["NumPy ascontiguousarray"] = lambda: np.ascontiguousarray(at)
         cells["NumPy astype(order=C)"] = lambda: at.astype("f4", order="C")
-        row(f"{side}² ({mib} MiB)", a.nbytes, cells, args.repeat)
+        row(lines, f"{side}² ({mib} MiB)", a.nbytes, cells, args.repeat)
         del a, at
+    if args.output:
+        record.add_run(args.output, "Host copies", [
+            "Written by `copies.py` (`make copies-bench`: two runs); see ../BENCHMARKS.md.",
+            "",
+            f"- Machine: {record.machine()}",
+        ], lines, start, args.fresh)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ All three extension modules (built by `maturin develop --release`, see README.md
 are imported into ONE Python process, so every ratio below comes from one run on
 one machine. Each timed statement is run by `timeit` with GC disabled, `number`
 calibrated so one repeat takes >= 0.2 s, best of `--repeat` (default 7) repeats,
-reported in ns per call. The nanobind table follows issue 13's method: the median of
+reported in ns per call. The nanobind table takes the median of
 `--nb-rounds` (default 21) rounds, the best of them shown beside it.
 
     python head_to_head.py            # appends a "Run N" section to results.md
@@ -62,7 +62,7 @@ SIZES = {"1K": 1_000, "100M": 100_000_000}  # the flatness table (float32)
 MODULES = {"ours": bench_ours, "dlpark": bench_dlpark, "pyo3-dlpack 0.3": bench_pyo3dlpack03}
 PEERS = ["dlpark", "pyo3-dlpack 0.3"]
 REPEAT = 7
-NB_ROUNDS = 21  # the nanobind table: medians of 21 rounds, as issue 13 measures
+NB_ROUNDS = 21  # the nanobind table: medians of 21 rounds
 
 
 class NA(str):
@@ -228,7 +228,7 @@ def measure():
 
 
 # --- Against nanobind -------------------------------------------------------
-# Rows of the "faster than nanobind" issue: (label, {library: statement maker},
+# Rows of the table against nanobind: (label, {library: statement maker},
 # floor label and statement, target as (ratio, against whom) or None[, options]).
 # Each statement maker returns a Cell or an NA; a library without the operation
 # is left out of the row. Options (a dict, the list rows only): "per", a divisor
@@ -318,7 +318,7 @@ def nanobind_rows():
          ("jnp.from_dlpack(np.empty(1000, np.float32))",
           lambda: cell("jnp.from_dlpack(np.empty(1000, np.float32))", jnp=jnp, np=np)),
          # 0.97x through JAX's public from_dlpack; 0.6x through the faster entry ours now
-         # takes (jaxlib's capsule import, version-gated: issue 30).
+         # takes (jaxlib's capsule import, version-gated).
          (0.6, "nanobind")),
         # Floors: the list taken as `Vec<Bound<PyAny>>` (NumPy arrays are read in
         # place, as `noop(a)` floors the single import); torch's C export and

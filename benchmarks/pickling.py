@@ -7,21 +7,19 @@ no copy, so microseconds), `pickle.loads` of it given its buffers; `dumps` + `lo
 (protocol 5 and 4) of 1 MiB and 400 MiB; with `--ray`, `ray.put` + `ray.get` of 400 MiB on a
 local Ray cluster (started here, loopback only).
 
-    python benchmarks/pickling.py [--repeat N] [--ray] [--output results.md]
+    python benchmarks/pickling.py [--repeat N] [--ray] [--output FILE [--fresh]]
 
 The DLPackTensor comes from the release build of `bench_ours` (`make pickling-bench` builds
-it and runs this twice, appending both runs to benchmarks/results-pickling.md).
+it and runs this twice, appending both runs to benchmarks/results-pickling.md; record.py).
 """
 
 import argparse
-import datetime
-import os
 import pickle
-import platform
 import sys
 
 import numpy as np
 
+import record
 from timing import round_robin
 
 MIB = 1 << 20
@@ -90,16 +88,15 @@ def main():
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--ray", action="store_true", help="also ray.put + ray.get (400 MiB)")
     parser.add_argument("--output", help="append the run's table to this Markdown file")
+    parser.add_argument("--fresh", action="store_true", help="start the --output file over")
     args = parser.parse_args()
     import bench_ours
 
+    start = record.started()
     header = [
-        f"### Run of {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
-        "",
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; CPython "
-        f"{platform.python_version()}, NumPy {np.__version__}; bench_ours "
-        f"{getattr(bench_ours, 'SOURCE', '?')}; best of {args.repeat} round-robin timings "
-        "(x3 for the microsecond rows, x30 for 1 MiB).",
+        f"bench_ours {getattr(bench_ours, 'SOURCE', '?')}; NumPy {np.__version__}; best of "
+        f"{args.repeat} round-robin timings (x3 for the microsecond rows, x30 for 1 MiB, x2 for "
+        "Ray).",
         "",
         "| row | unit | DLPackTensor | NumPy | ours vs NumPy |",
         "|---|---|---|---|---|",
@@ -107,8 +104,11 @@ def main():
     print("\n".join(header), flush=True)
     lines = rows(bench_ours.export_object, args.repeat, args.ray)
     if args.output:
-        with open(args.output, "a") as out:
-            out.write("\n".join(header + lines) + "\n\n")
+        record.add_run(args.output, "Tensors that travel", [
+            "Written by `pickling.py` (`make pickling-bench`: two runs); see ../BENCHMARKS.md.",
+            "",
+            f"- Machine: {record.machine()}",
+        ], header + lines, start, args.fresh)
     return 0
 
 

@@ -2,9 +2,14 @@
 
 Each figure is the best of 7 `timeit` repeats, in ns per operation; only
 the named call is inside the timed statement (objects are made beforehand).
-Run twice; `make bench` prints both runs.
+
+    python benchmarks/python_bench.py [--output FILE [--fresh]]
+
+`--output` appends the run's tables to FILE (record.py); `make bench` runs it twice
+into benchmarks/results-python.md.
 """
 
+import argparse
 import gc
 import json
 import os
@@ -19,6 +24,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import dlpack_testext as ext  # noqa: E402
+import record  # noqa: E402
 from timing import best_ns  # noqa: E402
 
 
@@ -80,6 +86,10 @@ def memory():
 
 
 def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--output", help="append the run's tables to this Markdown file")
+    parser.add_argument("--fresh", action="store_true", help="start the --output file over")
+    args = parser.parse_args()
     info = {
         "python": sys.version.split()[0],
         "numpy": np.__version__,
@@ -87,6 +97,7 @@ def main():
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
     }
+    start = record.started()
     times = timings()
     mem = memory()
     floor_np = times["np.from_dlpack(numpy array) [floor]"]
@@ -97,16 +108,20 @@ def main():
         "import numpy via PyTensor / (empty pyfunction + bare __dlpack__)": times["#[pyfunction](PyTensor) <- numpy"] / floor_import,
         "torch borrowed / torch owned": times["#[pyfunction] with_borrowed <- torch (exchange API)"] / times["#[pyfunction](PyTensor) <- torch (exchange API, owned)"],
     }
-    print(json.dumps(info))
-    print("| operation | ns |\n|---|---:|")
-    for name, ns in times.items():
-        print(f"| {name} | {ns:.0f} |")
-    print("\n| ratio | value |\n|---|---:|")
-    for name, value in ratios.items():
-        print(f"| {name} | {value:.2f} |")
-    print("\n| memory | MiB |\n|---|---:|")
-    for name, value in mem.items():
-        print(f"| {name} | {value:.2f} |")
+    lines = [json.dumps(info), "", "| operation | ns |", "|---|---:|"]
+    lines += [f"| {name} | {ns:.0f} |" for name, ns in times.items()]
+    lines += ["", "| ratio | value |", "|---|---:|"]
+    lines += [f"| {name} | {value:.2f} |" for name, value in ratios.items()]
+    lines += ["", "| memory | MiB |", "|---|---:|"]
+    lines += [f"| {name} | {value:.2f} |" for name, value in mem.items()]
+    print("\n".join(lines))
+    if args.output:
+        record.add_run(args.output, "Python side (`make bench`)", [
+            "Written by `python_bench.py` (`make bench`: two runs); see ../BENCHMARKS.md.",
+            "",
+            f"- Machine: {record.machine()}",
+            f"- The test extension built from the working tree at {record.source()}",
+        ], lines, start, args.fresh)
 
 
 if __name__ == "__main__":
