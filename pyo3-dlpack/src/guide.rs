@@ -33,6 +33,7 @@ macro_rules! links {
 [`CandleTensor`]: crate::CandleTensor
 [`DLPackError`]: crate::DLPackError
 [`DLPackTensor`]: crate::DLPackTensor
+[`DLPackTensor::with_subclass`]: crate::DLPackTensor::with_subclass
 [`DataType`]: crate::DataType
 [`Device`]: crate::Device
 [`Element`]: crate::Element
