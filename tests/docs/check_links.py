@@ -4,11 +4,12 @@
 - Relative links resolve to a file or folder of the repository, and a `#anchor` to a heading
   of the Markdown file it names, by GitHub's rules for heading ids.
 - `[text][label]` references have a definition.
-- The guide's chapters (pyo3-dlpack/guide/*.md) link to each other and to the API with
-  reference links defined at the chapter's end (a chapter file, a docs.rs address), which
-  GitHub follows; docs.rs follows the intra-doc definitions of the same labels that
+- The guide's chapters (pyo3-dlpack/guide/*.md) link to each other, to other files and to
+  the API with reference links defined at the chapter's end (a file, a docs.rs address),
+  which GitHub follows; docs.rs follows the intra-doc definitions of the same labels that
   pyo3-dlpack/src/guide.rs puts first. Every label a chapter defines so must be defined there
-  too (rustdoc then checks the intra-doc target).
+  too (rustdoc then checks the intra-doc target), and a chapter has no inline relative link
+  (docs.rs would have no page for it).
 - docs.rs addresses of this crate (https://docs.rs/pyo3-dlpack/latest/pyo3_dlpack/...) name a
   page, and an id on it, of the documentation `cargo doc` built (skipped, with a note, when
   none is built).
@@ -130,6 +131,11 @@ def check_target(source, target, docs, notes):
     return None
 
 
+def is_relative(target):
+    """A link into the repository (a file, or an anchor of this one)."""
+    return not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target) and not target.startswith("//")
+
+
 def rustdoc_labels():
     with open(GUIDE_RS, encoding="utf-8") as f:
         return {label.lower() for label, _ in RUSTDOC_DEFINITION.findall(f.read())}
@@ -155,6 +161,11 @@ def check_file(path, docs, notes, guide_labels):
             why = check_target(path, target, docs, notes)
             if why:
                 errors.append(f"{name}:{number}: ({target}): {why}")
+            elif in_guide and is_relative(target):
+                errors.append(
+                    f"{name}:{number}: ({target}): a relative link is broken on docs.rs; use a "
+                    "reference link whose label pyo3-dlpack/src/guide.rs (links!) defines too"
+                )
         for _, label in FULL_REF.findall(line):
             if label.lower() not in definitions:
                 errors.append(f"{name}:{number}: [{label}]: no definition")
@@ -166,7 +177,7 @@ def check_file(path, docs, notes, guide_labels):
         why = check_target(path, target, docs, notes)
         if why:
             errors.append(f"{name}:{number}: [{label}]: {target}: {why}")
-        points_inside = target.startswith(DOCS_RS) or re.fullmatch(r"[a-z_]+\.md", target)
+        points_inside = target.startswith(DOCS_RS) or is_relative(target)
         if in_guide and points_inside and label not in guide_labels:
             errors.append(
                 f"{name}:{number}: [{label}]: no intra-doc definition in "
