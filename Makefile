@@ -47,6 +47,8 @@ lint: | $(VENV_PY)
 	# No default features: DLPack only (benchmarks/size builds it so).
 	cargo clippy -p pyo3-dlpack --all-targets --no-default-features -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p pyo3-dlpack --all-features
+	# Links and anchors of the README, the guide and the other Markdown documents.
+	$(VENV_PY) tests/docs/check_links.py
 	# The limited API's 3.11 level (abi3-py39 is built by abi3-test).
 	cargo clippy --quiet -p pyo3-dlpack --target-dir target/abi3 --features pyo3/abi3-py311 -- -D warnings
 

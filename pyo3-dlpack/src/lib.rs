@@ -322,6 +322,9 @@ mod frameworks;
 #[doc(hidden)]
 pub mod fuzz;
 mod gather;
+// The guide: documentation-only modules, rendered by rustdoc and tested as doc tests.
+#[cfg(any(doc, doctest))]
+pub mod guide;
 mod import;
 #[cfg(feature = "experimental-inspect")]
 #[doc(hidden)]
