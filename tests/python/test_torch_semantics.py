@@ -79,6 +79,29 @@ def test_a_failing_dlpack_of_the_tensors_own_fails_the_import_with_its_error():
         np.from_dlpack(t)
 
 
+def test_other_attributes_of_the_tensor_keep_the_c_table(monkeypatch):
+    # The type's __dlpack__ (patched to count) is never called on the C path, however the
+    # tensor's own attributes are stored: none, some, or its own __dlpack__ bound to itself.
+    calls = []
+    original = torch.Tensor.__dlpack__
+
+    def counting(self, **kwargs):
+        calls.append(kwargs)
+        return original(self, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "__dlpack__", counting)
+    plain, labelled, rebound = torch.arange(3.0), torch.arange(3.0), torch.arange(3.0)
+    labelled.label, labelled.scale = "x", 2.0
+    rebound.__dlpack__ = rebound.__dlpack__  # the type's function, bound to the tensor
+    for t in (plain, labelled, rebound):
+        assert ext.describe(t)["data_ptr"] == t.data_ptr()
+    assert calls == []
+    labelled.__dlpack__ = lambda **kwargs: original(labelled, **kwargs)
+    assert ext.describe(labelled)["data_ptr"] == labelled.data_ptr()
+    np.from_dlpack(plain)
+    assert len(calls) == 1, "NumPy calls the type's __dlpack__; the lambda is not counted"
+
+
 def test_numpy_scalars_are_numpys():
     for scalar in [np.float64(1.5), np.int8(3), np.bool_(True), np.complex64(1j)]:
         assert ext.framework_of(scalar) == "NumPy", type(scalar)

@@ -11,87 +11,17 @@
 
 pub(crate) mod checks;
 mod native;
+mod python_path;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
 pub(crate) use native::tensor_of;
+pub(crate) use python_path::defers_to_python;
 
 /// The name of torch's module.
 pub(crate) const MODULE: &str = "torch";
-
-/// Whether an import of `obj`, an exact `torch.Tensor`, must call its
-/// `__dlpack__` rather than torch's C exchange table, as `np.from_dlpack`
-/// would: a `TorchFunctionMode` is active (it sees `Tensor.__dlpack__`, and
-/// may change what it returns), or the tensor has a `__dlpack__` of its own
-/// (an instance attribute, which Python's lookup finds first). About 80 ns
-/// an import, measured (BENCHMARKS.md).
-pub(crate) fn defers_to_python(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-    let py = obj.py();
-    static MODE_ENABLED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let mode_enabled = MODE_ENABLED.import(py, "torch._C", "_is_torch_function_mode_enabled")?;
-    if mode_enabled.call0()?.is_truthy()? {
-        return Ok(true);
-    }
-    has_own_dlpack(obj)
-}
-
-/// Whether `obj.__dlpack__` is anything but its type's `__dlpack__` bound
-/// to it: an attribute of the tensor itself, which Python's lookup finds
-/// first. (A method patched onto `torch.Tensor` is the type's: the C table
-/// stands for the type's export, as before.)
-fn has_own_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-    let name = pyo3::intern!(obj.py(), "__dlpack__");
-    let found = obj.getattr(name)?;
-    let of_type = obj.get_type().getattr(name)?;
-    Ok(!is_method_of(&found, &of_type, obj)?)
-}
-
-/// Whether `found` is the function `function` bound to `owner`.
-#[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy)))]
-fn is_method_of(
-    found: &Bound<'_, PyAny>,
-    function: &Bound<'_, PyAny>,
-    owner: &Bound<'_, PyAny>,
-) -> PyResult<bool> {
-    /// CPython's `PyMethodObject` (`cpython/classobject.h`, this layout
-    /// since 3.8), which pyo3's bindings do not declare.
-    #[repr(C)]
-    struct MethodObject {
-        ob_base: pyo3::ffi::PyObject,
-        im_func: *mut pyo3::ffi::PyObject,
-        im_self: *mut pyo3::ffi::PyObject,
-    }
-    static METHOD_TYPE: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
-    let method_type = METHOD_TYPE.import(found.py(), "types", "MethodType")?;
-    if !found.get_type().is(method_type) {
-        return Ok(false);
-    }
-    // SAFETY: `found`'s type is exactly `types.MethodType` (CPython's
-    // `PyMethod_Type`), whose objects have this layout; read while `found`
-    // (which holds both references) is alive.
-    let method = unsafe { &*found.as_ptr().cast::<MethodObject>() };
-    Ok(method.im_func == function.as_ptr() && method.im_self == owner.as_ptr())
-}
-
-/// As above, through the method's attributes (no `PyMethodObject` layout
-/// in the limited API).
-#[cfg(any(Py_LIMITED_API, PyPy, GraalPy))]
-fn is_method_of(
-    found: &Bound<'_, PyAny>,
-    function: &Bound<'_, PyAny>,
-    owner: &Bound<'_, PyAny>,
-) -> PyResult<bool> {
-    let py = found.py();
-    let (Ok(bound), Ok(to)) = (
-        found.getattr(pyo3::intern!(py, "__func__")),
-        found.getattr(pyo3::intern!(py, "__self__")),
-    ) else {
-        return Ok(false);
-    };
-    Ok(bound.is(function) && to.is(owner))
-}
 
 /// `torch.Tensor`, once found.
 static TENSOR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
