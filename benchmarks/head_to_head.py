@@ -245,7 +245,8 @@ NB_SHORT = ["NumPy → PyTensor / ndarray<>", "NumPy → derived / typed ndarray
             "torch → argument", "fresh 1K → numpy.ndarray", "fresh 1K → torch.Tensor",
             "np.from_dlpack(exporter)", "jax (1000,) → argument", "jax (1000, 1000) → argument",
             "fresh 1K → jax.Array", "list of 100 NumPy, per tensor", "list of 1000 NumPy, per tensor",
-            "list of 100 torch, per tensor", "list of 1000 torch, per tensor"]
+            "list of 100 torch, per tensor", "list of 1000 torch, per tensor",
+            "NumPy → Tensor2<f32> / ndarray<float, ndim<2>>"]
 
 
 def nanobind_rows():
@@ -331,6 +332,11 @@ def nanobind_rows():
                     bench_ours.torch_floor_list, (1.0, "dlpark")),
         import_list("torch", 1000, torch_1k, "`torch_floor_list(xs)`: torch's C export + checks, each element",
                     bench_ours.torch_floor_list, (1.0, "dlpark")),
+        ("import a NumPy float32 (1000, 1000) as a typed argument, its elements as a row-major "
+         "slice: `Tensor2<f32>` + `as_slice()` / `nb::ndarray<float, nb::ndim<2>, nb::c_contig>`",
+         {"ours": lambda: cell("f(a)", f=bench_ours.import_typed2, a=a),
+          "nanobind": lambda: cell("f(a)", f=bench_nanobind.import_typed2, a=a)},
+         ("noop(a)", lambda: cell("f(a)", f=bench_ours.noop, a=a)), (1.0, "nanobind")),
     ]
 
 

@@ -32,6 +32,11 @@ NB_MODULE(bench_nanobind, m) {
     // Typed import: float32, C-contiguous, CPU (what a derived FromDLPack with
     // dtype, contiguity and device checks does).
     m.def("import_typed", [](F32Host a) { return a.ndim(); }, nb::arg("a").noconvert());
+    // Typed import with the rank in the type: float32, 2-D, C-contiguous (what a
+    // `Tensor2<f32>` argument and its row-major slice check): its element count.
+    m.def("import_typed2",
+          [](nb::ndarray<float, nb::ndim<2>, nb::c_contig> a) { return a.size(); },
+          nb::arg("a").noconvert());
     // A fresh 1-D float32 buffer returned as a numpy.ndarray / torch.Tensor / jax.Array.
     m.def("fresh_numpy", [](size_t n) {
         auto [data, owner] = fresh_buffer(n);

@@ -70,6 +70,15 @@ fn import_typed(t: F32Host) -> usize {
     t.tensor.ndim()
 }
 
+/// Imports a typed argument, `Tensor2<f32>` (float32, rank 2, host memory,
+/// checked while PyO3 extracts it), and takes its elements as a row-major
+/// slice (the C-contiguous check of nanobind's `nb::c_contig`); returns
+/// their number.
+#[pyfunction]
+fn import_typed2(t: pyo3_dlpack::Tensor2<f32>) -> PyResult<usize> {
+    Ok(t.as_slice().map_err(to_py_err)?.len())
+}
+
 /// A fresh `DLPackTensor` over `n` zeroed float32 elements, made in the call
 /// (the "fresh buffer → framework" rows: `np.from_dlpack(fresh(n))`).
 #[pyfunction]
@@ -258,6 +267,7 @@ fn bench_ours(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(export_capsule, m)?)?;
     m.add_function(wrap_pyfunction!(export_capsule_versioned, m)?)?;
     m.add_function(wrap_pyfunction!(import_tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(import_typed2, m)?)?;
     m.add_function(wrap_pyfunction!(import_list, m)?)?;
     m.add_function(wrap_pyfunction!(import_typed, m)?)?;
     m.add_function(wrap_pyfunction!(fresh, m)?)?;

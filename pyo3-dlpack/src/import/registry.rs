@@ -33,7 +33,7 @@
 use std::ffi::{CStr, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use pyo3::prelude::*;
@@ -210,6 +210,11 @@ unsafe extern "C" fn own_unregister(id: u64) {
 pub(crate) struct Registration {
     id: u64,
     table: &'static SharedRegistry,
+    /// `may_read` answered `true`: it answers so until this import drops,
+    /// since no other import can become a writer over a range that overlaps
+    /// a live registered one (`claim_exclusive` refuses any overlap), so the
+    /// registry is not asked again.
+    read_granted: AtomicBool,
 }
 
 impl std::fmt::Debug for SharedRegistry {
@@ -231,7 +236,11 @@ impl Registration {
         let table = shared();
         // SAFETY: the table's functions take any values on any thread.
         let id = unsafe { (table.register)(start, end) };
-        Some(Self { id, table })
+        Some(Self {
+            id,
+            table,
+            read_granted: AtomicBool::new(false),
+        })
     }
 
     /// Claims the range for a mutable view: `true`, and this import is a
@@ -244,8 +253,15 @@ impl Registration {
     /// Whether shared views may be made: no other live import that
     /// overlaps this one has handed out a mutable view.
     pub(crate) fn may_read(&self) -> bool {
+        if self.read_granted.load(Ordering::Relaxed) {
+            return true;
+        }
         // SAFETY: as in `new`.
-        unsafe { (self.table.may_read)(self.id) != 0 }
+        let granted = unsafe { (self.table.may_read)(self.id) != 0 };
+        if granted {
+            self.read_granted.store(true, Ordering::Relaxed);
+        }
+        granted
     }
 }
 

@@ -111,25 +111,41 @@ aliases! {
 type Types<T, D, M> = PhantomData<fn() -> (T, D, M)>;
 
 /// The checks both argument types make: the memory `M` accepts, and `T`'s
-/// dtype (a `bool` tensor is `u8` only to read) and `D`'s rank; for host memory, that a view of `T` and `D`
-/// exists (alignment too). Pinned and managed memory are host-readable
-/// only after a wait for a stream: [`AnyDevice`]'s.
+/// dtype (a `bool` tensor is `u8` only to read) and `D`'s rank; for host
+/// memory, everything [`PyTensor::as_array_dim`] checks, so that
+/// [`Tensor::as_array`] cannot fail. Pinned and managed memory are
+/// host-readable only after a wait for a stream: [`AnyDevice`]'s.
 fn check<T: PlainElement, D: Dimension, M: Memory>(
     tensor: &PyTensor,
     mutable: bool,
 ) -> Result<(), DLPackError> {
     M::accept(tensor.device())?;
     tensor.check_view_dtype::<T>(mutable)?;
-    if M::HOST_ONLY {
-        return tensor.as_array_dim::<T, D>().map(|_| ());
-    }
-    match D::NDIM {
-        Some(expected) if expected != tensor.ndim() => Err(DLPackError::Ndim {
+    if let Some(expected) = D::NDIM
+        && expected != tensor.ndim()
+    {
+        return Err(DLPackError::Ndim {
             expected,
             found: tensor.ndim(),
-        }),
-        _ => Ok(()),
+        });
     }
+    if M::HOST_ONLY {
+        check_host_view::<T, D>(tensor)?;
+    }
+    Ok(())
+}
+
+/// What [`PyTensor::as_array_dim`] checks, without making the view (whose
+/// dynamic shape and strides are allocated): a view may be made now (access,
+/// host memory, dtype) of aligned elements. A non-empty tensor's shape and
+/// strides were checked on import; an empty one's view shape is checked by
+/// `ndarray` itself, so it takes the whole call.
+fn check_host_view<T: PlainElement, D: Dimension>(tensor: &PyTensor) -> Result<(), DLPackError> {
+    if tensor.numel() == 0 {
+        return tensor.as_array_dim::<T, D>().map(|_| ());
+    }
+    tensor.check_element::<T>(false)?;
+    tensor.element_ptr::<T>().map(|_| ())
 }
 
 /// A failed argument check as the `TypeError` PyO3 names the argument in.
