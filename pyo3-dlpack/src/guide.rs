@@ -54,6 +54,7 @@ macro_rules! links {
 [`asdlpack`]: crate::asdlpack
 [`error`]: crate::error
 [`impl_from_pyobject!`]: crate::impl_from_pyobject
+[`memory`]: crate::memory
 "
     };
 }
