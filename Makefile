@@ -89,7 +89,8 @@ abi3-venvs:
 # the suites it runs (tests/matrix/run.sh). Each entry's venv, target/matrix-venvs/ENTRY, is
 # made once and reused until the entry's CPython or pins change. MATRIX picks entries
 # (`make test-matrix MATRIX="numpy-1.26 jax-0.4"`); every entry named runs, and the target
-# fails if any did. README, "Support matrix", says what each entry ran and found.
+# fails if any did. The guide's frameworks chapter (pyo3-dlpack/guide/frameworks.md) says what each
+# entry ran and found.
 MATRIX ?= numpy-1.26 numpy-2.0 numpy-2.2 numpy-2.4 torch-2.5 torch-2.9 jax-0.4 current \
 	tensorflow-2.21 paddle-3.3 mlx-0.32
 test-matrix: $(VENV_STAMP)
@@ -198,7 +199,7 @@ fuzz:
 # What a GPU machine (CUDA, torch, CuPy; no Rust, no network) needs to run the CUDA-marked
 # tests: abi3-py39 wheels (any CPython >= 3.9 there) of the test extension, with its cudarc
 # functions, and of the examples; the test files; a script. There:
-# `bash target/gpu-bundle/run.sh` (README, "GPU").
+# `bash target/gpu-bundle/run.sh` (pyo3-dlpack/guide/testing.md, "On a GPU").
 gpu-bundle: $(VENV_STAMP)
 	rm -rf target/gpu-bundle && mkdir -p target/gpu-bundle/tests target/gpu-bundle/examples
 	maturin build --release --quiet -m tests/extension/Cargo.toml --features abi3,cudarc \

@@ -1,6 +1,6 @@
 """CUDA: torch and CuPy device tensors through Rust, zero-copy. Marked `cuda`;
 every test skips cleanly where torch sees no GPU (this machine, CI). On a GPU
-machine: `make gpu-bundle`, then its run.sh (README, "GPU")."""
+machine: `make gpu-bundle`, then its run.sh (pyo3-dlpack/guide/testing.md, "On a GPU")."""
 
 import gc
 

@@ -61,7 +61,7 @@ def test_cudarcs_copy_is_queued_until_something_orders_it():
 
 
 def test_a_consumer_that_lets_go_with_work_still_queued_races_with_the_free():
-    # README: a slice is freed on its own stream when the last consumer lets go; a
+    # The devices chapter of the guide: a slice is freed on its own stream when the last consumer lets go; a
     # consumer must order its pending work first. Here it does not: cudarc's free on
     # the slice's stream is not ordered after the consumer's read.
     out = run_cudarc(

@@ -110,7 +110,8 @@ def test_strided_negative_and_empty_layouts_arrive_as_numpy_has_them():
 
 
 def test_rust_writes_into_a_writable_numpy_array():
-    # The README's in-place example: on NumPy 2.0 it needs the writeable flag asked.
+    # The guide's in-place example (arguments.md, `scale`): on NumPy 2.0 it needs the writeable
+    # flag asked.
     a = np.zeros(4)
     ext.fill(a, 2.5)
     np.testing.assert_array_equal(a, [2.5] * 4)

@@ -1,6 +1,6 @@
 """DLPackTensors made in worker processes and sent back by pickling (DESIGN, "Tensors that
 travel"): multiprocessing pools and queues (fork and spawn), ProcessPoolExecutor, and torch's
-DataLoader with worker processes (with and without the README's collate recipe).
+DataLoader with worker processes (with and without the guide's collate recipe, travel.md).
 
 Forking cases run in a fresh interpreter: this one has JAX's threads by now, and forking a
 process with threads may deadlock the child (Python warns so); a user's process that forks

@@ -39,7 +39,7 @@ class Frames:
 
 
 def collate_dlpack(batch, *, collate_fn_map=None):
-    """The README's collate recipe: a batch of DLPackTensors becomes one torch tensor."""
+    """The guide's collate recipe (travel.md): a batch of DLPackTensors becomes one torch tensor."""
     import torch
 
     return torch.stack([torch.from_dlpack(t) for t in batch])

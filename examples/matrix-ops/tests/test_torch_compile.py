@@ -1,7 +1,7 @@
 """pyo3-dlpack functions inside a compiled torch program: each is registered as a torch
 custom op (`torch.library.custom_op`) with a fake implementation that gives the output's
 shape and dtype without running Rust, so torch.compile traces through it in one graph and
-calls the Rust function at run time (the README's recipe, "Inside torch.compile").
+calls the Rust function at run time (the guide's recipe, returning.md, "Inside `torch.compile`").
 
 The backend is `aot_eager`: the whole of torch.compile's tracing (Dynamo, AOTAutograd's
 functionalisation of the mutating op) without Inductor's code generation, which needs a C++

@@ -408,6 +408,108 @@ mod tests {
     use super::*;
     use pyo3::Python;
 
+    /// Every variant's name, by an exhaustive `match`: a new variant fails to
+    /// compile here until it is named, and then until the guide's errors
+    /// chapter lists it (its doc test checks the exception it becomes).
+    fn variant_name(err: &DLPackError) -> &'static str {
+        match err {
+            DLPackError::Dtype { .. } => "Dtype",
+            DLPackError::MissingDtype => "MissingDtype",
+            DLPackError::Ndim { .. } => "Ndim",
+            DLPackError::Device { .. } => "Device",
+            DLPackError::DeviceType { .. } => "DeviceType",
+            DLPackError::Layout(_) => "Layout",
+            DLPackError::OutOfMemory { .. } => "OutOfMemory",
+            DLPackError::ReadOnly => "ReadOnly",
+            DLPackError::WritabilityUnknown => "WritabilityUnknown",
+            DLPackError::SizeOverflow(_) => "SizeOverflow",
+            DLPackError::InvalidDtype(_) => "InvalidDtype",
+            DLPackError::UnsupportedVersion { .. } => "UnsupportedVersion",
+            DLPackError::AlreadyConsumed => "AlreadyConsumed",
+            DLPackError::InvalidCapsule(_) => "InvalidCapsule",
+            DLPackError::Export(_) => "Export",
+            DLPackError::InvalidArgument(_) => "InvalidArgument",
+            DLPackError::NotDLPack { .. } => "NotDLPack",
+            DLPackError::NotATensor { .. } => "NotATensor",
+            DLPackError::Interface(_) => "Interface",
+            DLPackError::NotACapsule { .. } => "NotACapsule",
+            DLPackError::NotADLPackTensor { .. } => "NotADLPackTensor",
+            DLPackError::User(_) => "User",
+            DLPackError::Adapter(_) => "Adapter",
+        }
+    }
+
+    #[test]
+    fn the_errors_chapter_lists_every_variant() {
+        let chapter = include_str!("../../guide/errors.md");
+        let named = [
+            DLPackError::Dtype {
+                expected: DataType::F32,
+                found: DataType::I64,
+            },
+            DLPackError::MissingDtype,
+            DLPackError::Ndim {
+                expected: 1,
+                found: 2,
+            },
+            DLPackError::Device {
+                expected: Device::cpu(),
+                found: Device::cuda(0),
+            },
+            DLPackError::DeviceType {
+                expected: DeviceType::CUDA,
+                found: Device::cpu(),
+            },
+            DLPackError::Layout(LayoutError::Shared),
+            DLPackError::OutOfMemory { bytes: 1 },
+            DLPackError::ReadOnly,
+            DLPackError::WritabilityUnknown,
+            DLPackError::SizeOverflow(SizeOverflow::Bytes { bytes: 3 }),
+            DLPackError::InvalidDtype(DtypeError::Lanes {
+                dtype: DataType::F32,
+            }),
+            DLPackError::UnsupportedVersion { major: 2, minor: 0 },
+            DLPackError::AlreadyConsumed,
+            DLPackError::InvalidCapsule(CapsuleError::NullPointer),
+            DLPackError::Export(ExportError::ReadOnlyLegacy),
+            DLPackError::InvalidArgument(ArgumentError::NotInteger {
+                name: "stream",
+                found: String::new(),
+            }),
+            DLPackError::NotDLPack {
+                type_name: String::new(),
+            },
+            DLPackError::NotATensor {
+                type_name: String::new(),
+                accepted: String::new(),
+            },
+            DLPackError::Interface(InterfaceError::BufferUnavailable),
+            DLPackError::NotACapsule {
+                producer: String::new(),
+                found: String::new(),
+            },
+            DLPackError::NotADLPackTensor {
+                found: String::new(),
+            },
+            DLPackError::user(std::io::Error::other("x")),
+            DLPackError::Adapter(AdapterError::TensorNotFound {
+                name: String::new(),
+                available: Vec::new(),
+            }),
+        ];
+        let mut names: Vec<_> = named.iter().map(variant_name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), named.len(), "one value of each variant");
+        for name in names {
+            // A variant built in the chapter's doc test, or by its constructor
+            // (`DLPackError::user(…)` makes `User`).
+            let listed = chapter.contains(&format!("DLPackError::{name}"))
+                || chapter.contains(&format!("DLPackError::{}(", name.to_lowercase()));
+            assert!(listed, "guide/errors.md does not list DLPackError::{name}");
+        }
+    }
+
     #[test]
     fn messages_name_expected_and_found() {
         let cases = [
