@@ -281,6 +281,60 @@ mod tests {
         assert_eq!(input::<Anything>(), input::<PyTensor>());
     }
 
+    /// A stub pyo3-stub-gen writes for functions of this crate's types.
+    #[cfg(all(feature = "derive", feature = "ndarray"))]
+    #[test]
+    fn generated_stubs_name_the_types() {
+        use crate::{AlignedBuffer, IntoDLPack, Native, PyTensor, Tensor2, TensorMut1};
+        use pyo3::prelude::*;
+        use pyo3_stub_gen::derive::gen_stub_pyfunction;
+
+        #[derive(IntoDLPack)]
+        #[dlpack(crate = "crate")]
+        struct Image {
+            #[dlpack(data)]
+            pixels: AlignedBuffer<u8>,
+        }
+
+        #[gen_stub_pyfunction]
+        #[pyfunction]
+        fn render(_m: Tensor2<f64>, _out: TensorMut1<f32>, _any: PyTensor) -> Image {
+            Image {
+                pixels: AlignedBuffer::zeroed(1),
+            }
+        }
+
+        #[gen_stub_pyfunction]
+        #[pyfunction]
+        fn native(_like: PyTensor) -> Native<Vec<u8>> {
+            Native::numpy(vec![0])
+        }
+
+        let _ = (render, native);
+        let root = std::env::temp_dir();
+        let config = pyo3_stub_gen::StubGenConfig::default();
+        let info = pyo3_stub_gen::StubInfo::from_project_root("my_ext".into(), root, false, config)
+            .expect("stub info");
+        let stub = info.modules["my_ext"].to_string();
+        for line in [
+            "import jax",
+            "import numpy",
+            "import numpy.typing",
+            "import torch",
+            "import typing_extensions",
+            "def native(_like: numpy.typing.NDArray[numpy.generic] | torch.Tensor | jax.Array | \
+             typing_extensions.Buffer) -> numpy.typing.NDArray[numpy.generic] | torch.Tensor | \
+             jax.Array: ...",
+            "def render(_m: numpy.typing.NDArray[numpy.float64] | torch.Tensor | jax.Array, \
+             _out: numpy.typing.NDArray[numpy.float32] | torch.Tensor, \
+             _any: numpy.typing.NDArray[numpy.generic] | torch.Tensor | jax.Array | \
+             typing_extensions.Buffer) -> DLPackTensor: ...",
+        ] {
+            assert!(stub.contains(line), "no {line:?} in\n{stub}");
+        }
+        assert!(!stub.contains("import my_ext"), "{stub}");
+    }
+
     /// The stubs of both features name the same types.
     #[cfg(all(feature = "experimental-inspect", feature = "ndarray"))]
     #[test]
