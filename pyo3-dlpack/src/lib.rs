@@ -300,7 +300,8 @@
 //! 0.8 (1.80) with memmap2 0.9.8 or later (1.63; 0.9.12: 1.65); nalgebra 0.33
 //! to 0.35 (0.33 declares none, 0.34 needs 1.87, 0.35 1.89); image 0.25.6 to
 //! 0.25.9 (0.25.9: 1.85; 0.25.10 needs 1.88). The workspace's MSRV-aware
-//! resolver picks the newest that declare 1.85 or less.
+//! resolver picks the newest that declare 1.85 or less. Feature `stub-gen`'s
+//! pyo3-stub-gen 0.23.2 needs `time` 0.3.47 or later, which declares 1.88.
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
