@@ -60,6 +60,10 @@ rust-test: $(VENV_STAMP)
 	PYTHONPATH=$(VENV_SITE) cargo test --workspace --doc --exclude pyo3-dlpack
 	# The runtime crate alone, default features only (the workspace run enables them all).
 	PYTHONPATH=$(VENV_SITE) cargo test -p pyo3-dlpack
+	# The stub features' own unit tests (no other build enables them): the hints each type
+	# gives PyO3's introspection and pyo3-stub-gen, and the stub pyo3-stub-gen renders.
+	PYTHONPATH=$(VENV_SITE) cargo test -p pyo3-dlpack --lib \
+		--features experimental-inspect,stub-gen,ndarray,half -- inspect stub_gen
 
 # The test extension as one abi3-py39 wheel (its own target directory), run with the
 # NumPy-only suites on the oldest and newest CPython of the image and on 3.10 (the newest NumPy

@@ -86,4 +86,5 @@ const _: () = {
             ::pyo3_dlpack::__private::extract(&__dlpack_obj)
         }
     }
+    ::pyo3_dlpack::__stub_type!(input[] Matrix[] f32);
 };

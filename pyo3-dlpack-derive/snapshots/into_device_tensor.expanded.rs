@@ -61,4 +61,5 @@ const _: () = {
                 .convert(self, __dlpack_python)
         }
     }
+    crate::dl::__stub_type!(output[] DeviceTensor[]);
 };

@@ -52,4 +52,8 @@ const _: () = {
                 .convert(self, __dlpack_python)
         }
     }
+    ::pyo3_dlpack::__stub_type!(
+        output[< S : TensorData + Send + Sync + 'static >] Samples < S > [where S :
+        Clone]
+    );
 };

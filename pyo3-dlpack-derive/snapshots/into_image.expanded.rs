@@ -44,4 +44,5 @@ const _: () = {
                 .convert(self, __dlpack_python)
         }
     }
+    ::pyo3_dlpack::__stub_type!(output[] Image[]);
 };

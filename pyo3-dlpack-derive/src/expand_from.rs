@@ -124,6 +124,11 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
     // The stub's hint (feature `experimental-inspect`; nothing without it).
     let element = attrs.dtype.iter();
     let input_type = quote!(#krate::__input_type!(#(#element)*););
+    // The stub's type (feature `stub-gen`; nothing without it).
+    let element = attrs.dtype.iter();
+    let stub_type = quote! {
+        #krate::__stub_type!(input [#impl_generics] #ident #ty_generics [#where_clause] #(#element)*);
+    };
 
     quote! {
         #[automatically_derived]
@@ -144,5 +149,7 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
                 #private::extract(&#obj)
             }
         }
+
+        #stub_type
     }
 }

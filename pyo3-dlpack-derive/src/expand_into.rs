@@ -106,5 +106,8 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
                 #private::IntoPyObjectProbe::<Self>::new().convert(self, #py)
             }
         }
+
+        // The stub's type (feature `stub-gen`; nothing without it).
+        #krate::__stub_type!(output [#impl_generics] #ident #ty_generics [#user_where_clause]);
     }
 }

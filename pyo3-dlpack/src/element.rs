@@ -30,12 +30,19 @@ pub unsafe trait Element: Copy + Send + Sync + 'static {
     /// The DLPack type of this scalar.
     const DTYPE: DataType;
 
-    /// The NumPy scalar type a generated stub names for arrays of this
-    /// element (`numpy.float64`); `numpy.generic` where NumPy has none.
+    /// The name in `numpy` of the scalar type a generated stub names for
+    /// arrays of this element (`float64`); `generic` where NumPy has none.
+    /// Features `experimental-inspect` and `stub-gen`.
+    #[cfg(any(feature = "experimental-inspect", feature = "stub-gen"))]
+    #[doc(hidden)]
+    const NUMPY_NAME: &'static str = "generic";
+
+    /// [`NUMPY_NAME`](Self::NUMPY_NAME) as PyO3's hint (`numpy.float64`).
     /// Feature `experimental-inspect`.
     #[cfg(feature = "experimental-inspect")]
     #[doc(hidden)]
-    const NUMPY_SCALAR: pyo3::inspect::PyStaticExpr = crate::inspect::NUMPY_GENERIC;
+    const NUMPY_SCALAR: pyo3::inspect::PyStaticExpr =
+        crate::inspect::numpy_scalar(Self::NUMPY_NAME);
 }
 
 macro_rules! impl_element {
@@ -45,8 +52,8 @@ macro_rules! impl_element {
         // DLPack's kDLBool (bits 8) also stores as 0 or 1.
         unsafe impl Element for $ty {
             const DTYPE: DataType = DataType::$dtype;
-            #[cfg(feature = "experimental-inspect")]
-            const NUMPY_SCALAR: pyo3::inspect::PyStaticExpr = crate::inspect::numpy_scalar($numpy);
+            #[cfg(any(feature = "experimental-inspect", feature = "stub-gen"))]
+            const NUMPY_NAME: &'static str = $numpy;
         }
     )*};
 }

@@ -156,6 +156,9 @@ mod proptests;
 mod protocol;
 mod python;
 mod spare;
+#[cfg(feature = "stub-gen")]
+#[doc(hidden)]
+pub mod stub_gen;
 mod travel;
 mod wrap;
 

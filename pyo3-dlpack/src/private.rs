@@ -11,6 +11,8 @@ use crate::error::{DimsKind, LayoutError};
 
 pub use ::core;
 pub use ::pyo3;
+#[cfg(feature = "stub-gen")]
+pub use ::pyo3_stub_gen;
 
 pub use crate::{
     DLPackError, DLPackTensor, DataType, Device, DeviceType, Dims, Element, FromDLPack, IntoDLPack,
@@ -491,6 +493,15 @@ macro_rules! __input_type {
 #[macro_export]
 macro_rules! __output_type {
     () => {};
+}
+
+/// Without feature `stub-gen`, generated code's `PyStubType` impls are
+/// nothing (see `stub_gen::__stub_type`).
+#[cfg(not(feature = "stub-gen"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __stub_type {
+    ($($anything:tt)*) => {};
 }
 
 /// The `FromPyObject` of a derived type.

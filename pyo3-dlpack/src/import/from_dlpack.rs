@@ -135,6 +135,7 @@ macro_rules! impl_from_pyobject {
                 $crate::__private::extract(&obj)
             }
         }
+        $crate::__stub_type!(input [<$($generics)*>] $ty []);
     };
     ($($ty:ty),+ $(,)?) => {
         $($crate::impl_from_pyobject!([] $ty);)+
