@@ -9,9 +9,12 @@ What each framework does differently is encoded here with its version, never ski
   must never go to TensorFlow).
 - paddle 3.3.1 imports zero-copy but never calls the producer's deleter (every import of our
   tensors leaks its value), reports `(1, None)` as its CPU `__dlpack_device__`, and reads the
-  DLPack uint16 type as its own `bfloat16` (paddle's old bfloat16 storage type).
+  DLPack uint16 type as its own `bfloat16` (paddle's old bfloat16 storage type). Its tensors
+  reach Rust through its DLPack 1.3 C exchange table; where that cannot be used, its
+  `(1, None)` is refused.
 - mlx 0.32 copies every CPU import (`copy=False` is refused) and frees the producer at once."""
 
+import ctypes
 import gc
 
 import numpy as np
@@ -161,6 +164,101 @@ def test_paddle_tensors_through_rust_and_back_to_paddle(paddle):
     back = paddle.from_dlpack(ext.reexport(a))
     assert back.numpy().tolist() == [0, 1, 2, 3, 4]
     assert ext.describe(back)["data_ptr"] == ext.describe(a)["data_ptr"]
+
+
+def capsule_pointer(capsule, name):
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return get(capsule, name)
+
+
+def test_paddle_publishes_the_exchange_table_as_a_dlpack_1_3_capsule(paddle):
+    # paddle 3.3.1 sets both names on `paddle.Tensor` (a heap type Python code can change:
+    # paddle itself sets them with setattr): the 1.3 capsule, and tvm-ffi 0.1.0-0.1.4's
+    # `__c_dlpack_exchange_api__`, the same table as a capsule too, or as an int only when a
+    # tvm-ffi <= 0.1.3 is installed. Our import reads the 1.3 capsule first. A later release
+    # is expected to drop the tvm-ffi name (paddle marks it for removal); this guard then
+    # fails until checked again.
+    tensor = paddle.Tensor
+    assert type(paddle.arange(2)) is tensor
+    assert tensor.__flags__ & (1 << 9), "a heap type"
+    assert not tensor.__flags__ & (1 << 8), "not Py_TPFLAGS_IMMUTABLETYPE"
+    api = tensor.__dict__["__dlpack_c_exchange_api__"]
+    assert type(api).__name__ == "PyCapsule"
+    table = capsule_pointer(api, b"dlpack_exchange_api")
+    major, minor = (ctypes.c_uint32 * 2).from_address(table)
+    assert (major, minor) == (1, 3)
+    if version(paddle) <= (3, 3, 1):
+        legacy = tensor.__dict__["__c_dlpack_exchange_api__"]
+        if isinstance(legacy, int):
+            assert legacy == table
+        else:
+            assert capsule_pointer(legacy, b"dlpack_exchange_api") == table
+    else:
+        assert "__c_dlpack_exchange_api__" not in tensor.__dict__
+
+
+def test_paddle_tensors_are_imported_through_the_exchange_table(paddle, monkeypatch):
+    calls = []
+
+    def recording(name, fixed=None):
+        original = getattr(paddle.Tensor, name)
+
+        def method(self, *args, **kwargs):
+            calls.append(name)
+            return fixed if fixed is not None else original(self, *args, **kwargs)
+
+        return method
+
+    a = paddle.arange(6, dtype="float32")
+    ext.describe(a)  # the type's table is looked up (and cached) once
+    monkeypatch.setattr(paddle.Tensor, "__dlpack__", recording("__dlpack__"))
+    monkeypatch.setattr(paddle.Tensor, "__dlpack_device__", recording("__dlpack_device__"))
+    d = ext.describe(a)
+    assert (d["version"], d["device"], d["data_ptr"]) == ((1, 3), (1, 0), a.data_ptr())
+    assert ext.describe_borrowed(a)["data_ptr"] == a.data_ptr()
+    assert ext.slice_values(a, "float32") == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    b = paddle.arange(4, dtype="float64")
+    ext.fill(b, 1.5)
+    assert b.numpy().tolist() == [1.5] * 4
+    assert calls == [], "no Python call: paddle's table exports the tensor"
+    # The recording sees our Python path: options the table cannot honour ask paddle itself
+    # (given a device id, see the next test).
+    monkeypatch.setattr(
+        paddle.Tensor, "__dlpack_device__", recording("__dlpack_device__", fixed=(1, 0))
+    )
+    assert ext.import_with(a, copy=False)["data_ptr"] == a.data_ptr()
+    assert calls == ["__dlpack_device__", "__dlpack__"]
+
+
+def test_paddle_tensors_are_refused_where_the_table_cannot_be_used(paddle):
+    # paddle 3.3.1's CPU `__dlpack_device__` is `(kDLCPU, None)`; our `__dlpack__` path reads
+    # it first and refuses it (NumPy's `from_dlpack(x, copy=False)` and `device="cpu"` accept
+    # it), so a paddle tensor is imported only through the exchange table: not with options
+    # it cannot honour (`copy`, `dl_device`, a stream), nor as a subclass overriding
+    # `__dlpack__`. A later release is expected to give the device id; this then fails until
+    # checked again.
+    a = paddle.arange(3, dtype="float32")
+    assert tuple(a.__dlpack_device__())[1] is None
+
+    class Own(paddle.Tensor):
+        def __dlpack__(self, *args, **kwargs):
+            return super().__dlpack__(*args, **kwargs)
+
+    class Plain(paddle.Tensor):
+        pass
+
+    assert ext.describe(Plain(a))["data_ptr"] == a.data_ptr(), "through paddle's table"
+    message = r"__dlpack_device__\(\) returned .*None\), expected a \(device_type, device_id\)"
+    for refused in (
+        lambda: ext.import_with(a, copy=False),
+        lambda: ext.import_with(a, stream=-1),
+        lambda: ext.import_with(a, dl_device=(1, 0)),
+        lambda: ext.describe(Own(a)),
+        lambda: ext.describe_borrowed(Own(a)),
+    ):
+        with pytest.raises(TypeError, match=message):
+            refused()
 
 
 # --- mlx -----------------------------------------------------------------------------------
