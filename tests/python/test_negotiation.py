@@ -355,3 +355,27 @@ def test_an_export_whose_memory_names_a_stream_orders_other_consumer_streams_aft
     ) or str(raised.value).startswith("the CUDA driver's cuEventRecord failed")
     # Memory that names no stream is taken to have no pending work.
     ext.on_device(4, 2, 1).__dlpack__(stream=5, max_version=(1, 3))
+
+
+class DeviceIdNone:
+    """A producer whose `__dlpack_device__` gives no index (paddle 3.3 on the CPU)."""
+
+    def __init__(self, array, device_type):
+        self.array, self.device_type = array, device_type
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return (self.device_type, None)
+
+
+def test_a_cpu_device_without_an_index_is_cpu_0_as_numpy_reads_it():
+    np = pytest.importorskip("numpy")
+    a = np.arange(3.0)
+    d = ext.describe(DeviceIdNone(a, 1))
+    assert (d["device"], d["data_ptr"]) == ((1, 0), a.ctypes.data)
+    assert np.from_dlpack(DeviceIdNone(a, 1)).tolist() == [0.0, 1.0, 2.0]
+    # Any other device needs its index.
+    with pytest.raises(TypeError, match=r"returned \(2, None\), expected a \(device_type, device_id\)"):
+        ext.describe(DeviceIdNone(a, 2))

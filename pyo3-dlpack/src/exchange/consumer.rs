@@ -2,9 +2,11 @@
 //! torch ≥ 2.10 advertise a static table of C functions as
 //! `type(x).__dlpack_c_exchange_api__`, so a consumer can take a tensor
 //! without a Python call. Where a type has no such capsule, DLPack 1.2's
-//! `type(x).__c_dlpack_exchange_api__` (the table's address as an int, which
-//! Paddle 3.3 with an older tvm-ffi publishes) is read instead, only from
-//! extension types (see `legacy_address`), with the same checks and cache.
+//! `type(x).__c_dlpack_exchange_api__` (the table's address as an int, as
+//! tvm-ffi 0.1.3 and older publish it) is read instead, only from immutable
+//! types (see `legacy_address`), with the same checks and cache. (Paddle
+//! 3.3.1 publishes the 1.3 capsule, and the int under the old name beside
+//! it only with such a tvm-ffi, on a mutable type: its capsule is used.)
 //!
 //! The table is looked up once per type and cached (misses too: NumPy arrays
 //! pay no failed attribute lookup per call). Types in the cache are kept
@@ -153,7 +155,7 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
     let (attr, name) = match ty.getattr(pyo3::intern!(py, "__dlpack_c_exchange_api__")) {
         Ok(attr) => (attr, pyo3::intern!(py, "__dlpack_c_exchange_api__")),
         Err(err) if err.is_instance_of::<PyAttributeError>(py) => {
-            // DLPack 1.2's name, an int (Paddle 3.3 with an older tvm-ffi).
+            // DLPack 1.2's name, an int (tvm-ffi 0.1.3 and older).
             match ty.getattr(pyo3::intern!(py, "__c_dlpack_exchange_api__")) {
                 Ok(attr) => (attr, pyo3::intern!(py, "__c_dlpack_exchange_api__")),
                 Err(err) if err.is_instance_of::<PyAttributeError>(py) => return Ok((None, None)),

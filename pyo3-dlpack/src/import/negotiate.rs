@@ -257,11 +257,14 @@ pub(crate) fn producer_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>
             format!("the {field} of {}.__dlpack_device__()", type_name(obj))
         })?)
     };
-    let device_type = int(0, "device_type")?;
-    Ok(Some(Device::new(
-        DeviceType::from_code(device_type),
-        int(1, "device_id")?,
-    )))
+    let device_type = DeviceType::from_code(int(0, "device_type")?);
+    // The CPU has one device, and `None` for its index is read as 0, as
+    // NumPy reads it: paddle 3.3 reports `(kDLCPU, None)`. Any other device's
+    // index must be an int.
+    if device_type == DeviceType::CPU && pair.get_item(1)?.is_none() {
+        return Ok(Some(Device::cpu()));
+    }
+    Ok(Some(Device::new(device_type, int(1, "device_id")?)))
 }
 
 /// Whether `__dlpack__` failed because it does not take `max_version` (the

@@ -321,7 +321,7 @@ unsafe fn producer_of(
 
 /// An [`ExchangeProducer`] whose type publishes the same table only under
 /// DLPack 1.2's name, `__c_dlpack_exchange_api__`, as an int (its address),
-/// as Paddle 3.3 with an older tvm-ffi does; no 1.3 capsule. Its type is
+/// as tvm-ffi 0.1.3 and older publish it; no 1.3 capsule. Its type is
 /// immutable (Python 3.10+; not in the abi3-py39 build), as the int is read
 /// only from types Python code cannot change.
 #[cfg_attr(not(feature = "abi3"), pyclass(frozen, immutable_type))]
