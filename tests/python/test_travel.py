@@ -258,6 +258,14 @@ def test_deepcopy_of_a_container_copies_each_tensor_once():
     assert a is b and a.data_ptr != t.data_ptr
 
 
+def test_deepcopy_takes_any_memo_as_numpys_does():
+    t = ext.arange("float32", 3)
+    for memo in ({}, None):
+        c = t.__deepcopy__(memo)
+        assert np.from_dlpack(c).tolist() == [0.0, 1.0, 2.0] and c.data_ptr != t.data_ptr
+    np.arange(3).__deepcopy__(None)  # NumPy's own takes it too
+
+
 def test_a_subclass_with_state_of_its_own_is_refused_not_silently_truncated():
     s = ext.Spectrum(4)
     for attempt in [lambda: pickle.dumps(s), lambda: copy.copy(s), lambda: copy.deepcopy(s)]:

@@ -73,6 +73,9 @@ hints! {
     DTypeLike = pyo3::type_hint_identifier!("numpy.typing", "DTypeLike");
     /// `jax.Array`.
     JaxArray = pyo3::type_hint_identifier!("jax", "Array");
+    /// `dict`: `copy.deepcopy`'s memo (any object is taken, as NumPy's
+    /// `__deepcopy__` takes one).
+    Memo = pyo3::type_hint_identifier!("builtins", "dict");
     /// `collections.abc.Callable[..., types.CapsuleType]`: `__dlpack__`, a
     /// method descriptor of CPython's fast calling convention.
     #[cfg(any(Py_3_10, not(Py_LIMITED_API)))]

@@ -5,7 +5,9 @@ use std::sync::Arc;
 #[cfg(feature = "non-dlpack-export")]
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict, PyModule, PyTuple};
+#[cfg(any(feature = "non-dlpack-export", all(Py_LIMITED_API, not(Py_3_10))))]
+use pyo3::types::PyDict;
+use pyo3::types::{PyCapsule, PyModule, PyTuple};
 use pyo3::{PyClass, PyClassInitializer};
 
 use crate::DLPackError;
@@ -13,7 +15,7 @@ use crate::DLPackError;
 use crate::export::hinted::DLPackMethod;
 #[cfg(feature = "non-dlpack-export")]
 use crate::export::hinted::{DTypeLike, NumpyArray};
-use crate::export::hinted::{Hinted, JaxArray};
+use crate::export::hinted::{Hinted, JaxArray, Memo};
 use crate::export::info::TensorInfo;
 use crate::export::into::IntoDLPack;
 use crate::export::plan::{CapsuleFormat, ExportRequest};
@@ -386,7 +388,7 @@ impl DLPackTensor {
     }
 
     /// `copy.deepcopy(t)`: as `copy.copy(t)`.
-    fn __deepcopy__(slf: &Bound<'_, Self>, memo: &Bound<'_, PyDict>) -> PyResult<Self> {
+    fn __deepcopy__(slf: &Bound<'_, Self>, memo: Hinted<'_, Memo>) -> PyResult<Self> {
         let _ = memo; // nothing inside a tensor is shared with other objects
         crate::travel::copy(slf)
     }
