@@ -36,8 +36,8 @@ class DLPackTensor:
     __dlpack__: Final[Callable[..., CapsuleType]]
     """
     `__dlpack__(*, stream=None, max_version=None, dl_device=None,
-    copy=None)`: exports the tensor as a DLPack capsule, a method of
-    CPython's fast calling convention (see `method.rs`).
+    copy=None)`: exports the tensor as a DLPack capsule, as the DLPack
+    Python specification defines it.
     """
     __dlpack_c_exchange_api__: Final[CapsuleType]
     """
@@ -67,12 +67,6 @@ class DLPackTensor:
     def __deepcopy__(self, /, memo: dict) -> DLPackTensor:
         """
         `copy.deepcopy(t)`: as `copy.copy(t)`.
-        """
-    def __dlpack__(self, /, *args, **kwargs) -> CapsuleType:
-        """
-        Exports the tensor as a DLPack capsule (see the type's documentation).
-        (Elsewhere a method of CPython's fast calling convention, `method.rs`;
-        the limited API of Python 3.9 has none.)
         """
     def __dlpack_device__(self, /) -> tuple[int, int]:
         """

@@ -41,6 +41,10 @@ def main() -> None:
     assert_type(zeros.__array__(), np.ndarray)
     assert zeros.__array__(np.float64).dtype == np.float64
     assert jnp.sum(zeros.__jax_array__()) == 0.0
+    # `__dlpack__` called directly, as a consumer written in Python calls it.
+    capsule = zeros.__dlpack__(max_version=(1, 0))
+    assert torch.from_dlpack(capsule).data_ptr() == zeros.data_ptr
+    assert zeros.__dlpack__() is not None
 
 
 if __name__ == "__main__":

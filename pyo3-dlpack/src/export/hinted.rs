@@ -77,8 +77,7 @@ hints! {
     /// `__deepcopy__` takes one).
     Memo = pyo3::type_hint_identifier!("builtins", "dict");
     /// `collections.abc.Callable[..., types.CapsuleType]`: `__dlpack__`, a
-    /// method descriptor of CPython's fast calling convention.
-    #[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
+    /// method descriptor made in C.
     DLPackMethod = pyo3::type_hint_subscript!(
         pyo3::type_hint_identifier!("collections.abc", "Callable"),
         pyo3::inspect::PyStaticExpr::Constant {

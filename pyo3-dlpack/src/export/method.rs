@@ -15,12 +15,15 @@
 //! interned parameter names (the keywords of calls written in Python are
 //! interned), else by its characters, and a call that is not of this shape
 //! raises PyO3's own `TypeError` messages. Builds for the limited API of
-//! Python 3.9 lack `METH_FASTCALL`: there the method is PyO3's (see
-//! `tensor.rs`), parsed by `request_of_call` with the same errors.
+//! Python 3.9 lack `METH_FASTCALL`: there the method takes a tuple and a
+//! dict (`METH_VARARGS | METH_KEYWORDS`), parsed by `request_of_call` with
+//! the same errors. Either is the one `__dlpack__` of the type, a class
+//! attribute (`tensor.rs`).
 
 use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyInt, PyString, PyTuple};
+use pyo3::types::{PyBool, PyCapsule, PyInt, PyString, PyTuple, PyType};
 
 use crate::error::ArgumentError;
 use crate::export::plan::ExportRequest;
@@ -297,58 +300,134 @@ fn describe(value: &Bound<'_, PyAny>) -> String {
     format!("{repr} ({type_name})")
 }
 
-#[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
-pub(crate) use fastcall::descriptor;
+/// `PyMethodDef` holds raw pointers, to `'static` strings and a function.
+struct MethodDef(ffi::PyMethodDef);
+
+// SAFETY: the definition is immutable and its pointers are to `'static`
+// data and code; CPython only reads it.
+unsafe impl Sync for MethodDef {}
+
+/// `__text_signature__` then the docstring, in CPython's format.
+const DOC: &std::ffi::CStr = c"__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\nExports the tensor as a DLPack capsule (see the type's documentation).";
+
+/// The method: of the fast calling convention where the build has it, else
+/// taking a tuple and a dict (the limited API of Python 3.9).
+static DEFINITION: MethodDef = MethodDef(ffi::PyMethodDef {
+    ml_name: c"__dlpack__".as_ptr(),
+    #[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
+    ml_meth: ffi::PyMethodDefPointer {
+        PyCFunctionFastWithKeywords: fastcall::dlpack,
+    },
+    #[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
+    ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
+    #[cfg(all(Py_LIMITED_API, not(Py_3_10)))]
+    ml_meth: ffi::PyMethodDefPointer {
+        PyCFunctionWithKeywords: varargs::dlpack,
+    },
+    #[cfg(all(Py_LIMITED_API, not(Py_3_10)))]
+    ml_flags: ffi::METH_VARARGS | ffi::METH_KEYWORDS,
+    ml_doc: DOC.as_ptr(),
+});
+
+/// The method descriptor of `__dlpack__` for `class` (`DLPackTensor`): what
+/// CPython makes of a method defined in C, bound to instances of `class`
+/// and its subclasses, called without a bound-method object. Every build
+/// has this one definition, so the type and its stub have one `__dlpack__`.
+pub(crate) fn descriptor<'py>(class: &Bound<'py, PyType>) -> PyResult<Bound<'py, PyAny>> {
+    let definition = std::ptr::from_ref(&DEFINITION.0).cast_mut();
+    // SAFETY: attached; `class` is a live type; the definition is 'static
+    // and never written (CPython only reads it despite the `*mut`).
+    let descriptor = unsafe { ffi::PyDescr_NewMethod(class.as_type_ptr(), definition) };
+    // SAFETY: a new reference, or NULL with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(class.py(), descriptor) }
+}
+
+/// What the C function returns for the call's `result`: the capsule, or
+/// NULL with the error set. A panic of user code (`synchronize`, a `Drop`)
+/// is PyO3's `PanicException` with its message, as PyO3's own methods raise
+/// it.
+fn returned(
+    py: Python<'_>,
+    result: std::thread::Result<PyResult<Bound<'_, PyCapsule>>>,
+) -> *mut ffi::PyObject {
+    let result = result.unwrap_or_else(|payload| Err(crate::error::panic_error(payload)));
+    match result {
+        Ok(capsule) => capsule.into_ptr(),
+        Err(err) => {
+            err.restore(py);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// The method of the limited API before 3.10: positional arguments as a
+/// tuple, keywords as a dict, parsed by [`request_of_call`].
+#[cfg(all(Py_LIMITED_API, not(Py_3_10)))]
+mod varargs {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    use pyo3::ffi;
+    use pyo3::prelude::*;
+    use pyo3::types::{PyCapsule, PyDict, PyTuple};
+
+    use crate::DLPackTensor;
+
+    /// The method: `slf` is a `DLPackTensor` (the descriptor checks), `args`
+    /// a tuple, `kwargs` a dict or NULL.
+    pub(super) unsafe extern "C" fn dlpack(
+        slf: *mut ffi::PyObject,
+        args: *mut ffi::PyObject,
+        kwargs: *mut ffi::PyObject,
+    ) -> *mut ffi::PyObject {
+        // SAFETY: CPython calls methods attached to the interpreter.
+        let py = unsafe { Python::assume_attached() };
+        // SAFETY: the calling convention's contract: `slf` and `args` are
+        // live for the call, `kwargs` is NULL or live.
+        let result = catch_unwind(AssertUnwindSafe(|| unsafe { call(py, slf, args, kwargs) }));
+        super::returned(py, result)
+    }
+
+    /// # Safety
+    ///
+    /// As for [`dlpack`]: attached, `slf` and `args` live, `kwargs` NULL or
+    /// live.
+    unsafe fn call<'py>(
+        py: Python<'py>,
+        slf: *mut ffi::PyObject,
+        args: *mut ffi::PyObject,
+        kwargs: *mut ffi::PyObject,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        // SAFETY: `slf` is live for the call.
+        let slf = unsafe { Borrowed::from_ptr(py, slf) };
+        let tensor = slf.cast::<DLPackTensor>()?;
+        // SAFETY: `args` is live for the call.
+        let args = unsafe { Borrowed::from_ptr(py, args) };
+        let args = args.cast::<PyTuple>()?;
+        // SAFETY: NULL (no keywords) or live for the call.
+        let kwargs = unsafe { Borrowed::from_ptr_or_opt(py, kwargs) };
+        let kwargs = kwargs.map(|kwargs| kwargs.cast::<PyDict>()).transpose()?;
+        let request = super::request_of_call(&args, kwargs.as_deref())?;
+        tensor.get().export(py, &request)
+    }
+}
 
 /// The method of CPython's fast calling convention (see the module docs).
 #[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
 mod fastcall {
-    use std::ffi::c_char;
     use std::panic::{AssertUnwindSafe, catch_unwind};
 
     use pyo3::exceptions::PyTypeError;
     use pyo3::ffi;
     use pyo3::prelude::*;
     use pyo3::sync::PyOnceLock;
-    use pyo3::types::{PyCapsule, PyString, PyTuple, PyType};
+    use pyo3::types::{PyCapsule, PyString, PyTuple};
 
     use crate::DLPackTensor;
     use crate::export::plan::ExportRequest;
 
-    /// `PyMethodDef` holds raw pointers, to `'static` strings and a function.
-    struct MethodDef(ffi::PyMethodDef);
-
-    // SAFETY: the definition is immutable and its pointers are to `'static`
-    // data and code; CPython only reads it.
-    unsafe impl Sync for MethodDef {}
-
-    /// `__text_signature__` then the docstring, in CPython's format.
-    const DOC: &std::ffi::CStr = c"__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\nExports the tensor as a DLPack capsule (see the type's documentation).";
-
-    static DEFINITION: MethodDef = MethodDef(ffi::PyMethodDef {
-        ml_name: c"__dlpack__".as_ptr(),
-        ml_meth: ffi::PyMethodDefPointer {
-            PyCFunctionFastWithKeywords: dlpack,
-        },
-        ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
-        ml_doc: DOC.as_ptr() as *const c_char,
-    });
-
-    /// The method descriptor of `__dlpack__` for `class` (`DLPackTensor`): what
-    /// CPython makes of a method defined in C, bound to instances of `class`
-    /// and its subclasses, called without a bound-method object.
-    pub(crate) fn descriptor<'py>(class: &Bound<'py, PyType>) -> PyResult<Bound<'py, PyAny>> {
-        let definition = std::ptr::from_ref(&DEFINITION.0).cast_mut();
-        // SAFETY: attached; `class` is a live type; the definition is 'static
-        // and never written (CPython only reads it despite the `*mut`).
-        let descriptor = unsafe { ffi::PyDescr_NewMethod(class.as_type_ptr(), definition) };
-        // SAFETY: a new reference, or NULL with an exception set.
-        unsafe { Bound::from_owned_ptr_or_err(class.py(), descriptor) }
-    }
-
     /// The method: `slf` is a `DLPackTensor` (the descriptor checks), `args`
     /// holds the positional arguments then the values of `kwnames`.
-    unsafe extern "C" fn dlpack(
+    pub(super) unsafe extern "C" fn dlpack(
         slf: *mut ffi::PyObject,
         args: *const *mut ffi::PyObject,
         nargsf: ffi::Py_ssize_t,
@@ -362,16 +441,7 @@ mod fastcall {
             // NULL or a tuple of strings.
             unsafe { call(py, slf, args, nargsf, kwnames) }
         }));
-        // A panic of user code (`synchronize`, a `Drop`) is PyO3's
-        // `PanicException` with its message, as PyO3's own methods raise it.
-        let result = result.unwrap_or_else(|payload| Err(crate::error::panic_error(payload)));
-        match result {
-            Ok(capsule) => capsule.into_ptr(),
-            Err(err) => {
-                err.restore(py);
-                std::ptr::null_mut()
-            }
-        }
+        super::returned(py, result)
     }
 
     use super::{NAMES, keyword_index, positional, unexpected};

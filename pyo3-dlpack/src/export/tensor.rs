@@ -5,13 +5,12 @@ use std::sync::Arc;
 #[cfg(feature = "non-dlpack-export")]
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
-#[cfg(any(feature = "non-dlpack-export", all(Py_LIMITED_API, not(Py_3_10))))]
+#[cfg(feature = "non-dlpack-export")]
 use pyo3::types::PyDict;
 use pyo3::types::{PyCapsule, PyModule, PyTuple};
 use pyo3::{PyClass, PyClassInitializer};
 
 use crate::DLPackError;
-#[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
 use crate::export::hinted::DLPackMethod;
 #[cfg(feature = "non-dlpack-export")]
 use crate::export::hinted::{DTypeLike, NumpyArray};
@@ -278,28 +277,11 @@ fn describe(info: &TensorInfo<'_>) -> String {
 
 #[pymethods]
 impl DLPackTensor {
-    /// Exports the tensor as a DLPack capsule (see the type's documentation).
-    /// (Elsewhere a method of CPython's fast calling convention, `method.rs`;
-    /// the limited API of Python 3.9 has none.)
-    #[cfg(all(Py_LIMITED_API, not(Py_3_10)))]
-    #[pyo3(
-        signature = (*args, **kwargs),
-        text_signature = "($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)"
-    )]
-    fn __dlpack__<'py>(
-        &self,
-        py: Python<'py>,
-        args: &Bound<'py, PyTuple>,
-        kwargs: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
-        let request = crate::export::method::request_of_call(args, kwargs)?;
-        self.export(py, &request)
-    }
-
     /// `__dlpack__(*, stream=None, max_version=None, dl_device=None,
-    /// copy=None)`: exports the tensor as a DLPack capsule, a method of
-    /// CPython's fast calling convention (see `method.rs`).
-    #[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
+    /// copy=None)`: exports the tensor as a DLPack capsule, as the DLPack
+    /// Python specification defines it.
+    // A method descriptor made in C (`method.rs`: CPython's fast calling
+    // convention where the build has it), the one `__dlpack__` of every build.
     #[classattr]
     #[pyo3(name = "__dlpack__")]
     fn dlpack_method(py: Python<'_>) -> PyResult<Hinted<'_, DLPackMethod>> {
