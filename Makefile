@@ -14,7 +14,7 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test package abi3-test abi3-venvs test-matrix abi3-bench bench copies-bench pickling-bench head-to-head sanitize fuzz coverage-cuda gpu-bundle venv lint rust-test py-test clean-venv
+.PHONY: demo test package abi3-test abi3-venvs test-matrix abi3-bench bench copies-bench pickling-bench torch-checks-bench head-to-head sanitize fuzz coverage-cuda gpu-bundle venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
@@ -234,6 +234,14 @@ pickling-bench: $(VENV_STAMP)
 	rm -f benchmarks/results-pickling.md
 	for run in 1 2; do OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/pickling.py --ray \
 		--output benchmarks/results-pickling.md || exit 1; done
+
+# Where a torch import's time goes (benchmarks/torch_checks.py): both runs into
+# benchmarks/results-torch-checks.md.
+torch-checks-bench: $(VENV_STAMP)
+	for m in bench_ours bench_dlpark; do (cd benchmarks/$$m && maturin develop --release --quiet) || exit 1; done
+	rm -f benchmarks/results-torch-checks.md
+	for run in 1 2; do OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/torch_checks.py \
+		--output benchmarks/results-torch-checks.md || exit 1; done
 
 # The head-to-head against dlpark, pyo3-dlpack 0.3 and nanobind (benchmarks/README.md):
 # release builds of the four modules, then two runs into benchmarks/results.md.

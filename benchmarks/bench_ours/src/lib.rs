@@ -193,6 +193,20 @@ fn torch_checks(obj: &Bound<'_, PyAny>) -> PyResult<&'static TorchChecks> {
     Ok(CHECKS.get_or_init(|| TorchChecks { getter, closure, is_neg }))
 }
 
+/// `torch_floor` plus torch's own `requires_grad` getter, called as a C
+/// function: what `torch_floor_checked` costs without `is_neg()`. Returns
+/// `ndim`, or 0 for a tensor that requires gradient.
+#[pyfunction]
+fn torch_floor_requires_grad(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let checks = torch_checks(obj)?;
+    let ndim = torch_floor(obj)?;
+    // SAFETY: as in `torch_floor_checked`.
+    let requires_grad = unsafe {
+        Bound::from_owned_ptr_or_err(obj.py(), (checks.getter)(obj.as_ptr(), checks.closure as *mut _))?
+    };
+    Ok(if requires_grad.is_truthy()? { 0 } else { ndim })
+}
+
 /// The floor of a checked torch import: `torch_floor` plus torch's own
 /// `requires_grad` getter and `is_neg`, called as C functions. Returns `ndim`,
 /// or 0 where a check would refuse the tensor.
@@ -276,6 +290,7 @@ fn bench_ours(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(native_jax, m)?)?;
     m.add_function(wrap_pyfunction!(torch_floor, m)?)?;
     m.add_function(wrap_pyfunction!(torch_floor_checked, m)?)?;
+    m.add_function(wrap_pyfunction!(torch_floor_requires_grad, m)?)?;
     m.add_function(wrap_pyfunction!(torch_floor_list, m)?)?;
     m.add_function(wrap_pyfunction!(noop_list, m)?)?;
     m.add_function(wrap_pyfunction!(copy_to_vec, m)?)?;
