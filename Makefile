@@ -46,6 +46,8 @@ lint: | $(VENV_PY)
 	cargo clippy -p typed-args --features experimental-inspect -- -D warnings
 	# No default features: DLPack only (benchmarks/size builds it so).
 	cargo clippy -p pyo3-dlpack --all-targets --no-default-features -- -D warnings
+	# The docs as a user's `cargo doc` builds them (default features), then as docs.rs does.
+	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p pyo3-dlpack
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p pyo3-dlpack --all-features
 	# Links and anchors of the README, the guide and the other Markdown documents.
 	$(VENV_PY) tests/docs/check_links.py

@@ -1,4 +1,6 @@
 #![doc = links!()]
+#![cfg_attr(feature = "candle", doc = candle_links!())]
+#![cfg_attr(feature = "ndarray", doc = ndarray_links!())]
 #![doc = include_str!("../guide/README.md")]
 //! The chapters are the modules below; none of them holds an item.
 
@@ -11,7 +13,9 @@
 // defines the same labels as intra-doc links; Markdown takes a label's first definition,
 // so on docs.rs they lead to the modules and items of the same build, checked by
 // `cargo doc` with `-D warnings`. `tests/docs/check_links.py` checks that every label a
-// chapter defines is defined here too.
+// chapter defines is defined here too. Items behind a feature have their labels in a macro
+// of their own, put only where the build has the feature; elsewhere the chapter's own
+// definition (a docs.rs address) is followed.
 macro_rules! links {
     () => {
         "
@@ -30,7 +34,6 @@ macro_rules! links {
 [migration]: crate::guide::migration
 [`ALIGNMENT`]: crate::ALIGNMENT
 [`AlignedBuffer`]: crate::AlignedBuffer
-[`CandleTensor`]: crate::CandleTensor
 [`DLPackError`]: crate::DLPackError
 [`DLPackTensor`]: crate::DLPackTensor
 [`DLPackTensor::with_subclass`]: crate::DLPackTensor::with_subclass
@@ -48,12 +51,29 @@ macro_rules! links {
 [`StreamMode`]: crate::StreamMode
 [`TensorData`]: crate::TensorData
 [`TensorInfo`]: crate::TensorInfo
-[`TensorMut`]: crate::TensorMut
 [`Writability::Unknown`]: crate::Writability::Unknown
 [`allocate_like`]: crate::allocate_like
 [`asdlpack`]: crate::asdlpack
 [`error`]: crate::error
 [`impl_from_pyobject!`]: crate::impl_from_pyobject
+"
+    };
+}
+
+/// The labels of feature `candle`'s items (see `links!`).
+macro_rules! candle_links {
+    () => {
+        "
+[`CandleTensor`]: crate::CandleTensor
+"
+    };
+}
+
+/// The labels of feature `ndarray`'s items (see `links!`).
+macro_rules! ndarray_links {
+    () => {
+        "
+[`TensorMut`]: crate::TensorMut
 [`memory`]: crate::memory
 "
     };
@@ -63,6 +83,8 @@ macro_rules! links {
 macro_rules! chapter {
     ($name:ident, $file:literal) => {
         #[doc = links!()]
+        #[cfg_attr(feature = "candle", doc = candle_links!())]
+        #[cfg_attr(feature = "ndarray", doc = ndarray_links!())]
         #[doc = include_str!($file)]
         pub mod $name {}
     };

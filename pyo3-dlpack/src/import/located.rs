@@ -30,7 +30,8 @@ pub struct DeviceTensor<'a> {
 
 /// A tensor's memory in one `match`: [`Host`](Self::Host) with a typed view
 /// (a slice from [`PyTensor::locate`], an `ndarray` view from
-/// [`PyTensor::locate_array`]), or [`Device`](Self::Device) described.
+/// `PyTensor::locate_array` with the `ndarray` feature), or
+/// [`Device`](Self::Device) described.
 ///
 /// ```
 /// use pyo3::prelude::*;

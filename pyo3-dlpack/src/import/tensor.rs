@@ -29,7 +29,7 @@ use crate::{DLPackError, DataType, Device, Writability, protocol};
 /// sizes, NULL pointers, dtype), so the accessors never read garbage. Typed
 /// access to host memory is safe: [`as_slice`](Self::as_slice),
 /// [`as_slice_mut`](Self::as_slice_mut), [`to_vec`](Self::to_vec) and, with
-/// the `ndarray` feature, [`as_array`](Self::as_array). It is a
+/// the `ndarray` feature, `as_array`. It is a
 /// `#[pyfunction]` argument type as is:
 ///
 /// ```
