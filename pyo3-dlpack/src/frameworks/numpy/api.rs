@@ -116,8 +116,11 @@ fn read(py: Python<'_>) -> PyResult<Api> {
         ));
     }
     let (descr, new, base) = (read(45)?, read(94)?, read(282)?);
+    // `numpy.generic` of the package: NumPy 1's `numpy.core.multiarray` has
+    // no `generic` (its `__all__` leaves it out).
     let generic = read(10)?;
-    if generic != module.getattr("generic")?.as_ptr().cast_const().cast() {
+    let numpy_generic = py.import("numpy")?.getattr("generic")?;
+    if generic != numpy_generic.as_ptr().cast_const().cast() {
         return Err(PyImportError::new_err(
             "numpy's C API table does not name numpy.generic",
         ));
