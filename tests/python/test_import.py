@@ -224,6 +224,10 @@ def test_torch_float4_pairs_are_imported_and_reexported_in_place():
     # torch's MXFP4/NVFP4 storage type, (17, 4, lanes=2): one byte, two
     # values. It was refused as a vector dtype.
     t = torch.tensor([0x21, 0x43, 0x65, 0x87], dtype=torch.uint8).view(torch.float4_e2m1fn_x2)
+    try:  # torch 2.9 has the dtype but exports it over DLPack only from 2.10
+        t.__dlpack__()
+    except BufferError as err:
+        pytest.skip(f"this torch does not export float4_e2m1fn_x2: {err}")
     d = ext.describe(t)
     assert (d["dtype"], d["shape"], d["nbytes"], d["data_ptr"]) == ("float4_e2m1fn_x2", (4,), 4, t.data_ptr())
     back = torch.from_dlpack(ext.reexport(t[::2]))
