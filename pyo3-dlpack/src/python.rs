@@ -43,11 +43,25 @@ fn out_of_range(value: &Bound<'_, PyAny>, what: String, min: i64, max: i64) -> D
         what,
         min,
         max,
-        found: value
-            .str()
-            .map_or_else(|_| "<unprintable>".into(), |s| s.to_string()),
+        found: text_of(value),
     }
     .into()
+}
+
+/// `str(obj)`, or `<unprintable T object>` where that raises (the failure
+/// dropped, as the caller reports something else). PyO3's `Display` would
+/// report it on stderr as unraisable.
+pub(crate) fn text_of(obj: &Bound<'_, PyAny>) -> String {
+    match obj.str() {
+        Ok(text) => text.to_string_lossy().into_owned(),
+        Err(_) => {
+            let type_name = obj
+                .get_type()
+                .name()
+                .map_or_else(|_| "?".into(), |name| name.to_string_lossy().into_owned());
+            format!("<unprintable {type_name} object>")
+        }
+    }
 }
 
 /// `obj.name`, `None` if it has no such attribute; other errors propagate.

@@ -1,6 +1,8 @@
 """`__dlpack__` negotiation, checked by reading the capsules with ctypes."""
 
 import ctypes
+import subprocess
+import sys
 
 import pytest
 
@@ -187,6 +189,25 @@ def test_unknown_keywords_are_type_errors_naming_them():
     assert str(excinfo.value) == (
         "DLPackTensor.__dlpack__() got an unexpected keyword argument 'strem'"
     )
+
+
+def test_a_vectorcall_without_arguments_and_an_empty_kwnames_exports():
+    # Found by review: CPython lets a C caller pass args=NULL beside an empty kwnames
+    # tuple, of which the method made a slice (undefined behaviour; a debug build
+    # aborts). Run in a child, as it took the process down.
+    code = """if True:
+        import ctypes, numpy as np, dlpack_testext as ext
+        api = ctypes.pythonapi
+        api.PyObject_Vectorcall.restype = ctypes.py_object
+        api.PyObject_Vectorcall.argtypes = [ctypes.py_object, ctypes.c_void_p, ctypes.c_size_t,
+                                            ctypes.py_object]
+        x = ext.arange("float32", 3)
+        capsule = api.PyObject_Vectorcall(x.__dlpack__, None, 0, ())
+        assert np.from_dlpack(ext.reexport(capsule)).tolist() == [0.0, 1.0, 2.0]
+        print("exported")
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "exported\n", "")
 
 
 def test_the_method_is_a_method_of_dlpacktensor_only():

@@ -2,6 +2,8 @@
 Rust type, checked while PyO3 extracts the argument, so a mismatch is a `TypeError` naming the
 argument, as rust-numpy's `PyReadonlyArray<T, D>`; any producer `PyTensor` accepts fills one."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -103,6 +105,51 @@ def test_every_refusal_of_a_typed_argument_is_a_type_error_naming_it():
     pinned = ext.over_memory(memory.ctypes.data, 16, 3, 0, [2, 2])
     with pytest.raises(TypeError, match="expected a tensor on cpu:0, got one on cuda_host:0"):
         ext.typed_trace(pinned)
+
+
+class RaisingProducer:
+    """A producer whose `__dlpack__` raises `exc`."""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __dlpack__(self, **kwargs):
+        raise self.exc
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt("ctrl-c"), SystemExit(3), MemoryError("oom"),
+                                 RecursionError("deep")])
+def test_what_says_nothing_about_the_argument_is_not_made_a_type_error(exc):
+    # Found by review: a Ctrl-C while a producer ran became a TypeError.
+    with pytest.raises(type(exc)) as err:
+        ext.typed_trace(RaisingProducer(exc))
+    assert err.value is exc
+
+
+def test_a_producer_error_that_cannot_be_printed_prints_nothing(monkeypatch):
+    # Found by review: its text was taken through PyO3's Display, which reports the
+    # failing __str__ as unraisable (on stderr: "Exception ignored in").
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
+
+    class Unprintable(Exception):
+        def __str__(self):
+            raise ValueError("no str")
+
+    with pytest.raises(TypeError, match="<unprintable Unprintable object>") as err:
+        ext.typed_trace(RaisingProducer(Unprintable()))
+    assert type(err.value.__cause__) is Unprintable
+
+    class UnprintableTypeError(TypeError):
+        def __str__(self):
+            raise ValueError("no str")
+
+    with pytest.raises(UnprintableTypeError):
+        ext.describe(RaisingProducer(UnprintableTypeError()))  # asked whether max_version failed
+    assert reported == []
 
 
 # Device memory: the third parameter of the typed arguments (`memory::Cuda`, `memory::AnyDevice`).

@@ -476,9 +476,14 @@ mod fastcall {
             let names = unsafe { Borrowed::from_ptr(py, kwnames) };
             // SAFETY: CPython passes a tuple of `str` as `kwnames`.
             let names = unsafe { names.cast_unchecked::<PyTuple>() };
-            // SAFETY: `args` holds `nargs` (0) positional values, then one per
-            // name, live for the call.
-            let values = unsafe { std::slice::from_raw_parts(args, names.len()) };
+            // Without values `args` may be NULL (the calling convention allows
+            // an empty `kwnames` beside it), which no slice may be made of.
+            let values = match names.len() {
+                0 => &[],
+                // SAFETY: with names, `args` is non-NULL and holds `nargs` (0)
+                // positional values, then one per name, live for the call.
+                len => unsafe { std::slice::from_raw_parts(args, len) },
+            };
             let interned = interned(py);
             for (name, &value) in names.iter_borrowed().zip(values) {
                 // SAFETY: a live object for the call (above).

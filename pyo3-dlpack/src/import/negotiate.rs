@@ -277,5 +277,5 @@ fn rejected_max_version(py: Python<'_>, err: &PyErr) -> bool {
     let kind_fits = err.is_instance_of::<PyTypeError>(py)
         || err.is_instance_of::<PyNotImplementedError>(py)
         || err.is_instance_of::<PyValueError>(py);
-    kind_fits && err.value(py).to_string().contains("max_version")
+    kind_fits && crate::python::text_of(err.value(py).as_any()).contains("max_version")
 }

@@ -47,7 +47,8 @@ fn through_torch_from_dlpack<T: IntoDLPack>(
         .map_err(|err| {
             if err.is_instance_of::<pyo3::exceptions::PyBufferError>(py) {
                 // torch 2.9 raises BufferError where 2.10's table raises RuntimeError.
-                let runtime = PyRuntimeError::new_err(err.value(py).to_string());
+                let runtime =
+                    PyRuntimeError::new_err(crate::python::text_of(err.value(py).as_any()));
                 return refused(py, runtime, dtype, device);
             }
             refused(py, err, dtype, device)
@@ -77,7 +78,7 @@ pub(crate) fn refused(py: Python<'_>, err: PyErr, dtype: DataType, device: Devic
     if !err.is_instance_of::<PyRuntimeError>(py) {
         return err;
     }
-    let message = err.value(py).to_string();
+    let message = crate::python::text_of(err.value(py).as_any());
     let reason = message.lines().next().unwrap_or_default().trim().to_owned();
     DLPackError::from(ExportError::FrameworkRefused {
         array: "torch.Tensor".into(),

@@ -8,7 +8,7 @@ pub mod memory;
 use std::marker::PhantomData;
 
 use ndarray::{ArrayView, ArrayViewMut, Dimension, Ix0, Ix1, Ix2, Ix3, Ix4, Ix5, Ix6, IxDyn};
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyException, PyMemoryError, PyRecursionError, PyTypeError};
 use pyo3::prelude::*;
 
 use crate::{DLPackError, DeviceTensor, Located, PlainElement, PyTensor};
@@ -155,12 +155,18 @@ fn argument_error(err: DLPackError) -> PyErr {
 
 /// An argument's import that failed (a producer's refusal, a `BufferError`
 /// for a torch tensor that requires grad, …) as a `TypeError` with the same
-/// text, caused by the original, so PyO3 names the argument.
+/// text, caused by the original: a typed argument that does not fit is a
+/// `TypeError`, as rust-numpy's. What says nothing about the argument stays
+/// as it is: `KeyboardInterrupt`, `SystemExit` (no `Exception`),
+/// `MemoryError` and `RecursionError`.
 fn import_error(py: Python<'_>, err: PyErr) -> PyErr {
-    if err.is_instance_of::<PyTypeError>(py) {
+    let about_the_argument = err.is_instance_of::<PyException>(py)
+        && !err.is_instance_of::<PyMemoryError>(py)
+        && !err.is_instance_of::<PyRecursionError>(py);
+    if !about_the_argument || err.is_instance_of::<PyTypeError>(py) {
         return err;
     }
-    let as_type_error = PyTypeError::new_err(err.value(py).to_string());
+    let as_type_error = PyTypeError::new_err(crate::python::text_of(err.value(py).as_any()));
     as_type_error.set_cause(py, Some(err));
     as_type_error
 }
