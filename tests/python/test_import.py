@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dlpack_testext as ext
-from conftest import NOT_A_TENSOR, version_of
+from conftest import BUFFER_PROTOCOL, NOT_A_TENSOR, version_of
 from handmade import HandMade
 
 
@@ -233,8 +233,9 @@ def test_torch_float4_pairs_are_imported_and_reexported_in_place():
     back = torch.from_dlpack(ext.reexport(t[::2]))
     assert back.dtype == torch.float4_e2m1fn_x2 and back.data_ptr() == t.data_ptr()
     assert back.view(torch.uint8).tolist() == [0x21, 0x65]
-    with pytest.raises(BufferError, match="a float4_e2m1fn_x2 tensor has no buffer-protocol format"):
-        memoryview(ext.reexport(t))
+    if BUFFER_PROTOCOL:  # not in an abi3 build for CPython < 3.11
+        with pytest.raises(BufferError, match="a float4_e2m1fn_x2 tensor has no buffer-protocol format"):
+            memoryview(ext.reexport(t))
     # Other vectors stay refused.
     with pytest.raises(ValueError, match="dtype float32x2 has 2 lanes"):
         ext.describe(HandMade(values=bytes(16), dtype=(2, 32, 2), shape=(2,)).capsule)
