@@ -4,7 +4,7 @@
 
 use crate::error::{CapsuleError, LayoutError, SizeOverflow};
 use crate::ffi::DLTensor;
-use crate::layout::{self, MAX_NDIM};
+use crate::layout::{self, DimsBuf, MAX_NDIM};
 use crate::{DLPackError, protocol};
 
 /// What validation learnt about a tensor, kept by `PyTensor`.
@@ -97,36 +97,42 @@ unsafe fn extents_of(tensor: &DLTensor, role: Role) -> Result<&[i64], DLPackErro
 pub(crate) unsafe fn check(tensor: &DLTensor, padded: bool) -> Result<Checked, DLPackError> {
     let mut checked = Checked::EMPTY;
     // SAFETY: the caller's contract.
-    unsafe { check_into(tensor, padded, &mut checked) }?;
+    unsafe { check_copy_into(tensor, padded, &mut checked) }?;
     Ok(checked)
 }
 
-/// [`check`], writing what it learns into `out` (where it is kept): its
-/// callers are on every import's path, and a `Checked` returned by value
-/// went through the stack and was read back with loads that stalled on
-/// store forwarding. `out` is left as it was on error.
+/// [`check`] of a copy, writing what it learns into `out` (where it is
+/// kept: its callers are on every import's path, and a `Checked` returned by
+/// value went through the stack and was read back with loads that stalled on
+/// store forwarding; `out` is left as it was on error). The producer's shape
+/// and strides are read once, into a buffer of ours, which is checked and
+/// returned to be kept and read from then on: a producer's arrays may change
+/// while the import lives (torch's point into the source tensor's own
+/// metadata, which an in-place view op such as `t.unsqueeze_()`, `t.t_()` or
+/// `t.as_strided_(…)` rewrites).
 ///
 /// # Safety
 ///
 /// As for [`check`].
 #[inline(always)]
-pub(crate) unsafe fn check_into(
+pub(crate) unsafe fn check_copy_into(
     tensor: &DLTensor,
     padded: bool,
     out: &mut Checked,
-) -> Result<(), DLPackError> {
-    // SAFETY: the caller's contract. `check_dims_into` checks the extents.
+) -> Result<DimsBuf, DLPackError> {
+    // SAFETY: the caller's contract.
     let shape = unsafe { extents_of(tensor, Role::Tensor) }?;
-    let strides = if tensor.strides.is_null() {
-        None
-    } else {
+    let strides = (!tensor.strides.is_null()).then(|| {
         // SAFETY: non-NULL here, and `ndim` long, per the caller.
-        Some(unsafe { foreign_slice(tensor.strides, shape.len()) })
-    };
-    check_dims_into(tensor, shape, strides, padded, out)
+        unsafe { foreign_slice(tensor.strides, shape.len()) }
+    });
+    let copy = DimsBuf::copy_pair(shape, strides.unwrap_or_default());
+    let (shape, copied_strides) = copy.split();
+    check_dims_into(tensor, shape, strides.map(|_| copied_strides), padded, out)?;
+    Ok(copy)
 }
 
-/// The checks of [`check_into`] on a shape and strides already read
+/// The checks of [`check_copy_into`] on a shape and strides already read
 /// (`None`: the producer sent NULL strides), for descriptions made here
 /// from a producer's own fields (a NumPy array's): `tensor`'s `shape` and
 /// `strides` pointers are not read. The common row-major case takes one

@@ -241,6 +241,66 @@ def test_torch_float4_pairs_are_imported_and_reexported_in_place():
         ext.describe(HandMade(values=bytes(16), dtype=(2, 32, 2), shape=(2,)).capsule)
 
 
+@pytest.mark.parametrize("import_", [ext.describe, ext.describe_borrowed])
+def test_a_metaclass_that_imports_again_meets_the_import_limit(import_):
+    # Found by review: the type's exchange-table lookup ran the metaclass's Python code
+    # before the import's recursion limit was entered: it recursed until the C stack
+    # overflowed (a segfault at a depth of about 680).
+    depth = []
+
+    class Meta(type):
+        def __getattr__(cls, name):
+            if name == "__dlpack_c_exchange_api__":
+                depth.append(1)
+                import_(cls())
+            raise AttributeError(name)
+
+    class Producer(metaclass=Meta):
+        pass
+
+    with pytest.raises(RecursionError, match="32 imports nested"):
+        import_(Producer())
+    assert len(depth) == 32
+
+
+class TorchSubclass(torch.Tensor):
+    pass
+
+
+class ChangesAnEarlierArgument:
+    """An argument whose `__dlpack__` first runs `change` (imported after the one it changes)."""
+
+    def __init__(self, change, values):
+        self.change, self.values = change, values
+
+    def __dlpack__(self, **kwargs):
+        self.change()
+        return self.values.__dlpack__(**kwargs)
+
+
+@pytest.mark.parametrize("kind", ["exact", "subclass"])
+@pytest.mark.parametrize("change", ["t_", "unsqueeze_ x4"])
+def test_a_torch_tensor_changed_in_place_after_its_import_keeps_what_was_checked(kind, change):
+    # Found by review: torch's capsules point shape and strides into the source tensor's
+    # own metadata, and the import read them again after checking them. An in-place view
+    # op after the import (here a later argument's) changed the view: transposed memory
+    # order, or (past 5 dimensions, stored out of line) a heap address as an extent.
+    x = torch.arange(16, dtype=torch.float64).reshape(4, 4)
+    if kind == "subclass":
+        x = x.as_subclass(TorchSubclass)
+
+    def act():
+        if change == "t_":
+            x.t_()
+        else:
+            for _ in range(4):
+                x.unsqueeze_(0)
+
+    later = ChangesAnEarlierArgument(act, np.zeros((4, 4)))
+    assert ext.typed_axpy(1.0, x, later) == [float(i) for i in range(16)]
+    assert x.shape != (4, 4) or x.stride() != (4, 1)  # the change did happen
+
+
 def test_torch_bfloat16_and_zero_copy():
     t = torch.arange(5, dtype=torch.bfloat16)
     assert ext.describe(t)["data_ptr"] == t.data_ptr()

@@ -133,6 +133,9 @@ pub(crate) fn lookup_type(ty: Bound<'_, PyType>) -> PyResult<Option<ExchangeApi>
     if let Some(api) = cached(ty.as_type_ptr()) {
         return Ok(api);
     }
+    // `find` reads attributes of the type, which its metaclass may answer
+    // with Python code that imports again: a level of the import's limit.
+    let _level = crate::python::RecursionLevel::enter(ty.py())?;
     let (api, capsule) = find(&ty)?;
     remember(Entry {
         ty: ty.unbind(),

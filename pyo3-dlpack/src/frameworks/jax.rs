@@ -102,6 +102,10 @@ pub(crate) fn stores_subbyte_padded(obj: &Bound<'_, PyAny>) -> bool {
 /// `jaxlib` module its type names (imported: `obj` is of one of its types).
 fn find_jaxlib(obj: &Bound<'_, PyAny>) -> Option<Jaxlib> {
     let py = obj.py();
+    // The type's `__module__` may be answered by Python code that imports
+    // again: a level of the import's limit (past it, not jaxlib's; the
+    // import's next level raises the `RecursionError`).
+    let _level = crate::python::RecursionLevel::enter(py).ok()?;
     let class = obj.get_type();
     let name = class.module().ok()?;
     // `to_cow`, not `to_str`: the latter is not in the limited API before 3.10.

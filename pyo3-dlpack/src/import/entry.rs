@@ -179,8 +179,11 @@ impl PyTensor {
             // SAFETY: `api` is the table of `obj`'s own type, just looked up.
             match unsafe { api.borrowed(obj) } {
                 Some(Ok(view)) => {
-                    api.check_torch(obj, view.dtype)?;
+                    // Its shape and strides are copied first: torch's
+                    // questions release the GIL, and another thread may
+                    // change the producer's arrays meanwhile.
                     let tensor = Self::borrowed(view, api.version())?;
+                    api.check_torch(obj, tensor.dtype())?;
                     return Ok(f(&tensor));
                 }
                 // As in `from_pyany_with`: the producer's own error, or

@@ -25,17 +25,18 @@ pub(crate) struct State {
     pub(crate) managed: Option<Managed>,
     /// The description of a borrowed view or a NumPy array read directly
     /// (their `Managed` holds none); unused for capsules, which hold theirs.
-    /// Its `shape` and `strides` are never read (NULL for an array, the
-    /// producer's for a view): `dims_copy` has them.
+    /// Its `shape` and `strides` are never read after import (NULL for an
+    /// array, the producer's for a view): `dims_copy` has them.
     pub(crate) own_tensor: DLTensor,
     pub(crate) checked: Checked,
     /// This import's entry in the aliasing registry, made when the first
     /// view is (imports that never hand out a view cost the registry
     /// nothing); `None` inside for no elements, or after `unregister`.
     pub(crate) registration: OnceLock<Option<Registration>>,
-    /// Shape and strides copied out of a borrowed view (its producer's own
-    /// arrays may change if Python code runs while it is borrowed) or read
-    /// from a NumPy array. Inline up to 4 dimensions.
+    /// Shape and strides, copied out of the producer's arrays when checked
+    /// on import (they may change while the import lives: torch's are the
+    /// source tensor's own) or read from a NumPy array; `None` only before
+    /// that. Inline up to 4 dimensions.
     pub(crate) dims_copy: Option<DimsBuf>,
     /// A legacy capsule whose producer said, through its own API, that the
     /// memory may be written (see `legacy_writability`).

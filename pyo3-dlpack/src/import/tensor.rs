@@ -85,12 +85,12 @@ const _: () = assert!(size_of::<PyTensor>() == size_of::<usize>());
 unsafe fn check_versioned(
     versioned: &crate::ffi::DLManagedTensorVersioned,
     out: &mut foreign::Checked,
-) -> Result<(), DLPackError> {
+) -> Result<DimsBuf, DLPackError> {
     protocol::check_version(versioned.version)?;
     let padded = protocol::is_subbyte_padded(versioned.flags);
     // SAFETY: of major version 1, so laid out as the header says, and live
     // with `ndim`-long shape and strides (the caller's contract).
-    unsafe { foreign::check_into(&versioned.dl_tensor, padded, out) }
+    unsafe { foreign::check_copy_into(&versioned.dl_tensor, padded, out) }
 }
 
 /// The description of a tensor owned as `managed`: the producer's struct,
@@ -153,9 +153,10 @@ impl PyTensor {
         let managed = unsafe { Owned::adopt(managed) };
         let mut checked = foreign::Checked::EMPTY;
         // SAFETY: adopted: a live struct whose dims are valid if of major 1.
-        unsafe { check_versioned(managed.get(), &mut checked) }?;
+        let dims = unsafe { check_versioned(managed.get(), &mut checked) }?;
         let mut state = State::new(Managed::Versioned(managed));
         state.checked = checked;
+        state.dims_copy = Some(dims);
         Ok(Self {
             state: ManuallyDrop::new(state),
         })
@@ -183,9 +184,9 @@ impl PyTensor {
         let state = &mut *self.state;
         let managed = state.managed.as_ref().expect("present until drop");
         let dl_tensor = dl_tensor_of(managed, &state.own_tensor);
-        // SAFETY: checked once already, as in `checked`: the struct is live
-        // and of a version whose layout we know.
-        unsafe { foreign::check_into(dl_tensor, true, &mut state.checked) }
+        let (shape, strides) = state.dims_copy.as_ref().expect("copied on import").split();
+        let strides = (!dl_tensor.strides.is_null()).then_some(strides);
+        foreign::check_dims_into(dl_tensor, shape, strides, true, &mut state.checked)
     }
 
     /// The address range `[start, end)` of every byte the elements reach.
@@ -216,7 +217,8 @@ impl PyTensor {
         // drops, its dims valid if of major 1).
         let versioned = unsafe { &*versioned };
         // SAFETY: as just said.
-        unsafe { check_versioned(versioned, &mut tensor.state.checked) }?;
+        let dims = unsafe { check_versioned(versioned, &mut tensor.state.checked) }?;
+        tensor.state.dims_copy = Some(dims);
         Ok(tensor)
     }
 
@@ -241,13 +243,8 @@ impl PyTensor {
         let dl_tensor = dl_tensor_of(managed, &state.own_tensor);
         // SAFETY: the struct is live and of a version whose layout we know;
         // its shape and strides are `ndim` long per the header.
-        unsafe { foreign::check_into(dl_tensor, padded, &mut state.checked) }?;
-        if matches!(tensor.state.managed, Some(Managed::Borrowed { .. })) {
-            tensor.state.dims_copy = Some(DimsBuf::copy_pair(
-                tensor.foreign_shape(),
-                tensor.foreign_strides(),
-            ));
-        }
+        let dims = unsafe { foreign::check_copy_into(dl_tensor, padded, &mut state.checked) }?;
+        state.dims_copy = Some(dims);
         Ok(tensor)
     }
 
@@ -300,10 +297,7 @@ impl PyTensor {
 
     /// Extents.
     pub fn shape(&self) -> &[i64] {
-        match &self.state.dims_copy {
-            Some(copy) => copy.split().0,
-            None => self.foreign_shape(),
-        }
+        self.dims().0
     }
 
     /// Strides in elements; row-major ones when the producer sent none.
@@ -311,27 +305,17 @@ impl PyTensor {
         if let Some(strides) = &self.state.checked.synthesized_strides {
             return strides;
         }
-        match &self.state.dims_copy {
-            Some(copy) => copy.split().1,
-            None => self.foreign_strides(),
-        }
+        self.dims().1
     }
 
-    /// The producer's shape array (validated on import).
-    fn foreign_shape(&self) -> &[i64] {
-        let tensor = self.dl_tensor();
-        // SAFETY: validated: non-NULL when ndim > 0, `ndim` long, alive with `self`.
-        unsafe { foreign::foreign_slice(tensor.shape, self.state.checked.ndim) }
-    }
-
-    /// The producer's strides array; empty when it sent NULL.
-    fn foreign_strides(&self) -> &[i64] {
-        let tensor = self.dl_tensor();
-        if tensor.strides.is_null() {
-            return &[];
-        }
-        // SAFETY: non-NULL, `ndim` long per the header, alive with `self`.
-        unsafe { foreign::foreign_slice(tensor.strides, self.state.checked.ndim) }
+    /// The shape and strides copied and checked on import (the producer's
+    /// own arrays are never read again: they may have changed).
+    fn dims(&self) -> (&[i64], &[i64]) {
+        self.state
+            .dims_copy
+            .as_ref()
+            .expect("copied on import")
+            .split()
     }
 
     /// Number of dimensions.
