@@ -97,7 +97,7 @@ unsafe fn extents_of(tensor: &DLTensor, role: Role) -> Result<&[i64], DLPackErro
 pub(crate) unsafe fn check(tensor: &DLTensor, padded: bool) -> Result<Checked, DLPackError> {
     let mut checked = Checked::EMPTY;
     // SAFETY: the caller's contract.
-    unsafe { check_copy_into(tensor, padded, &mut checked) }?;
+    unsafe { check_copy_into(tensor, padded, &mut checked, &mut None) }?;
     Ok(checked)
 }
 
@@ -105,8 +105,8 @@ pub(crate) unsafe fn check(tensor: &DLTensor, padded: bool) -> Result<Checked, D
 /// kept: its callers are on every import's path, and a `Checked` returned by
 /// value went through the stack and was read back with loads that stalled on
 /// store forwarding; `out` is left as it was on error). The producer's shape
-/// and strides are read once, into a buffer of ours, which is checked and
-/// returned to be kept and read from then on: a producer's arrays may change
+/// and strides are read once, into `dims`, which is checked and kept and
+/// read from then on: a producer's arrays may change
 /// while the import lives (torch's point into the source tensor's own
 /// metadata, which an in-place view op such as `t.unsqueeze_()`, `t.t_()` or
 /// `t.as_strided_(…)` rewrites).
@@ -119,17 +119,24 @@ pub(crate) unsafe fn check_copy_into(
     tensor: &DLTensor,
     padded: bool,
     out: &mut Checked,
-) -> Result<DimsBuf, DLPackError> {
+    dims: &mut Option<DimsBuf>,
+) -> Result<(), DLPackError> {
     // SAFETY: the caller's contract.
     let shape = unsafe { extents_of(tensor, Role::Tensor) }?;
     let strides = (!tensor.strides.is_null()).then(|| {
         // SAFETY: non-NULL here, and `ndim` long, per the caller.
         unsafe { foreign_slice(tensor.strides, shape.len()) }
     });
-    let copy = DimsBuf::copy_pair(shape, strides.unwrap_or_default());
+    // Written where it is kept: a `DimsBuf` returned by value was moved
+    // twice (measured on a torch import).
+    let copy = dims.insert(DimsBuf::pair(shape.len()));
+    let (copied_shape, copied_strides) = copy.split_mut();
+    copied_shape.copy_from_slice(shape);
+    if let Some(strides) = strides {
+        copied_strides.copy_from_slice(strides);
+    }
     let (shape, copied_strides) = copy.split();
-    check_dims_into(tensor, shape, strides.map(|_| copied_strides), padded, out)?;
-    Ok(copy)
+    check_dims_into(tensor, shape, strides.map(|_| copied_strides), padded, out)
 }
 
 /// The checks of [`check_copy_into`] on a shape and strides already read

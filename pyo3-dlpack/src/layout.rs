@@ -438,6 +438,7 @@ impl DimsBuf {
 
     /// A copy of `shape` and `strides`; strides shorter than the shape
     /// (none, from a producer that sent NULL) leave zeros.
+    #[cfg(test)]
     pub(crate) fn copy_pair(shape: &[i64], strides: &[i64]) -> Self {
         let mut buf = Self::pair(shape.len());
         let (s, t) = buf.split_mut();

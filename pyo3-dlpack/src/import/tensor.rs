@@ -85,12 +85,13 @@ const _: () = assert!(size_of::<PyTensor>() == size_of::<usize>());
 unsafe fn check_versioned(
     versioned: &crate::ffi::DLManagedTensorVersioned,
     out: &mut foreign::Checked,
-) -> Result<DimsBuf, DLPackError> {
+    dims: &mut Option<DimsBuf>,
+) -> Result<(), DLPackError> {
     protocol::check_version(versioned.version)?;
     let padded = protocol::is_subbyte_padded(versioned.flags);
     // SAFETY: of major version 1, so laid out as the header says, and live
     // with `ndim`-long shape and strides (the caller's contract).
-    unsafe { foreign::check_copy_into(&versioned.dl_tensor, padded, out) }
+    unsafe { foreign::check_copy_into(&versioned.dl_tensor, padded, out, dims) }
 }
 
 /// The description of a tensor owned as `managed`: the producer's struct,
@@ -152,11 +153,12 @@ impl PyTensor {
         // dropped without deleting: the caller owns the struct again).
         let managed = unsafe { Owned::adopt(managed) };
         let mut checked = foreign::Checked::EMPTY;
+        let mut dims = None;
         // SAFETY: adopted: a live struct whose dims are valid if of major 1.
-        let dims = unsafe { check_versioned(managed.get(), &mut checked) }?;
+        unsafe { check_versioned(managed.get(), &mut checked, &mut dims) }?;
         let mut state = State::new(Managed::Versioned(managed));
         state.checked = checked;
-        state.dims_copy = Some(dims);
+        state.dims_copy = dims;
         Ok(Self {
             state: ManuallyDrop::new(state),
         })
@@ -216,9 +218,9 @@ impl PyTensor {
         // SAFETY: the struct `tensor` owns (adopted: live until `tensor`
         // drops, its dims valid if of major 1).
         let versioned = unsafe { &*versioned };
+        let state = &mut *tensor.state;
         // SAFETY: as just said.
-        let dims = unsafe { check_versioned(versioned, &mut tensor.state.checked) }?;
-        tensor.state.dims_copy = Some(dims);
+        unsafe { check_versioned(versioned, &mut state.checked, &mut state.dims_copy) }?;
         Ok(tensor)
     }
 
@@ -243,8 +245,9 @@ impl PyTensor {
         let dl_tensor = dl_tensor_of(managed, &state.own_tensor);
         // SAFETY: the struct is live and of a version whose layout we know;
         // its shape and strides are `ndim` long per the header.
-        let dims = unsafe { foreign::check_copy_into(dl_tensor, padded, &mut state.checked) }?;
-        state.dims_copy = Some(dims);
+        unsafe {
+            foreign::check_copy_into(dl_tensor, padded, &mut state.checked, &mut state.dims_copy)
+        }?;
         Ok(tensor)
     }
 
