@@ -230,6 +230,25 @@ def test_cudarc_views_say_their_length_stream_and_device():
     ]
 
 
+def test_a_slice_exported_by_value_is_freed_after_the_legacy_streams_work():
+    # A bare capsule of a slice exported by value (`into_capsule`, not a DLPackTensor) is
+    # made for the legacy default stream, as `__dlpack__(stream=None)` is; a consumer works
+    # there (as torch's `from_dlpack(capsule)` does), then lets go. Found by review: this
+    # path skipped the release's wait, so the slice was freed on its own stream before the
+    # consumer's queued write (a race the stand-in reports).
+    out = run_cudarc(
+        """
+        capsule, address = ext.cudarc_capsule(8)
+        write(1, address, [7.0] * 8)
+        del capsule
+        gc.collect()
+        assert cuda.standin_allocated(address) == 0
+        print("ok")
+        """
+    )
+    assert out == "ok\n"
+
+
 def test_a_slice_released_by_our_own_import_is_freed_after_the_views_queued_writes():
     # Both sides are the crate's: a CudaSlice export, imported (synchronising: ready on the
     # legacy stream), written through a mutable cudarc view on another stream and dropped

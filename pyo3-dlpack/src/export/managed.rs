@@ -225,8 +225,12 @@ pub(crate) trait IntoBlock {
 impl<O: Send + 'static> IntoBlock for Described<O> {
     #[inline(always)]
     fn into_block<M: ManagedTensor>(self, plan: &ExportPlan) -> NonNull<M> {
-        // SAFETY: the description is the owner's own (`Described`), and the
-        // owner moves into the block with it.
+        if plan.sync_stream == Some(1) {
+            // SAFETY: the description is the owner's own (`Described`), and
+            // the owner moves into the block with it.
+            return unsafe { ordered_block(&self.info, plan, self.owner) };
+        }
+        // SAFETY: as just said.
         unsafe { write_block(&self.info, plan, self.owner) }
     }
 }
@@ -234,26 +238,32 @@ impl<O: Send + 'static> IntoBlock for Described<O> {
 impl<T: Send + Sync + ?Sized + 'static> IntoBlock for &Described<Arc<T>> {
     #[inline(always)]
     fn into_block<M: ManagedTensor>(self, plan: &ExportPlan) -> NonNull<M> {
+        let owner = Arc::clone(&self.owner);
         if plan.sync_stream == Some(1) {
-            return ordered_block(self, plan);
+            // SAFETY: the description is the shared value's own
+            // (`Described`), and a clone of its `Arc` moves into the block,
+            // keeping it alive.
+            return unsafe { ordered_block(&self.info, plan, owner) };
         }
-        // SAFETY: the description is the shared value's own (`Described`),
-        // and a clone of its `Arc` moves into the block, keeping it alive.
-        unsafe { write_block(&self.info, plan, Arc::clone(&self.owner)) }
+        // SAFETY: as just said.
+        unsafe { write_block(&self.info, plan, owner) }
     }
 }
 
-/// [`IntoBlock::into_block`] of a shared value exported to a consumer on
-/// CUDA's legacy default stream: when the value has a stream of its own,
-/// the block's owner makes it wait for the legacy stream before letting the
-/// value go ([`OrderedRelease`]).
+/// [`IntoBlock::into_block`] of a value (owned, or shared through `owner`)
+/// exported to a consumer on CUDA's legacy default stream: when the value
+/// has a stream of its own, the block's owner makes it wait for the legacy
+/// stream before letting the value go ([`OrderedRelease`]).
+///
+/// # Safety
+///
+/// As for [`write_block`]: `info` describes memory that `owner` keeps alive.
 #[inline(never)]
-fn ordered_block<M: ManagedTensor, T: Send + Sync + ?Sized + 'static>(
-    described: &Described<Arc<T>>,
+unsafe fn ordered_block<M: ManagedTensor, O: Send + 'static>(
+    info: &TensorInfo<'_>,
     plan: &ExportPlan,
+    owner: O,
 ) -> NonNull<M> {
-    let info = &described.info;
-    let owner = Arc::clone(&described.owner);
     match crate::cuda::streams::release_wait(info.device(), info.stream(), plan.sync_stream) {
         Some((consumer, value)) => {
             let device = info.device().device_id;
@@ -263,11 +273,11 @@ fn ordered_block<M: ManagedTensor, T: Send + Sync + ?Sized + 'static>(
                 consumer,
                 value,
             };
-            // SAFETY: as in `into_block`: the `Arc` clone, which keeps the
+            // SAFETY: the caller's contract: `owner`, which keeps the
             // described memory alive, is in the owner that moves in.
             unsafe { write_block(info, plan, owner) }
         }
-        // SAFETY: as in `into_block`.
+        // SAFETY: the caller's contract.
         None => unsafe { write_block(info, plan, owner) },
     }
 }

@@ -85,6 +85,21 @@ pub(crate) fn cudarc_arange(
     Ok((tensor, address, handle))
 }
 
+/// `(capsule, address)`: 0..n float32 in a new `CudaSlice` on a stream of
+/// its own, exported by value (`IntoDLPack::into_capsule`, versioned), not
+/// through a `DLPackTensor`.
+#[pyfunction]
+pub(crate) fn cudarc_capsule(py: Python<'_>, n: usize) -> PyResult<(Bound<'_, PyCapsule>, usize)> {
+    let stream = new_stream(0)?;
+    let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let slice = stream.clone_htod(&values).map_err(driver)?;
+    let (address, _read) = slice.device_ptr(&stream);
+    let address = address as usize;
+    drop(_read);
+    let capsule = slice.into_capsule(py, pyo3_dlpack::CapsuleFormat::Versioned)?;
+    Ok((capsule, address))
+}
+
 /// Imports `tensor`, optionally stream-ordered, or made ready on the
 /// consumer's `stream`.
 fn import_tensor(

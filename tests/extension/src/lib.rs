@@ -119,6 +119,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     {
         m.add_function(wrap_pyfunction!(cudarc_context, m)?)?;
         m.add_function(wrap_pyfunction!(cudarc_arange, m)?)?;
+        m.add_function(wrap_pyfunction!(cudarc_capsule, m)?)?;
         m.add_function(wrap_pyfunction!(cudarc_sum, m)?)?;
         m.add_function(wrap_pyfunction!(cudarc_fill, m)?)?;
         m.add_function(wrap_pyfunction!(cudarc_allocate_arange, m)?)?;
