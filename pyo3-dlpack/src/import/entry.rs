@@ -74,7 +74,9 @@ impl PyTensor {
         if options.allows_exchange()
             && let Some(api) = exchange::lookup_for_import(obj)?
         {
-            // SAFETY: `api` is the table of `obj`'s own type, just looked up.
+            // SAFETY: `api` is the table found on `obj`'s own type, just looked up
+            // (DLPack's contract; a class can copy another's table, so the crate
+            // trusts producers to check the objects they get: the safety chapter).
             match unsafe { api.owned(obj) } {
                 Ok(managed) => {
                     let managed = api.check_torch_owned(obj, managed)?;
@@ -176,7 +178,9 @@ impl PyTensor {
     /// ```
     pub fn with_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&PyTensor) -> R) -> PyResult<R> {
         if let Some(api) = exchange::lookup_for_import(obj)? {
-            // SAFETY: `api` is the table of `obj`'s own type, just looked up.
+            // SAFETY: `api` is the table found on `obj`'s own type, just looked up
+            // (DLPack's contract; a class can copy another's table, so the crate
+            // trusts producers to check the objects they get: the safety chapter).
             match unsafe { api.borrowed(obj) } {
                 Some(Ok(view)) => {
                     // Its shape and strides are copied first: torch's
