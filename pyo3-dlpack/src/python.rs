@@ -5,7 +5,7 @@
 
 use std::ops::RangeInclusive;
 
-use pyo3::exceptions::{PyAttributeError, PyRecursionError};
+use pyo3::exceptions::{PyAttributeError, PyException, PyMemoryError, PyRecursionError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
@@ -43,25 +43,49 @@ fn out_of_range(value: &Bound<'_, PyAny>, what: String, min: i64, max: i64) -> D
         what,
         min,
         max,
-        found: text_of(value),
+        found: match shown(value, value.str()) {
+            Ok(text) => text,
+            Err(interruption) => return interruption.into(),
+        },
     }
     .into()
 }
 
-/// `str(obj)`, or `<unprintable T object>` where that raises (the failure
-/// dropped, as the caller reports something else). PyO3's `Display` would
-/// report it on stderr as unraisable.
-pub(crate) fn text_of(obj: &Bound<'_, PyAny>) -> String {
-    match obj.str() {
-        Ok(text) => text.to_string_lossy().into_owned(),
+/// Whether `err` is about the program rather than the value at hand: a
+/// `KeyboardInterrupt` or `SystemExit` (no `Exception`), a `MemoryError`, a
+/// `RecursionError`. Such an error is raised as it is, never made the error
+/// of an argument.
+pub(crate) fn is_interruption(py: Python<'_>, err: &PyErr) -> bool {
+    !err.is_instance_of::<PyException>(py)
+        || err.is_instance_of::<PyMemoryError>(py)
+        || err.is_instance_of::<PyRecursionError>(py)
+}
+
+/// `text` (what `obj.str()` or `obj.repr()` returned) for a message: where
+/// it raised, `<unprintable T object>`, the failure dropped (PyO3's
+/// `Display` would report it on stderr as unraisable), unless the failure
+/// is an interruption ([`is_interruption`]), returned to be raised instead.
+pub(crate) fn shown(
+    obj: &Bound<'_, PyAny>,
+    text: PyResult<Bound<'_, PyString>>,
+) -> PyResult<String> {
+    match text {
+        Ok(text) => Ok(text.to_string_lossy().into_owned()),
+        Err(err) if is_interruption(obj.py(), &err) => Err(err),
         Err(_) => {
             let type_name = obj
                 .get_type()
                 .name()
                 .map_or_else(|_| "?".into(), |name| name.to_string_lossy().into_owned());
-            format!("<unprintable {type_name} object>")
+            Ok(format!("<unprintable {type_name} object>"))
         }
     }
+}
+
+/// `str(obj)` for the message of another error (see [`shown`]; an
+/// interruption while it is made is dropped for that error).
+pub(crate) fn text_of(obj: &Bound<'_, PyAny>) -> String {
+    shown(obj, obj.str()).unwrap_or_else(|_| "<unprintable object>".into())
 }
 
 /// `obj.name`, `None` if it has no such attribute; other errors propagate.

@@ -212,6 +212,37 @@ def test_a_vectorcall_without_arguments_and_an_empty_kwnames_exports():
     assert (done.returncode, done.stdout, done.stderr) == (0, "exported\n", "")
 
 
+class InterruptedRepr:
+    def __repr__(self):
+        raise KeyboardInterrupt("while described")
+
+
+class UnprintableBigInt(int):
+    def __str__(self):
+        raise MemoryError("while described")
+
+
+@pytest.mark.parametrize("name", ["stream", "max_version", "dl_device", "copy"])
+def test_an_interruption_while_an_argument_is_described_is_raised_as_it_is(name):
+    # Found by review: a KeyboardInterrupt raised by a bad argument's repr, while its error
+    # was made, became that ValueError ("got <unprintable>").
+    x = ext.arange("float32", 2)
+    with pytest.raises(KeyboardInterrupt, match="while described"):
+        x.__dlpack__(**{name: InterruptedRepr()})
+    with pytest.raises(MemoryError, match="while described"):
+        x.__dlpack__(stream=UnprintableBigInt(2**70))  # out of range: its str is shown
+
+
+def test_an_argument_that_cannot_be_printed_is_named_by_its_type():
+    class Unprintable:
+        def __repr__(self):
+            raise ValueError("no repr")
+
+    x = ext.arange("float32", 2)
+    with pytest.raises(ValueError, match=r"got <unprintable Unprintable object> \(Unprintable\)$"):
+        x.__dlpack__(copy=Unprintable())
+
+
 def test_the_method_is_a_method_of_dlpacktensor_only():
     with pytest.raises(TypeError, match="doesn't apply to a 'int' object"):
         type(ext.arange("float32", 2)).__dlpack__(3)

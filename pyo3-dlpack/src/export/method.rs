@@ -146,7 +146,7 @@ fn int(value: &Bound<'_, PyAny>, name: &'static str) -> Result<(), DLPackError> 
     if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
         return Err(ArgumentError::NotInteger {
             name,
-            found: describe(value),
+            found: describe(value)?,
         }
         .into());
     }
@@ -169,15 +169,16 @@ fn int_pair<'py>(
             }
         }
     }
-    let wrong = || ArgumentError::NotPair {
-        name,
-        form,
-        found: describe(value),
+    let wrong = || -> DLPackError {
+        match describe(value) {
+            Ok(found) => ArgumentError::NotPair { name, form, found }.into(),
+            Err(interruption) => interruption,
+        }
     };
     // A tuple (subclasses too), as NumPy requires: not bytes, a range or a list.
     let tuple = value.cast::<PyTuple>().map_err(|_| wrong())?;
     if tuple.len() != 2 {
-        return Err(wrong().into());
+        return Err(wrong());
     }
     let item = |i| {
         let item = tuple.get_item(i).map_err(|_| wrong())?;
@@ -281,23 +282,22 @@ fn boolean(value: &Bound<'_, PyAny>) -> Result<bool, DLPackError> {
         Ok(b) => Ok(b.is_true()),
         Err(_) => Err(ArgumentError::NotBool {
             name: "copy",
-            found: describe(value),
+            found: describe(value)?,
         }
         .into()),
     }
 }
 
-fn describe(value: &Bound<'_, PyAny>) -> String {
-    let repr = value
-        .repr()
-        .map(|r| r.to_string())
-        .unwrap_or_else(|_| "<unprintable>".into());
+/// `repr(value) (type)` for a message; an interruption while the `repr` is
+/// made is raised instead (see [`crate::python::shown`]).
+fn describe(value: &Bound<'_, PyAny>) -> Result<String, DLPackError> {
+    let repr = crate::python::shown(value, value.repr())?;
     let type_name = value
         .get_type()
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "?".into());
-    format!("{repr} ({type_name})")
+    Ok(format!("{repr} ({type_name})"))
 }
 
 /// `PyMethodDef` holds raw pointers, to `'static` strings and a function.

@@ -8,7 +8,7 @@ pub mod memory;
 use std::marker::PhantomData;
 
 use ndarray::{ArrayView, ArrayViewMut, Dimension, Ix0, Ix1, Ix2, Ix3, Ix4, Ix5, Ix6, IxDyn};
-use pyo3::exceptions::{PyException, PyMemoryError, PyRecursionError, PyTypeError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use crate::{DLPackError, DeviceTensor, Located, PlainElement, PyTensor};
@@ -160,10 +160,7 @@ fn argument_error(err: DLPackError) -> PyErr {
 /// as it is: `KeyboardInterrupt`, `SystemExit` (no `Exception`),
 /// `MemoryError` and `RecursionError`.
 fn import_error(py: Python<'_>, err: PyErr) -> PyErr {
-    let about_the_argument = err.is_instance_of::<PyException>(py)
-        && !err.is_instance_of::<PyMemoryError>(py)
-        && !err.is_instance_of::<PyRecursionError>(py);
-    if !about_the_argument || err.is_instance_of::<PyTypeError>(py) {
+    if crate::python::is_interruption(py, &err) || err.is_instance_of::<PyTypeError>(py) {
         return err;
     }
     let as_type_error = PyTypeError::new_err(crate::python::text_of(err.value(py).as_any()));
