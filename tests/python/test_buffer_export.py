@@ -201,3 +201,11 @@ def test_asdlpack_makes_any_producer_a_dlpack_tensor():
     assert np.from_dlpack(ext.asdlpack(np.arange(3.0))).tolist() == [0.0, 1.0, 2.0]
     with pytest.raises(TypeError, match="got int"):
         ext.asdlpack(3)
+
+
+@needs_buffer_protocol
+def test_memory_of_unknown_length_has_no_buffer():
+    # Found by review: the buffer protocol exposed raw memory that reports no length.
+    with pytest.raises(BufferError, match="length of its memory is unknown"):
+        memoryview(ext.unmeasured(4))
+

@@ -431,3 +431,17 @@ def test_a_replaced_unpickling_error_is_no_panic(monkeypatch):
     monkeypatch.setattr(pickle, "UnpicklingError", 5)
     with pytest.raises(TypeError):
         reducer((1, (2, 32, 1), (2,), (1, 0), False, bytes(7)))
+
+
+def test_memory_of_unknown_length_is_not_read_to_pickle_or_copy():
+    # Found by review: pickling and copy.copy read raw memory that reports no length
+    # (a user's TensorData whose byte_len is None), which copy=True refuses to read.
+    t = ext.unmeasured(4)
+    assert np.from_dlpack(t).tolist() == [0.0, 1.0, 2.0, 3.0]  # exported as described
+    message = "^cannot read this tensor's bytes: the length of its memory is unknown"
+    for protocol in (5, 4):
+        with pytest.raises(BufferError, match=message):
+            pickle.dumps(t, protocol=protocol)
+    with pytest.raises(BufferError, match=message):
+        copy.copy(t)
+

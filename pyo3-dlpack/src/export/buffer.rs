@@ -61,6 +61,13 @@ pub(crate) unsafe fn fill(
             "expected a tensor in host memory for the buffer protocol, got one on {device}"
         )));
     }
+    if !info.is_bounds_checked() {
+        return Err(refuse(
+            "the buffer protocol cannot expose this tensor: the length of its memory is \
+             unknown (raw memory exported without one)"
+                .to_owned(),
+        ));
+    }
     crate::cuda::host::make_host_readable(owner.py(), device, info.stream())?;
     let dtype = info.dtype();
     let Some(format) = format(dtype) else {

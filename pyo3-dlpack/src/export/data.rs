@@ -55,6 +55,9 @@ pub unsafe trait TensorData {
     fn data_ptr(&self) -> *mut c_void;
 
     /// Length of the buffer in bytes, when known. Exports are checked against it.
+    /// Memory of unknown length (`None`) is exported as described, and never
+    /// read by this crate: `copy=True`, pickling, `copy.copy` and the buffer
+    /// protocol refuse it (`BufferError`).
     fn byte_len(&self) -> Option<usize>;
 
     /// Device of the memory; `cpu:0` unless overridden.

@@ -2,11 +2,12 @@
 //! `pickle.PickleBuffer` wraps, so that protocol 5 hands the bytes to the
 //! pickler (out-of-band, or written once into the stream) without a copy.
 
+use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::export::{DLPackTensor, HostTensor};
-use crate::{DLPackError, DeviceType, Writability};
+use crate::{DeviceType, Writability};
 
 /// What keeps the bytes alive.
 #[allow(dead_code)] // only held
@@ -28,6 +29,10 @@ pub(crate) struct TensorBytes {
     read_only: bool,
 }
 
+/// Why the bytes of memory of unknown length are not read.
+const UNKNOWN_LENGTH: &str = "cannot read this tensor's bytes: the length of its memory is \
+     unknown (raw memory exported without one), so its elements were not checked to lie in it";
+
 impl TensorBytes {
     /// The bytes of `tensor`: its own memory when it is contiguous memory
     /// of the CPU, else a row-major host copy (gathered once; device memory
@@ -35,6 +40,11 @@ impl TensorBytes {
     pub(crate) fn of(tensor: &Bound<'_, DLPackTensor>, nbytes: usize) -> PyResult<Self> {
         let info = tensor.get().info();
         let read_only = info.writability() != Writability::Writable;
+        // In place or copied, the bytes are read: only memory whose length
+        // was known, so every element was checked to lie inside it.
+        if !info.is_bounds_checked() {
+            return Err(PyBufferError::new_err(UNKNOWN_LENGTH));
+        }
         if info.device().device_type == DeviceType::CPU && info.is_contiguous() {
             return Ok(Self {
                 ptr: info.data_ptr() as usize,
@@ -42,9 +52,6 @@ impl TensorBytes {
                 read_only,
                 _keep: Keep::Tensor(tensor.clone().unbind()),
             });
-        }
-        if !info.is_bounds_checked() {
-            return Err(DLPackError::from(crate::error::ExportError::CopyUnknownLength).into());
         }
         let copy = HostTensor::copy_of(info)?;
         let bytes = copy.bytes();

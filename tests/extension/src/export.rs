@@ -133,6 +133,34 @@ pub(crate) fn on_device(
     })?)
 }
 
+/// `0..n` float32 whose memory reports no length (`TensorData::byte_len`
+/// is `None`): exported as described, never read by the crate itself.
+#[pyfunction]
+pub(crate) fn unmeasured(n: usize) -> PyResult<DLPackTensor> {
+    struct Unmeasured(Vec<f32>);
+    // SAFETY: the Vec's buffer, which does not move with the value, is its
+    // memory, and holds float32s; no length is reported, so none is promised.
+    unsafe impl pyo3_dlpack::TensorData for Unmeasured {
+        fn data_ptr(&self) -> *mut std::ffi::c_void {
+            self.0.as_ptr().cast_mut().cast()
+        }
+        fn byte_len(&self) -> Option<usize> {
+            None
+        }
+    }
+    impl IntoDLPack for Unmeasured {
+        fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+            TensorInfo::builder(self)
+                .dtype(DataType::F32)
+                .shape([self.0.len()])
+                .build()
+        }
+    }
+    Ok(DLPackTensor::new(Unmeasured(
+        (0..n).map(|i| i as f32).collect(),
+    ))?)
+}
+
 /// Elements of `dtype` (float32 unless said) over memory the caller
 /// allocated (stand-in CUDA memory: `device_type`/`device_id` are DLPack
 /// codes), `nbytes` long from `address`, of `shape` and element `strides`

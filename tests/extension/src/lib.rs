@@ -113,6 +113,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(slice_values, m)?)?;
     m.add_function(wrap_pyfunction!(array_values, m)?)?;
     m.add_function(wrap_pyfunction!(fill, m)?)?;
+    m.add_function(wrap_pyfunction!(unmeasured, m)?)?;
     m.add_function(wrap_pyfunction!(add_into, m)?)?;
     m.add_function(wrap_pyfunction!(drop_on_thread, m)?)?;
     #[cfg(feature = "cudarc")]
