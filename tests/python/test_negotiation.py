@@ -4,6 +4,7 @@ import ctypes
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import dlpack_testext as ext
@@ -239,7 +240,7 @@ def test_an_argument_that_cannot_be_printed_is_named_by_its_type():
             raise ValueError("no repr")
 
     x = ext.arange("float32", 2)
-    with pytest.raises(ValueError, match=r"got <unprintable Unprintable object> \(Unprintable\)$"):
+    with pytest.raises(ValueError, match=r"got <unprintable Unprintable object> \(test_negotiation\.Unprintable\)$"):
         x.__dlpack__(copy=Unprintable())
 
 
@@ -281,6 +282,8 @@ def test_max_version_tuples_are_read_right_every_time(capsule_view):
         ({"max_version": (1, 2, 3)}, "max_version must be a (major, minor) tuple of integers"),
         ({"dl_device": "cpu"}, "dl_device must be a (device_type, device_id) tuple of integers"),
         ({"copy": 1}, "copy must be True, False or None, got 1 (int)"),
+        ({"copy": np.True_}, "copy must be True, False or None, got "  # np.True_ (numpy.bool)
+         f"{np.True_!r} (numpy.{type(np.True_).__name__})"),
     ],
 )
 def test_bad_argument_values_are_value_errors_never_type_errors(kwargs, message):

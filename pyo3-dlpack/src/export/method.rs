@@ -288,15 +288,18 @@ fn boolean(value: &Bound<'_, PyAny>) -> Result<bool, DLPackError> {
     }
 }
 
-/// `repr(value) (type)` for a message; an interruption while the `repr` is
-/// made is raised instead (see [`crate::python::shown`]).
+/// `repr(value) (type)` for a message, the type named with its module
+/// unless it is a builtin (`np.True_ (numpy.bool)`, not `(bool)`); an
+/// interruption while the `repr` is made is raised instead (see
+/// [`crate::python::shown`]).
 fn describe(value: &Bound<'_, PyAny>) -> Result<String, DLPackError> {
     let repr = crate::python::shown(value, value.repr())?;
-    let type_name = value
-        .get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".into());
+    let ty = value.get_type();
+    let name = ty.name().map_or_else(|_| "?".into(), |n| n.to_string());
+    let type_name = match ty.module() {
+        Ok(module) if module.to_cow().is_ok_and(|m| m != "builtins") => format!("{module}.{name}"),
+        _ => name,
+    };
     Ok(format!("{repr} ({type_name})"))
 }
 
