@@ -3,6 +3,7 @@
 import gc
 import sys
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -261,6 +262,27 @@ def test_a_metaclass_that_imports_again_meets_the_import_limit(import_):
     with pytest.raises(RecursionError, match="32 imports nested"):
         import_(Producer())
     assert len(depth) == 32
+
+
+def test_a_class_made_in_a_function_is_not_kept_alive_by_an_import():
+    # Found by review: the exchange-table cache kept every type it looked up alive,
+    # a local class with whatever its class attributes hold.
+    def make():
+        class Local:
+            payload = np.zeros(1000)
+
+            def __dlpack__(self, **kwargs):
+                return self.payload.__dlpack__(**kwargs)
+
+        return Local
+
+    local = make()
+    assert ext.describe(local())["shape"] == (1000,)
+    assert ext.describe_borrowed(local())["shape"] == (1000,)
+    alive = weakref.ref(local)
+    del local
+    gc.collect()
+    assert alive() is None
 
 
 class TorchSubclass(torch.Tensor):

@@ -10,7 +10,9 @@
 //!
 //! The table is looked up once per type and cached (misses too: NumPy arrays
 //! pay no failed attribute lookup per call). Types in the cache are kept
-//! alive, so a cached address can never be reused by another type.
+//! alive, so a cached address can never be reused by another type; only
+//! types that live as long anyway are cached (static types, classes their
+//! module holds), so the cache keeps no class made in a function alive.
 
 use std::ffi::c_void;
 use std::ptr::{self, NonNull};
@@ -137,12 +139,43 @@ pub(crate) fn lookup_type(ty: Bound<'_, PyType>) -> PyResult<Option<ExchangeApi>
     // with Python code that imports again: a level of the import's limit.
     let _level = crate::python::RecursionLevel::enter(ty.py())?;
     let (api, capsule) = find(&ty)?;
-    remember(Entry {
-        ty: ty.unbind(),
-        api,
-        _capsule: capsule,
-    });
+    if lives_with_its_module(&ty) {
+        remember(Entry {
+            ty: ty.unbind(),
+            api,
+            _capsule: capsule,
+        });
+    }
     Ok(api)
+}
+
+/// Whether the cache may keep `ty` alive without keeping anything alive
+/// longer: a static type (made by C code), or a class its module holds
+/// under its qualified name (it lives as long as the module). A class made
+/// in a function, and every other, is looked up anew on each import rather
+/// than kept forever with its class attributes.
+fn lives_with_its_module(ty: &Bound<'_, PyType>) -> bool {
+    // SAFETY: attached; a live type object.
+    let flags = unsafe { pyo3::ffi::PyType_GetFlags(ty.as_type_ptr()) };
+    if flags & pyo3::ffi::Py_TPFLAGS_HEAPTYPE == 0 {
+        return true;
+    }
+    let (Ok(module), Ok(qualname)) = (ty.module(), ty.qualname()) else {
+        return false;
+    };
+    let Some(mut found) = crate::python::imported_module(ty.py(), &module) else {
+        return false;
+    };
+    let Ok(qualname) = qualname.to_cow() else {
+        return false;
+    };
+    for name in qualname.split('.') {
+        match found.getattr(name) {
+            Ok(attribute) => found = attribute,
+            Err(_) => return false,
+        }
+    }
+    found.is(ty)
 }
 
 /// Reads and checks `ty.__dlpack_c_exchange_api__`. A malformed table means
