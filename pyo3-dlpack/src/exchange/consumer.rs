@@ -378,10 +378,12 @@ impl ExchangeApi {
     /// quantized tensors) its C path fails on, and the import then asks
     /// `__dlpack__`, whose error is torch's own.
     ///
-    /// An import asks before anything else is done with the tensor: asked
-    /// after the import's own work, the same questions took longer
+    /// An owned import asks before anything else is done with the tensor:
+    /// asked after the import's own work, the same questions took longer
     /// (measured on a torch float32 import; torch's `is_neg` releases and
-    /// retakes the GIL).
+    /// retakes the GIL). A borrowed view is checked and copied first: its
+    /// shape and strides are the producer's own, which another thread may
+    /// change while the GIL is released.
     pub(crate) fn check_torch(self, obj: &Bound<'_, PyAny>, dtype: DataType) -> PyResult<()> {
         match self.torch {
             Some(checks) => checks.check(obj, dtype),
