@@ -7,7 +7,7 @@
 //! so any foreign value is representable. Sizes and field offsets are checked
 //! at compile time against the header as measured with gcc on LP64.
 
-use std::ffi::{CStr, c_void};
+use std::ffi::{CStr, c_char, c_void};
 use std::mem::{offset_of, size_of};
 
 pub use crate::device::Device as DLDevice;
@@ -102,9 +102,11 @@ pub struct DLManagedTensorVersioned {
     pub dl_tensor: DLTensor,
 }
 
-/// `SetError` callback of [`DLPackManagedTensorAllocator`].
-pub type DLPackSetError =
-    Option<unsafe extern "C" fn(error_ctx: *mut c_void, kind: *const i8, message: *const i8)>;
+/// `SetError` callback of [`DLPackManagedTensorAllocator`]: two C strings
+/// (`const char*`, [`c_char`], signed or unsigned as the target's C `char` is).
+pub type DLPackSetError = Option<
+    unsafe extern "C" fn(error_ctx: *mut c_void, kind: *const c_char, message: *const c_char),
+>;
 /// `DLPackManagedTensorAllocator`.
 pub type DLPackManagedTensorAllocator = Option<
     unsafe extern "C" fn(

@@ -120,17 +120,17 @@ struct Reported {
 
 /// The `SetError` callback handed to a producer's allocator: records its
 /// exception kind and message (never unwinds: it only copies two strings).
-unsafe extern "C" fn record_error(ctx: *mut c_void, kind: *const i8, message: *const i8) {
+unsafe extern "C" fn record_error(ctx: *mut c_void, kind: *const c_char, message: *const c_char) {
     let Some(mut reported) = NonNull::new(ctx.cast::<Reported>()) else {
         return;
     };
-    let read = |s: *const i8| {
+    let read = |s: *const c_char| {
         if s.is_null() {
             return None;
         }
         // SAFETY: the producer passes NUL-terminated strings that live
         // through this call (the allocator's contract); NULL is handled above.
-        let text = unsafe { CStr::from_ptr(s.cast::<c_char>()) };
+        let text = unsafe { CStr::from_ptr(s) };
         Some(text.to_string_lossy().into_owned())
     };
     // SAFETY: `ctx` is the `Reported` that `through_table` passed, alive and
