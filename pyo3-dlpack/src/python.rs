@@ -26,9 +26,10 @@ where
     T: TryFrom<i64> + Into<i64> + Copy,
 {
     let (min, max) = ((*range.start()).into(), (*range.end()).into());
-    if let Ok(wide) = value.extract::<i64>()
-        && (min..=max).contains(&wide)
-        && let Ok(fits) = T::try_from(wide)
+    let wide = value.extract::<i64>().ok();
+    if let Some(Ok(fits)) = wide
+        .filter(|wide| (min..=max).contains(wide))
+        .map(T::try_from)
     {
         return Ok(fits);
     }

@@ -121,10 +121,7 @@ pub(crate) fn lookup(obj: &Bound<'_, PyAny>) -> PyResult<Option<ExchangeApi>> {
 /// its own: [`torch::defers_to_python`]).
 pub(crate) fn lookup_for_import(obj: &Bound<'_, PyAny>) -> PyResult<Option<ExchangeApi>> {
     let api = lookup(obj)?;
-    if let Some(api) = api
-        && api.torch.is_some()
-        && torch::defers_to_python(obj)?
-    {
+    if api.is_some_and(|api| api.torch.is_some()) && torch::defers_to_python(obj)? {
         return Ok(None);
     }
     Ok(api)
@@ -266,10 +263,10 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
 /// `torch.Tensor`, or a type with torch's per-tensor state
 /// (`requires_grad`, `is_conj`, `is_neg`).
 fn is_torch_tensor_like(ty: &Bound<'_, PyType>) -> PyResult<bool> {
-    if let Some(tensor) = torch::tensor_type(ty.py())
-        && ty.is_subclass(&tensor)?
-    {
-        return Ok(true);
+    if let Some(tensor) = torch::tensor_type(ty.py()) {
+        if ty.is_subclass(&tensor)? {
+            return Ok(true);
+        }
     }
     let py = ty.py();
     for name in [

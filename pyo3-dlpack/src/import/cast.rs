@@ -80,9 +80,7 @@ impl PyTensor {
     pub fn to_array_as<U: CastElement, D: ndarray::Dimension>(
         &self,
     ) -> Result<ndarray::Array<U, D>, DLPackError> {
-        if let Some(expected) = D::NDIM
-            && expected != self.ndim()
-        {
+        if let Some(expected) = D::NDIM.filter(|&ndim| ndim != self.ndim()) {
             return Err(DLPackError::Ndim {
                 expected,
                 found: self.ndim(),

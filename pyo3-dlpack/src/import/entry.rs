@@ -68,12 +68,17 @@ impl PyTensor {
     /// has streams (GPU), asked again for the stream they are read on.
     pub fn from_pyany_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
         let plain = options.is_plain();
-        if plain && let Some(array) = numpy::read::recognise(obj, versioned_export) {
-            return Ok(Self::from_array(obj, array)?);
+        if plain {
+            if let Some(array) = numpy::read::recognise(obj, versioned_export) {
+                return Ok(Self::from_array(obj, array)?);
+            }
         }
-        if options.allows_exchange()
-            && let Some(api) = exchange::lookup_for_import(obj)?
-        {
+        let api = if options.allows_exchange() {
+            exchange::lookup_for_import(obj)?
+        } else {
+            None
+        };
+        if let Some(api) = api {
             // SAFETY: `api` is the table found on `obj`'s own type, just looked up
             // (DLPack's contract; a class can copy another's table, so the crate
             // trusts producers to check the objects they get: the safety chapter).
@@ -112,7 +117,12 @@ impl PyTensor {
                 }
             }
         }
-        if plain && let Some(capsule) = jax::export_capsule(obj)? {
+        let capsule = if plain {
+            jax::export_capsule(obj)?
+        } else {
+            None
+        };
+        if let Some(capsule) = capsule {
             let tensor = Self::from_requested(obj, &capsule, options)?;
             if !tensor.device().device_type.uses_streams() {
                 return Ok(tensor);

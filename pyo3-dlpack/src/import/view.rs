@@ -354,9 +354,7 @@ mod ndarray_views {
         pub fn as_array_dim<T: PlainElement, D: ndarray::Dimension>(
             &self,
         ) -> Result<ndarray::ArrayView<'_, T, D>, DLPackError> {
-            if let Some(expected) = D::NDIM
-                && expected != self.ndim()
-            {
+            if let Some(expected) = D::NDIM.filter(|&ndim| ndim != self.ndim()) {
                 return Err(DLPackError::Ndim {
                     expected,
                     found: self.ndim(),

@@ -6,10 +6,9 @@ use super::*;
 /// A dtype by name, with an `x{lanes}` suffix for several lanes (`float32x2`;
 /// `complex64` is one lane: its `x` starts no suffix).
 pub(crate) fn parse_dtype(name: &str) -> PyResult<DataType> {
-    if let Some((scalar, lanes)) = name.rsplit_once('x')
-        && let Ok(lanes) = lanes.parse::<u16>()
-        && let Ok(scalar) = scalar.parse::<DataType>()
-    {
+    let suffixed = name.rsplit_once('x');
+    let parsed = suffixed.map(|(scalar, lanes)| (scalar.parse::<DataType>(), lanes.parse::<u16>()));
+    if let Some((Ok(scalar), Ok(lanes))) = parsed {
         return Ok(DataType::new(scalar.code, scalar.bits, lanes));
     }
     name.parse::<DataType>()

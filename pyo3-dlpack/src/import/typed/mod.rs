@@ -121,9 +121,7 @@ fn check<T: PlainElement, D: Dimension, M: Memory>(
 ) -> Result<(), DLPackError> {
     M::accept(tensor.device())?;
     tensor.check_view_dtype::<T>(mutable)?;
-    if let Some(expected) = D::NDIM
-        && expected != tensor.ndim()
-    {
+    if let Some(expected) = D::NDIM.filter(|&ndim| ndim != tensor.ndim()) {
         return Err(DLPackError::Ndim {
             expected,
             found: tensor.ndim(),
