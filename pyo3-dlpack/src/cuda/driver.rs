@@ -1,6 +1,7 @@
-//! The CUDA driver API, loaded at run time from `libcuda.so.1` (never
-//! linked: the crate has no build-time CUDA dependency, and a machine
-//! without a GPU gets a clear error only where CUDA is needed). The variable
+//! The CUDA driver API, loaded at run time from `libcuda.so.1` (`nvcuda.dll`
+//! on Windows; `library` is the one platform-specific part), never linked:
+//! the crate has no build-time CUDA dependency, and a machine without a GPU
+//! gets a clear error only where CUDA is needed. The variable
 //! `PYO3_DLPACK_CUDA_DRIVER` names another library to load instead (a driver in
 //! an unusual place; the tests' stand-in driver).
 //!
@@ -17,6 +18,8 @@
 //! Without it every use finds no driver, as on a machine without one: the
 //! same clear error where CUDA is needed, and no code for it in the binary.
 
+#[cfg(feature = "cuda-driver")]
+mod library;
 #[cfg(feature = "cuda-driver")]
 mod loaded;
 

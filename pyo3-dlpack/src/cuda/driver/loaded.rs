@@ -1,15 +1,11 @@
 //! The driver itself (feature `cuda-driver`): its functions resolved from
 //! the library at run time, and the [`Cuda`] calls made with them.
 
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::{CStr, c_int, c_uint, c_void};
 use std::sync::{Mutex, PoisonError};
 
-use super::{Cuda, Memory};
+use super::{Cuda, Memory, library};
 use crate::error::InterfaceError;
-
-/// The environment variable naming the driver library to load instead of
-/// `libcuda.so.1` (a path, or a name the loader searches for).
-pub(crate) const DRIVER_VARIABLE: &str = "PYO3_DLPACK_CUDA_DRIVER";
 
 type CuResult = c_int;
 const CUDA_SUCCESS: CuResult = 0;
@@ -376,59 +372,12 @@ impl Driver {
     }
 }
 
-#[cfg(unix)]
+/// Opens the driver (`super::library`) and resolves the functions used;
+/// why it cannot be used otherwise (the library, a function missing, or
+/// `cuInit` failing).
 pub(super) fn load() -> Result<Driver, String> {
-    use std::ffi::{CStr, c_char};
-
-    unsafe extern "C" {
-        fn dlopen(filename: *const c_char, flag: c_int) -> *mut c_void;
-        fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
-        fn dlerror() -> *mut c_char;
-    }
-    const RTLD_NOW: c_int = 2;
-    const RTLD_LOCAL: c_int = 0;
-
-    fn last_error() -> String {
-        // SAFETY: `dlerror` returns NULL or a NUL-terminated message owned
-        // by the loader, read at once.
-        let message = unsafe { dlerror() };
-        if message.is_null() {
-            "unknown dlopen error".to_owned()
-        } else {
-            // SAFETY: non-NULL, NUL-terminated, as above.
-            unsafe { CStr::from_ptr(message) }
-                .to_string_lossy()
-                .into_owned()
-        }
-    }
-
-    let library = match std::env::var_os(DRIVER_VARIABLE) {
-        Some(path) => {
-            use std::os::unix::ffi::OsStrExt;
-            std::ffi::CString::new(path.as_bytes())
-                .map_err(|_| format!("{DRIVER_VARIABLE} holds a NUL byte"))?
-        }
-        None => c"libcuda.so.1".to_owned(),
-    };
-    // SAFETY: a NUL-terminated library name; the handle is kept for the
-    // life of the process (never closed), so the symbols stay valid.
-    let handle = unsafe { dlopen(library.as_ptr(), RTLD_NOW | RTLD_LOCAL) };
-    if handle.is_null() {
-        return Err(last_error());
-    }
-    let symbol = |name: &CStr| -> Result<*mut c_void, String> {
-        // SAFETY: a live handle and a NUL-terminated symbol name.
-        let address = unsafe { dlsym(handle, name.as_ptr()) };
-        if address.is_null() {
-            Err(format!(
-                "{} not found: {}",
-                name.to_string_lossy(),
-                last_error()
-            ))
-        } else {
-            Ok(address)
-        }
-    };
+    let library = library::open_driver()?;
+    let symbol = |name: &CStr| library.symbol(name);
     /// Resolves `name` as a function of the C signature `F`.
     ///
     /// # Safety
@@ -495,12 +444,7 @@ pub(super) fn load() -> Result<Driver, String> {
             call: "cuInit",
             code,
         };
-        return Err(format!("{}: {failed}", library.to_string_lossy()));
+        return Err(format!("{}: {failed}", library.name()));
     }
     Ok(driver)
-}
-
-#[cfg(not(unix))]
-pub(super) fn load() -> Result<Driver, String> {
-    Err("loading the CUDA driver is implemented for Unix (libcuda.so.1) only".to_owned())
 }
