@@ -24,6 +24,7 @@ mod exchange;
 mod export;
 mod import;
 mod native;
+mod process;
 mod timing;
 mod tracking;
 
@@ -35,6 +36,7 @@ use exchange::*;
 use export::*;
 use import::*;
 use native::*;
+use process::*;
 use timing::*;
 use tracking::*;
 
@@ -116,6 +118,8 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unmeasured, m)?)?;
     m.add_function(wrap_pyfunction!(add_into, m)?)?;
     m.add_function(wrap_pyfunction!(drop_on_thread, m)?)?;
+    m.add_function(wrap_pyfunction!(views_released, m)?)?;
+    m.add_function(wrap_pyfunction!(hold_writer, m)?)?;
     #[cfg(feature = "cudarc")]
     {
         m.add_function(wrap_pyfunction!(cudarc_context, m)?)?;
