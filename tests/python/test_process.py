@@ -7,6 +7,7 @@ exits within a deadline. `PYO3_DLPACK_FORKS` sets the number of forks
 
 import os
 import signal
+import textwrap
 import threading
 import time
 import warnings
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 import dlpack_testext as ext
+from conftest import run_fresh
 
 FORKS = int(os.environ.get("PYO3_DLPACK_FORKS", "60"))
 DEADLINE = 5.0
@@ -136,3 +138,54 @@ def test_dataloader_fork_workers_while_a_parent_thread_works():
             )
             got = sorted(float(x) for batch in loader for x in batch)
             assert got == [8.0 * i for i in range(32)]
+
+
+# A thread is inside the first use of a once-made value whose making runs
+# Python code (NumPy's C API table: importing `numpy._core.multiarray`),
+# held there by an import hook, when the main thread forks. The child makes
+# the value itself: the cell is never held while Python code runs (it was,
+# and the child waited for the parent's thread forever).
+ONCE_DURING_FORK = """
+    import builtins, os, signal, threading, time, warnings
+    import numpy as np
+    import dlpack_testext as ext
+
+    warnings.simplefilter("ignore", DeprecationWarning)
+    parent = os.getpid()
+    entered, release = threading.Event(), threading.Event()
+    real_import = builtins.__import__
+
+    def held_import(name, *args, **kwargs):
+        if os.getpid() == parent and threading.current_thread().name == "first":
+            if not release.is_set():
+                entered.set()
+                release.wait()
+        return real_import(name, *args, **kwargs)
+
+    builtins.__import__ = held_import
+    make = lambda: ext.native_arange("numpy", "float64", 4)
+    first = threading.Thread(target=make, name="first")
+    first.start()
+    entered.wait()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if float(make().sum()) == 6.0 else 1)
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            print("child exited", os.waitstatus_to_exitcode(status))
+            break
+        time.sleep(0.01)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        print("child hung")
+    release.set()
+    first.join()
+"""
+
+
+def test_a_child_forked_while_a_once_made_value_is_being_made_makes_it():
+    out = run_fresh(f"DEADLINE = {DEADLINE}\n" + textwrap.dedent(ONCE_DURING_FORK))
+    assert out == "child exited 0\n"
