@@ -12,6 +12,8 @@
 //! pickle finds this crate's code in another process: [`reconstructor`].
 
 mod bytes;
+#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+mod chain;
 mod payload;
 mod reconstructor;
 mod restore;

@@ -23,9 +23,10 @@ pub(crate) fn unpickling_error(py: Python<'_>, error: impl std::fmt::Display) ->
 /// What keeps a restored tensor's memory alive.
 #[allow(dead_code)] // only held
 enum Keep {
-    /// The pickle's own buffer, held as a buffer-protocol view.
+    /// The pickle's own buffer, held as a buffer-protocol view (released
+    /// without recursion: it may be the last link of a chain of restores).
     #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
-    View(crate::import::protocols::view::BufferView),
+    View(super::chain::KeptView),
     /// The pickle's `bytes` (builds without `Py_buffer`: the limited API
     /// before 3.11), released attached.
     #[cfg(all(Py_LIMITED_API, not(Py_3_11)))]
@@ -198,7 +199,7 @@ fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
     check_length(len, header).map_err(|err| unpickling_error(py, err))?;
     let read_only = raw.readonly != 0;
     if keeps(data, header, read_only, ptr) {
-        let keep = Keep::View(view);
+        let keep = Keep::View(super::chain::KeptView::new(view));
         return Ok(HostBytes {
             ptr,
             len,
