@@ -86,3 +86,61 @@ def test_a_long_chain_of_restores_frees_without_recursion(route, tmp_path):
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stderr[-2000:]}"
     assert done.stdout == "1\n"  # the root's value, dropped once the chain is freed
 
+
+class Raising:
+    """An integer whose `__index__` raises `error`, and whose `repr` raises."""
+
+    def __init__(self, error):
+        self.error = error
+
+    def __index__(self):
+        raise self.error
+
+    def __repr__(self):
+        raise ValueError("no repr")
+
+
+def forged(position, value):
+    """The reconstructor and a real state with the item at `position` (for a
+    tuple item, its first element) replaced by `value`."""
+    reconstructor, (state,) = ext.arange("float32", 3).__reduce_ex__(5)
+    state = list(state)
+    item = state[position]
+    state[position] = (value, *item[1:]) if isinstance(item, tuple) else value
+    return reconstructor, tuple(state)
+
+
+# The format, the dtype's code, an extent, the device's type.
+ITEMS = [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("position", ITEMS)
+@pytest.mark.parametrize("interruption", [KeyboardInterrupt, MemoryError])
+def test_an_interruption_while_a_payload_is_read_arrives_as_itself(position, interruption):
+    # It was swallowed into an UnpicklingError ("expected the shape ..., got tuple ").
+    reconstructor, state = forged(position, Raising(interruption()))
+    with pytest.raises(interruption):
+        reconstructor(state)
+    reconstructor, state = forged(position, Raising(interruption()))
+    with pytest.raises(interruption):
+        pickle.loads(pickle.dumps(_Forged(reconstructor, state), protocol=5))
+
+
+class _Forged:
+    """Pickles as `reconstructor(state)`."""
+
+    def __init__(self, reconstructor, state):
+        self.reduced = (reconstructor, (state,))
+
+    def __reduce__(self):
+        return self.reduced
+
+
+def test_an_unprintable_item_is_named_by_its_type():
+    reconstructor, state = forged(2, Raising(ValueError("not an extent")))
+    with pytest.raises(pickle.UnpicklingError) as refused:
+        reconstructor(state)
+    assert str(refused.value) == (
+        "cannot unpickle a DLPackTensor: expected the shape (a tuple of ints), "
+        "got tuple <unprintable tuple object>"
+    )

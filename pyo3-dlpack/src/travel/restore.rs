@@ -5,7 +5,7 @@
 
 use pyo3::prelude::*;
 
-use super::payload::{Header, PayloadError};
+use super::payload::{Header, PayloadError, StateError};
 use crate::cuda::driver::Memory;
 use crate::export::{ALIGNMENT, AlignedBuffer, DLPackTensor, IntoDLPack, RawBuffer, TensorInfo};
 use crate::{DLPackError, DataType, Device, DeviceType};
@@ -81,7 +81,10 @@ fn alignment(dtype: DataType) -> usize {
 
 /// Rebuilds the tensor a state tuple describes (the reconstructor's work).
 pub(crate) fn restore(py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<DLPackTensor> {
-    let (header, data) = Header::from_state(state).map_err(|err| unpickling_error(py, err))?;
+    let (header, data) = Header::from_state(state).map_err(|err| match err {
+        StateError::Invalid(err) => unpickling_error(py, err),
+        StateError::Interrupted(err) => err,
+    })?;
     let bytes = take_bytes(&data, &header)?;
     rebuild(py, header, bytes, |py, message| {
         unpickling_error(py, PayloadError(message))
@@ -178,6 +181,9 @@ fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
 
     let py = data.py();
     let view = BufferView::get(data).map_err(|err| {
+        if crate::python::is_interruption(py, &err) {
+            return err;
+        }
         unpickling_error(
             py,
             PayloadError(format!(
