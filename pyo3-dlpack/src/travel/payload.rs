@@ -99,11 +99,9 @@ impl Header {
             ))
         })?;
         if state.len() != 6 {
-            return Err(invalid(format!(
-                "expected a state of 6 items, got {}",
-                state.len()
-            ))
-            .into());
+            return Err(
+                invalid(format!("expected a state of 6 items, got {}", state.len())).into(),
+            );
         }
         let item = |i: usize| state.get_item(i).expect("index < len");
         let format: u32 = extract(&item(0), "the payload format")?;
