@@ -144,3 +144,40 @@ def test_an_unprintable_item_is_named_by_its_type():
         "cannot unpickle a DLPackTensor: expected the shape (a tuple of ints), "
         "got tuple <unprintable tuple object>"
     )
+
+
+# A subclass's own reduction is honoured (`DLPackTensor.__reduce_ex__` was
+# found first and refused it, though the refusal told it to define one).
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_a_subclass_with_its_own_reduce_pickles_through_it(protocol):
+    back = pickle.loads(pickle.dumps(ext.Tagged(3, "ramp"), protocol=protocol))
+    assert type(back) is ext.Tagged and back.tag == "ramp"
+    assert np.from_dlpack(back).tolist() == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.parametrize("copier", [copy.copy, copy.deepcopy])
+def test_a_subclass_with_its_own_reduce_copies_through_it(copier):
+    tagged = ext.Tagged(3, "ramp")
+    twin = copier(tagged)
+    assert type(twin) is ext.Tagged and twin.tag == "ramp"
+    assert np.from_dlpack(twin).tolist() == [0.0, 1.0, 2.0]
+    assert np.from_dlpack(twin).ctypes.data != np.from_dlpack(tagged).ctypes.data
+
+
+def test_a_subclass_with_its_own_reduce_ex_copy_and_deepcopy_keeps_them():
+    class Own(ext.Tagged):
+        def __reduce_ex__(self, protocol):
+            return (str, ("own __reduce_ex__",))
+
+        def __copy__(self):
+            return "own __copy__"
+
+        def __deepcopy__(self, memo):
+            return "own __deepcopy__"
+
+    own = Own(2, "x")
+    assert pickle.loads(pickle.dumps(own)) == "own __reduce_ex__"
+    assert copy.copy(own) == "own __copy__"
+    assert copy.deepcopy(own) == "own __deepcopy__"

@@ -27,6 +27,7 @@ mod native;
 mod process;
 mod timing;
 mod tracking;
+mod travel;
 
 use adapters::*;
 #[cfg(feature = "cudarc")]
@@ -39,6 +40,7 @@ use native::*;
 use process::*;
 use timing::*;
 use tracking::*;
+use travel::*;
 
 #[pymodule]
 fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -120,6 +122,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(drop_on_thread, m)?)?;
     m.add_function(wrap_pyfunction!(views_released, m)?)?;
     m.add_function(wrap_pyfunction!(hold_writer, m)?)?;
+    m.add_class::<Tagged>()?;
     #[cfg(feature = "cudarc")]
     {
         m.add_function(wrap_pyfunction!(cudarc_context, m)?)?;
