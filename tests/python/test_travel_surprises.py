@@ -181,3 +181,13 @@ def test_a_subclass_with_its_own_reduce_ex_copy_and_deepcopy_keeps_them():
     assert pickle.loads(pickle.dumps(own)) == "own __reduce_ex__"
     assert copy.copy(own) == "own __copy__"
     assert copy.deepcopy(own) == "own __deepcopy__"
+
+
+@pytest.mark.parametrize("device_type, name", [(4, "opencl"), (8, "metal"), (10, "rocm")])
+@pytest.mark.parametrize("copier", [copy.copy, copy.deepcopy])
+def test_a_copy_of_memory_the_crate_cannot_copy_is_a_buffer_error(device_type, name, copier):
+    # It was a ValueError ("expected a tensor on cpu:0, got one on opencl:0"),
+    # where CUDA memory without a driver raised BufferError.
+    t = ext.on_device(4, device_type, 0)
+    with pytest.raises(BufferError, match=f"^cannot copy: a tensor on {name}:0 cannot be restored"):
+        copier(t)

@@ -333,14 +333,22 @@ impl Drop for DeviceMemory {
 }
 
 /// A host copy of `tensor` for `copy.copy` and `copy.deepcopy`: the same
-/// dtype, shape, device and read-only flag, memory of its own.
+/// dtype, shape, device and read-only flag, memory of its own. Memory this
+/// crate cannot copy (a device it cannot restore on) is a `BufferError`,
+/// refused before its bytes are asked for.
 pub(crate) fn copy_of(tensor: &Bound<'_, DLPackTensor>) -> PyResult<DLPackTensor> {
     let py = tensor.py();
     let info = tensor.get().info();
     let header = Header::of(info);
+    if !restorable(header.device) {
+        return Err(cannot_copy(py, unrestorable(header.device)));
+    }
     let bytes = super::bytes::TensorBytes::of(tensor, header.nbytes)?;
     let host = copied(bytes.as_slice(), false)?;
-    rebuild(py, header, host, |_, message| {
-        pyo3::exceptions::PyBufferError::new_err(format!("cannot copy: {message}"))
-    })
+    rebuild(py, header, host, cannot_copy)
+}
+
+/// Why a copy could not be made: a `BufferError`.
+fn cannot_copy(_py: Python<'_>, message: String) -> PyErr {
+    pyo3::exceptions::PyBufferError::new_err(format!("cannot copy: {message}"))
 }
