@@ -151,6 +151,7 @@ mod import;
 #[doc(hidden)]
 pub mod inspect;
 mod layout;
+mod once;
 #[cfg(test)]
 mod proptests;
 mod protocol;

@@ -82,13 +82,33 @@ pub(crate) enum Memory {
     Managed,
 }
 
-/// The loaded driver, or why it could not be loaded (remembered: loading is
-/// tried once per process); `purpose` says what needed it, for the error.
+/// The loaded driver, or why it could not be loaded (remembered: the first
+/// answer stored is kept for the process); `purpose` says what needed it,
+/// for the error. No lock is held while loading (a `fork` meanwhile would
+/// copy it held: DESIGN.md invariant 10): threads racing here may each
+/// load, and all keep the first answer stored (the others are leaked: a
+/// table of function pointers, the library stays loaded anyway).
 #[cfg(feature = "cuda-driver")]
 pub(crate) fn driver(purpose: &'static str) -> Result<&'static dyn Cuda, InterfaceError> {
-    use std::sync::OnceLock;
-    static DRIVER: OnceLock<Result<loaded::Driver, String>> = OnceLock::new();
-    match DRIVER.get_or_init(loaded::load) {
+    use std::sync::atomic::{AtomicPtr, Ordering};
+    type Loaded = Result<loaded::Driver, String>;
+    static DRIVER: AtomicPtr<Loaded> = AtomicPtr::new(std::ptr::null_mut());
+    let mut found = DRIVER.load(Ordering::Acquire);
+    if found.is_null() {
+        let mine = Box::into_raw(Box::new(loaded::load()));
+        found = match DRIVER.compare_exchange(
+            std::ptr::null_mut(),
+            mine,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => mine,
+            Err(first) => first,
+        };
+    }
+    // SAFETY: a non-NULL pointer in `DRIVER` came from `Box::into_raw`, was
+    // published with Release (read with Acquire) and is never freed.
+    match unsafe { &*found } {
         Ok(driver) => Ok(driver),
         Err(reason) => Err(InterfaceError::NoCudaDriver {
             purpose,

@@ -17,7 +17,6 @@
 use std::ffi::c_void;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::{Mutex, PoisonError};
 
 use pyo3::exceptions::PyAttributeError;
 
@@ -70,10 +69,12 @@ type OwnedExport = unsafe extern "C" fn(
 
 /// The cache: entries published once (leaked, so they live as long as the
 /// types they keep alive) and never removed, so a lookup reads atomics only,
-/// with no lock, also on a free-threaded interpreter. Inserts take `INSERT`.
+/// with no lock, also on a free-threaded interpreter. Inserts take no lock
+/// either (a lock a thread held while another forked would be copied held
+/// into the child: DESIGN.md invariant 10): slots fill in order, each by a
+/// compare-and-swap from empty.
 static ENTRIES: [AtomicPtr<Entry>; CACHE_LIMIT] =
     [const { AtomicPtr::new(ptr::null_mut()) }; CACHE_LIMIT];
-static INSERT: Mutex<()> = Mutex::new(());
 
 /// The cached answer for the type at `ty`, if it has one.
 fn cached(ty: *mut pyo3::ffi::PyTypeObject) -> Option<Option<ExchangeApi>> {
@@ -93,18 +94,30 @@ fn cached(ty: *mut pyo3::ffi::PyTypeObject) -> Option<Option<ExchangeApi>> {
 }
 
 /// Publishes `entry` in the first free slot (nothing when the cache is full
-/// or the type is already there).
+/// or the type is already there). Threads racing to insert try the same
+/// slots in the same order, so each finds the others' entries on its way
+/// and no type is inserted twice.
 fn remember(entry: Entry) {
-    let _insert = INSERT.lock().unwrap_or_else(PoisonError::into_inner);
-    if cached(entry.ty.as_ptr().cast()).is_some() {
-        return;
+    let ty = entry.ty.as_ptr();
+    let entry = Box::into_raw(Box::new(entry));
+    for slot in &ENTRIES {
+        let mut found = slot.load(Ordering::Acquire);
+        if found.is_null() {
+            match slot.compare_exchange(ptr::null_mut(), entry, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return,
+                Err(winner) => found = winner,
+            }
+        }
+        // SAFETY: as in `cached`: a published entry, never freed.
+        if unsafe { &*found }.ty.as_ptr() == ty {
+            break;
+        }
     }
-    if let Some(slot) = ENTRIES
-        .iter()
-        .find(|slot| slot.load(Ordering::Acquire).is_null())
-    {
-        slot.store(Box::into_raw(Box::new(entry)), Ordering::Release);
-    }
+    // Not published (the cache is full, or the type is there): still this
+    // thread's alone, dropped attached (the caller is).
+    // SAFETY: from `Box::into_raw` above, never shared.
+    drop(unsafe { Box::from_raw(entry) });
 }
 
 /// The exchange API of `obj`'s type, if it has a usable one.

@@ -24,7 +24,6 @@ impl<'py, H: Hint> Hinted<'py, H> {
     }
 
     /// The object.
-    #[cfg(feature = "non-dlpack-export")]
     pub(crate) fn object(&self) -> &Bound<'py, PyAny> {
         &self.0
     }

@@ -528,7 +528,11 @@ mod fastcall {
     /// The parameter names as interned strings, made once.
     fn interned(py: Python<'_>) -> &[Py<PyString>; 4] {
         static INTERNED: PyOnceLock<[Py<PyString>; 4]> = PyOnceLock::new();
-        INTERNED.get_or_init(py, || NAMES.map(|name| PyString::intern(py, name).unbind()))
+        if let Some(names) = INTERNED.get(py) {
+            return names;
+        }
+        let names = NAMES.map(|name| PyString::intern(py, name).unbind());
+        crate::once::get_or_set(&INTERNED, py, names)
     }
 
     /// The index of the parameter `name` is, by identity with the interned

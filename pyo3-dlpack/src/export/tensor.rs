@@ -354,8 +354,8 @@ impl DLPackTensor {
     /// out-of-band buffer kept without a copy), in any process that can
     /// import this module. Device tensors travel as host copies and are
     /// restored on their device.
-    fn __reduce_ex__<'py>(slf: &Bound<'py, Self>, protocol: i32) -> PyResult<Bound<'py, PyTuple>> {
-        crate::travel::reduce(slf, protocol)
+    fn __reduce_ex__<'py>(slf: &Bound<'py, Self>, protocol: i32) -> PyResult<Bound<'py, PyAny>> {
+        crate::travel::reduce_ex(slf, protocol)
     }
 
     /// As `__reduce_ex__(2)`.
@@ -365,14 +365,18 @@ impl DLPackTensor {
 
     /// `copy.copy(t)`: an independent copy (dtype, shape, device and
     /// read-only flag kept), as NumPy's.
-    fn __copy__(slf: &Bound<'_, Self>) -> PyResult<Self> {
-        crate::travel::copy(slf)
+    fn __copy__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        crate::travel::copy(slf, None)
     }
 
     /// `copy.deepcopy(t)`: as `copy.copy(t)`.
-    fn __deepcopy__(slf: &Bound<'_, Self>, memo: Hinted<'_, Memo>) -> PyResult<Self> {
-        let _ = memo; // nothing inside a tensor is shared with other objects
-        crate::travel::copy(slf)
+    fn __deepcopy__<'py>(
+        slf: &Bound<'py, Self>,
+        memo: Hinted<'py, Memo>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        // Nothing inside a tensor is shared with other objects: the memo
+        // serves a subclass's own reduction only.
+        crate::travel::copy(slf, Some(memo.object()))
     }
 
     /// `numpy.asarray(t)` and `numpy.array(t)` where the buffer protocol

@@ -94,8 +94,9 @@ impl Framework {
             Self::Jax => 2,
             Self::CuPy => 3,
         };
-        let module = MODULES[index]
-            .get_or_try_init(py, || Ok::<_, PyErr>(py.import(self.module())?.unbind()))?;
+        let module = crate::once::get_or_try_init(&MODULES[index], py, || {
+            Ok::<_, PyErr>(py.import(self.module())?.unbind())
+        })?;
         Ok(module.bind(py).clone())
     }
 

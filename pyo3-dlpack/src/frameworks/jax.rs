@@ -63,7 +63,7 @@ pub(crate) fn export_capsule<'py>(
         Some(jaxlib) if obj.get_type().is(jaxlib.array_type.bind(py)) => jaxlib,
         Some(_) => return Ok(None),
         None => match find_jaxlib(obj) {
-            Some(found) => JAXLIB.get_or_init(py, || found),
+            Some(found) => crate::once::get_or_set(&JAXLIB, py, found),
             None => return Ok(None),
         },
     };
@@ -92,7 +92,7 @@ pub(crate) fn stores_subbyte_padded(obj: &Bound<'_, PyAny>) -> bool {
     match JAXLIB.get(py) {
         Some(jaxlib) => obj.get_type().is(jaxlib.array_type.bind(py)),
         None => find_jaxlib(obj).is_some_and(|found| {
-            JAXLIB.get_or_init(py, || found);
+            crate::once::get_or_set(&JAXLIB, py, found);
             true
         }),
     }
@@ -234,9 +234,10 @@ impl CapsuleImport {
         if CAPSULE_IMPORT_REFUSED.load(Ordering::Relaxed) {
             return None;
         }
-        CAPSULE_IMPORT
-            .get_or_init(py, || Self::look_up(py))
-            .as_ref()
+        if let Some(known) = CAPSULE_IMPORT.get(py) {
+            return known.as_ref();
+        }
+        crate::once::get_or_set(&CAPSULE_IMPORT, py, Self::look_up(py)).as_ref()
     }
 
     /// The functions, from JAX's own modules (importing JAX, as

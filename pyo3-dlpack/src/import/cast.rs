@@ -6,9 +6,35 @@ use crate::import::tensor::PyTensor;
 use crate::{DLPackError, DataType, PlainElement};
 
 /// An element type a conversion copy produces ([`PyTensor::to_vec_as`]):
-/// the integers and floats, converted as Rust's `as` (and NumPy's
-/// `astype(…, casting="unsafe")`) converts: floats to integers truncate
-/// and saturate, integers wrap.
+/// the integers and floats, each element converted exactly as Rust's `as`
+/// converts it:
+///
+/// - integers to integers wrap (keep the low bits), as in NumPy's
+///   `astype(…, casting="unsafe")`: 300 as `u8` is 44, -1 is 255;
+/// - floats to integers truncate toward zero and **saturate**: a value
+///   beyond the target's range becomes its maximum or minimum, infinities
+///   too, and **NaN becomes 0**. Here NumPy differs: it converts through
+///   C, where these cases are undefined, and on x86-64 gives the minimum
+///   for NaN, both infinities and out-of-range values of `int32`/`int64`
+///   (`np.float64("nan").astype(np.int32)` is -2147483648, with a
+///   `RuntimeWarning`), other values on other targets;
+/// - to floats, the nearest value (`f64` beyond `f32`'s range becomes an
+///   infinity, as in NumPy).
+///
+/// ```
+/// # use pyo3::prelude::*;
+/// use pyo3_dlpack::PyTensor;
+/// # Python::attach(|py| -> PyResult<()> {
+/// let np = py.import("numpy")?;
+/// let inf = f64::INFINITY;
+/// let floats = np.call_method1("array", (vec![f64::NAN, inf, -inf, 1e10, -1.5, 2.9],))?;
+/// let t = PyTensor::from_pyany(&floats)?;
+/// let max = i32::MAX;
+/// let min = i32::MIN;
+/// // NumPy's astype(np.int32) on x86-64: [min, min, min, min, -1, 2].
+/// assert_eq!(t.to_vec_as::<i32>()?, vec![0, max, min, max, -1, 2]);
+/// # Ok(()) }).unwrap();
+/// ```
 pub trait CastElement: PlainElement {
     #[doc(hidden)]
     fn from_i64(value: i64) -> Self;

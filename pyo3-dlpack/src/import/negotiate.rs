@@ -115,8 +115,9 @@ pub(crate) fn probe_dlpack<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, 
 fn max_version_object(py: Python<'_>, (major, minor): (u32, u32)) -> PyResult<Bound<'_, PyAny>> {
     static DEFAULT: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
     if (major, minor) == protocol::MAX_VERSION {
-        let default =
-            DEFAULT.get_or_try_init(py, || PyTuple::new(py, [1u32, 3]).map(Bound::unbind))?;
+        let default = crate::once::get_or_try_init(&DEFAULT, py, || {
+            PyTuple::new(py, [1u32, 3]).map(Bound::unbind)
+        })?;
         return Ok(default.bind(py).clone().into_any());
     }
     Ok((major, minor).into_pyobject(py)?.into_any())
@@ -172,7 +173,7 @@ impl<'py> Keywords<'py> {
         static MAX_VERSION_ONLY: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
         let max_version = intern!(self.py, "max_version");
         if self.len == 1 && self.names[0].as_ref().is_some_and(|n| n.is(max_version)) {
-            let cached = MAX_VERSION_ONLY.get_or_try_init(self.py, || {
+            let cached = crate::once::get_or_try_init(&MAX_VERSION_ONLY, self.py, || {
                 PyTuple::new(self.py, [max_version]).map(Bound::unbind)
             })?;
             return Ok(cached.bind(self.py).clone());

@@ -29,6 +29,17 @@
 //! extension excludes a mutable view of the same memory taken by another,
 //! as rust-numpy shares its borrow flags. Where the interpreter cannot be
 //! reached (it is finalizing), this copy's own registry is used.
+//!
+//! **Fork.** The lock is held only for a few memory operations, but a thread
+//! may hold it (with the interpreter released) at the moment another thread
+//! forks, and the child would inherit it locked, forever. So the copy that
+//! owns a registry holds its lock across every `fork` (`pthread_atfork`:
+//! taken before, released after, in parent and child): the child's registry
+//! is the parent's, whole and unlocked, so the parent's imports that are
+//! still alive in the child's memory keep excluding what they excluded. The
+//! handlers are registered while attached to the interpreter and before the
+//! table is published (version 1 of the table promises them), so no thread
+//! can use a registry whose lock a fork would not wait for.
 
 use std::ffi::{CStr, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -47,7 +58,9 @@ pub(crate) const ATTRIBUTE: &str = "_pyo3_dlpack_aliasing_registry_v1";
 
 /// The registry's functions, as a C table shared by every copy of this
 /// crate in the process. Never changed once published; its functions never
-/// unwind and may be called on any thread, attached or not.
+/// unwind and may be called on any thread, attached or not, and a `fork`
+/// never copies their lock held (the publishing copy registered its fork
+/// handlers before publishing).
 #[repr(C)]
 pub(crate) struct SharedRegistry {
     /// 1.
@@ -84,9 +97,19 @@ fn shared() -> &'static SharedRegistry {
     // Found outside the lock's initialiser: a thread blocked in it while
     // attached would keep this one from attaching. Threads racing here find
     // the same published table (`setdefault`).
-    let found = Python::try_attach(|py| published(py).ok())
-        .flatten()
-        .unwrap_or(&OWN);
+    let found = Python::try_attach(|py| {
+        // Attached, with no Python code run in between, so no fork (it
+        // needs the interpreter, or stops the world on a free-threaded one)
+        // falls between registering the handlers and publishing.
+        fork::hold_lock_across_fork();
+        published(py).ok()
+    })
+    .flatten()
+    .unwrap_or_else(|| {
+        // No interpreter (it is finalizing): this copy's own registry.
+        fork::hold_lock_across_fork();
+        &OWN
+    });
     SHARED.get_or_init(|| found)
 }
 
@@ -139,6 +162,70 @@ fn live() -> MutexGuard<'static, Vec<Entry>> {
     // A panic while holding the lock cannot leave the list inconsistent
     // (each operation is one push or one swap_remove).
     LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The registry's lock held across `fork` (see the module's doc).
+#[cfg(unix)]
+mod fork {
+    use std::cell::UnsafeCell;
+    use std::ffi::c_int;
+    use std::sync::MutexGuard;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::{Entry, live, no_unwind};
+
+    type Handler = Option<unsafe extern "C" fn()>;
+
+    unsafe extern "C" {
+        // POSIX; in the C library every Rust program on Unix links.
+        fn pthread_atfork(prepare: Handler, parent: Handler, child: Handler) -> c_int;
+    }
+
+    /// The guard taken before a fork, until it is released after.
+    struct Held(UnsafeCell<Option<MutexGuard<'static, Vec<Entry>>>>);
+
+    // SAFETY: only the fork handlers touch the cell, and the registry's lock
+    // orders them: `prepare` writes it after locking, `release` empties it
+    // before unlocking, so two forks (two threads) never touch it at once.
+    unsafe impl Sync for Held {}
+
+    static HELD: Held = Held(UnsafeCell::new(None));
+    static REGISTERED: AtomicBool = AtomicBool::new(false);
+
+    /// Registers the handlers, once per copy of this crate.
+    pub(super) fn hold_lock_across_fork() {
+        if !REGISTERED.swap(true, Ordering::AcqRel) {
+            // SAFETY: both handlers are `extern "C"` functions of this
+            // library (never unloaded) that never unwind. If registration
+            // fails (no memory), forks are as unguarded as before.
+            unsafe { pthread_atfork(Some(prepare), Some(release), Some(release)) };
+        }
+    }
+
+    /// Before `fork`: waits for the lock and keeps it (no code holding it
+    /// waits on anything, so this wait is a few memory operations long).
+    unsafe extern "C" fn prepare() {
+        no_unwind((), || {
+            let guard = live();
+            // SAFETY: see `Held`: this thread now holds the lock.
+            unsafe { *HELD.0.get() = Some(guard) };
+        });
+    }
+
+    /// After `fork`, in the parent and in the child (whose one thread is the
+    /// forking one, the guard's owner): unlocks.
+    unsafe extern "C" fn release() {
+        no_unwind((), || {
+            // SAFETY: see `Held`: this thread holds the lock `prepare` took.
+            drop(unsafe { (*HELD.0.get()).take() });
+        });
+    }
+}
+
+/// No `fork` here: nothing to hold.
+#[cfg(not(unix))]
+mod fork {
+    pub(super) fn hold_lock_across_fork() {}
 }
 
 /// Runs `body`, returning `fallback` instead of unwinding into C.

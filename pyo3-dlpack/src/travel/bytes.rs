@@ -86,7 +86,8 @@ impl TensorBytes {
         if protocol >= 5 {
             static PICKLE_BUFFER: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> =
                 pyo3::sync::PyOnceLock::new();
-            let pickle_buffer = PICKLE_BUFFER.import(py, "pickle", "PickleBuffer")?;
+            let pickle_buffer =
+                crate::once::import_type(&PICKLE_BUFFER, py, "pickle", "PickleBuffer")?;
             return pickle_buffer.call1((Bound::new(py, self)?,));
         }
         let _ = protocol;

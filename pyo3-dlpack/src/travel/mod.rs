@@ -12,6 +12,8 @@
 //! pickle finds this crate's code in another process: [`reconstructor`].
 
 mod bytes;
+#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+mod chain;
 mod payload;
 mod reconstructor;
 mod restore;
@@ -46,10 +48,58 @@ pub(crate) fn reduce<'py>(
     (reconstructor::restorer(py)?, (state,)).into_pyobject(py)
 }
 
-/// `copy.copy(t)` and `copy.deepcopy(t)`: an independent copy, as NumPy's.
-pub(crate) fn copy(tensor: &Bound<'_, DLPackTensor>) -> PyResult<DLPackTensor> {
+/// `DLPackTensor.__reduce_ex__(protocol)`: a subclass's own `__reduce__`
+/// when it has one (as `object.__reduce_ex__` prefers an overriding
+/// `__reduce__`), else [`reduce`]. (A subclass's own `__reduce_ex__`,
+/// `__copy__` and `__deepcopy__` are found before this class's by Python.)
+pub(crate) fn reduce_ex<'py>(
+    tensor: &Bound<'py, DLPackTensor>,
+    protocol: i32,
+) -> PyResult<Bound<'py, PyAny>> {
+    if overrides(tensor, "__reduce__")? {
+        return tensor.call_method0(pyo3::intern!(tensor.py(), "__reduce__"));
+    }
+    Ok(reduce(tensor, protocol)?.into_any())
+}
+
+/// `copy.copy(t)` (`memo` None) and `copy.deepcopy(t, memo)`: an
+/// independent copy, as NumPy's. A subclass with a reduction of its own
+/// (`__reduce__` or `__reduce_ex__`) is copied through it, as the `copy`
+/// module copies an object without `__copy__`; other subclasses are refused.
+pub(crate) fn copy<'py>(
+    tensor: &Bound<'py, DLPackTensor>,
+    memo: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = tensor.py();
+    if overrides(tensor, "__reduce__")? || overrides(tensor, "__reduce_ex__")? {
+        let reduced = tensor.call_method1(pyo3::intern!(py, "__reduce_ex__"), (4,))?;
+        let Ok(reduced) = reduced.cast_into::<PyTuple>() else {
+            // A global's name: the object itself, as `copy` answers.
+            return Ok(tensor.clone().into_any());
+        };
+        let mut args = vec![
+            tensor.clone().into_any(),
+            memo.map_or_else(|| py.None().into_bound(py), Bound::clone),
+        ];
+        args.extend(reduced.iter());
+        let reconstruct = py
+            .import(pyo3::intern!(py, "copy"))?
+            .getattr(pyo3::intern!(py, "_reconstruct"))?;
+        return reconstruct.call1(PyTuple::new(py, args)?);
+    }
     refuse_subclass(tensor, "copy")?;
-    restore::copy_of(tensor)
+    Ok(Bound::new(py, restore::copy_of(tensor)?)?.into_any())
+}
+
+/// Whether `tensor`'s class is a subclass with a method `name` of its own
+/// (not this class's).
+fn overrides(tensor: &Bound<'_, DLPackTensor>, name: &str) -> PyResult<bool> {
+    let class = tensor.get_type();
+    let base = tensor.py().get_type::<DLPackTensor>();
+    if class.is(&base) {
+        return Ok(false);
+    }
+    Ok(!class.getattr(name)?.is(&base.getattr(name)?))
 }
 
 /// A subclass (a user's `#[pyclass(extends = DLPackTensor)]`) has state of

@@ -40,6 +40,22 @@ impl fmt::Display for PayloadError {
     }
 }
 
+/// Why a state cannot be read: it is no payload (`Invalid`, raised as
+/// `pickle.UnpicklingError`), or an interruption was raised while one of
+/// its items was read (`Interrupted`, raised as itself: the one rule of
+/// [`crate::python::is_interruption`], as typed arguments follow it).
+#[derive(Debug)]
+pub(crate) enum StateError {
+    Invalid(PayloadError),
+    Interrupted(PyErr),
+}
+
+impl From<PayloadError> for StateError {
+    fn from(err: PayloadError) -> Self {
+        Self::Invalid(err)
+    }
+}
+
 fn invalid(message: impl Into<String>) -> PayloadError {
     PayloadError(message.into())
 }
@@ -75,7 +91,7 @@ impl Header {
     /// yet looked at: its length is checked against `nbytes` where it is read).
     pub(crate) fn from_state<'py>(
         state: &Bound<'py, PyAny>,
-    ) -> Result<(Self, Bound<'py, PyAny>), PayloadError> {
+    ) -> Result<(Self, Bound<'py, PyAny>), StateError> {
         let state = state.cast::<PyTuple>().map_err(|_| {
             invalid(format!(
                 "expected the state to be a tuple, got {}",
@@ -83,10 +99,9 @@ impl Header {
             ))
         })?;
         if state.len() != 6 {
-            return Err(invalid(format!(
-                "expected a state of 6 items, got {}",
-                state.len()
-            )));
+            return Err(
+                invalid(format!("expected a state of 6 items, got {}", state.len())).into(),
+            );
         }
         let item = |i: usize| state.get_item(i).expect("index < len");
         let format: u32 = extract(&item(0), "the payload format")?;
@@ -94,7 +109,8 @@ impl Header {
             return Err(invalid(format!(
                 "expected payload format {FORMAT}, got {format} (pickled by another version \
                  of pyo3-dlpack?)"
-            )));
+            ))
+            .into());
         }
         let (code, bits, lanes): (u8, u8, u16) =
             extract(&item(1), "the dtype (code, bits, lanes)")?;
@@ -167,17 +183,27 @@ impl Header {
     }
 }
 
+/// `item` as a `T`, or what was expected and what was found: the item's
+/// type and `repr` (an unprintable item is named by its type). An
+/// interruption raised meanwhile (by an `__index__`, a `__repr__`) is
+/// raised as itself.
 fn extract<'py, T: FromPyObjectOwned<'py>>(
     item: &Bound<'py, PyAny>,
     what: &str,
-) -> Result<T, PayloadError> {
-    item.extract().map_err(|_| {
-        invalid(format!(
-            "expected {what}, got {} {}",
-            crate::python::type_name(item),
-            item.repr().map(|r| r.to_string()).unwrap_or_default()
-        ))
-    })
+) -> Result<T, StateError> {
+    let err = match item.extract() {
+        Ok(value) => return Ok(value),
+        Err(err) => err.into(),
+    };
+    if crate::python::is_interruption(item.py(), &err) {
+        return Err(StateError::Interrupted(err));
+    }
+    let shown = crate::python::shown(item, item.repr()).map_err(StateError::Interrupted)?;
+    Err(invalid(format!(
+        "expected {what}, got {} {shown}",
+        crate::python::type_name(item),
+    ))
+    .into())
 }
 
 #[cfg(test)]
@@ -220,7 +246,10 @@ mod tests {
     #[test]
     fn forged_states_are_refused_with_what_was_found() {
         Python::attach(|py| {
-            let refuse = |state: Bound<'_, PyAny>| Header::from_state(&state).unwrap_err().0;
+            let refuse = |state: Bound<'_, PyAny>| match Header::from_state(&state) {
+                Err(StateError::Invalid(err)) => err.0,
+                other => panic!("expected an invalid payload, got {other:?}"),
+            };
             let list = pyo3::types::PyList::empty(py).into_any();
             assert_eq!(refuse(list), "expected the state to be a tuple, got list");
             let short = (1, 2).into_pyobject(py).unwrap().into_any();

@@ -81,26 +81,27 @@ pub unsafe extern "C" fn pyo3_dlpack_install(module: *const c_char) -> c_int {
     })
 }
 
-/// Puts the reconstructor on module `name` (imported), unless it is there;
-/// once per process (each later unpickling calls this again). A module that
-/// does not hold this copy of the crate (a stray call naming another) is
-/// refused, and installs nothing.
+/// Puts the reconstructor on module `name` (imported), unless it is there.
+/// A module that does not hold this copy of the crate (a stray call naming
+/// another) is refused, on every call, and nothing is installed; a call
+/// naming the module already installed on (each later unpickling calls
+/// this again) costs one comparison of names.
 fn install(py: Python<'_>, name: &str) -> PyResult<()> {
-    static INSTALLED: PyOnceLock<()> = PyOnceLock::new();
-    INSTALLED
-        .get_or_try_init(py, || {
-            let module = py.import(name)?;
-            if !holds_this_crate(py, &module)? {
-                return Err(pyo3::exceptions::PyImportError::new_err(format!(
-                    "module {name} does not hold the pyo3-dlpack code this pickle names"
-                )));
-            }
-            if !module.hasattr(ATTRIBUTE)? {
-                module.setattr(ATTRIBUTE, restorer_for(py, name)?)?;
-            }
-            Ok::<_, PyErr>(())
-        })
-        .map(|_| ())
+    static INSTALLED: PyOnceLock<String> = PyOnceLock::new();
+    if INSTALLED.get(py).is_some_and(|installed| installed == name) {
+        return Ok(());
+    }
+    let module = py.import(name)?;
+    if !holds_this_crate(py, &module)? {
+        return Err(pyo3::exceptions::PyImportError::new_err(format!(
+            "module {name} does not hold the pyo3-dlpack code this pickle names"
+        )));
+    }
+    if !module.hasattr(ATTRIBUTE)? {
+        module.setattr(ATTRIBUTE, restorer_for(py, name)?)?;
+    }
+    crate::once::get_or_set(&INSTALLED, py, name.to_owned());
+    Ok(())
 }
 
 /// The reconstructor: called, it restores a state tuple; pickled, it is the
@@ -120,9 +121,9 @@ impl Restore {
     }
 
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let reduced = self
-            .reduced
-            .get_or_try_init(py, || Ok::<_, PyErr>(self.lookup(py)?.unbind()))?;
+        let reduced = crate::once::get_or_try_init(&self.reduced, py, || {
+            Ok::<_, PyErr>(self.lookup(py)?.unbind())
+        })?;
         Ok(reduced.bind(py).clone())
     }
 }
@@ -188,7 +189,7 @@ impl Deferred {
 /// of many tensors names it once), installed on the extension module.
 pub(crate) fn restorer(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static NAMED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let restore = NAMED.get_or_try_init(py, || {
+    let restore = crate::once::get_or_try_init(&NAMED, py, || {
         let name = extension_module(py)?;
         install(py, &name)?;
         Ok::<_, PyErr>(restorer_for(py, &name)?.clone().into_any().unbind())
@@ -198,7 +199,7 @@ pub(crate) fn restorer(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 
 fn restorer_for<'py>(py: Python<'py>, module: &str) -> PyResult<&'py Bound<'py, Restore>> {
     static RESTORE: PyOnceLock<Py<Restore>> = PyOnceLock::new();
-    let restore = RESTORE.get_or_try_init(py, || {
+    let restore = crate::once::get_or_try_init(&RESTORE, py, || {
         Py::new(
             py,
             Restore {

@@ -5,7 +5,7 @@
 
 use pyo3::prelude::*;
 
-use super::payload::{Header, PayloadError};
+use super::payload::{Header, PayloadError, StateError};
 use crate::cuda::driver::Memory;
 use crate::export::{ALIGNMENT, AlignedBuffer, DLPackTensor, IntoDLPack, RawBuffer, TensorInfo};
 use crate::{DLPackError, DataType, Device, DeviceType};
@@ -23,9 +23,10 @@ pub(crate) fn unpickling_error(py: Python<'_>, error: impl std::fmt::Display) ->
 /// What keeps a restored tensor's memory alive.
 #[allow(dead_code)] // only held
 enum Keep {
-    /// The pickle's own buffer, held as a buffer-protocol view.
+    /// The pickle's own buffer, held as a buffer-protocol view (released
+    /// without recursion: it may be the last link of a chain of restores).
     #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
-    View(crate::import::protocols::view::BufferView),
+    View(super::chain::KeptView),
     /// The pickle's `bytes` (builds without `Py_buffer`: the limited API
     /// before 3.11), released attached.
     #[cfg(all(Py_LIMITED_API, not(Py_3_11)))]
@@ -80,7 +81,10 @@ fn alignment(dtype: DataType) -> usize {
 
 /// Rebuilds the tensor a state tuple describes (the reconstructor's work).
 pub(crate) fn restore(py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<DLPackTensor> {
-    let (header, data) = Header::from_state(state).map_err(|err| unpickling_error(py, err))?;
+    let (header, data) = Header::from_state(state).map_err(|err| match err {
+        StateError::Invalid(err) => unpickling_error(py, err),
+        StateError::Interrupted(err) => err,
+    })?;
     let bytes = take_bytes(&data, &header)?;
     rebuild(py, header, bytes, |py, message| {
         unpickling_error(py, PayloadError(message))
@@ -177,6 +181,9 @@ fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
 
     let py = data.py();
     let view = BufferView::get(data).map_err(|err| {
+        if crate::python::is_interruption(py, &err) {
+            return err;
+        }
         unpickling_error(
             py,
             PayloadError(format!(
@@ -198,7 +205,7 @@ fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
     check_length(len, header).map_err(|err| unpickling_error(py, err))?;
     let read_only = raw.readonly != 0;
     if keeps(data, header, read_only, ptr) {
-        let keep = Keep::View(view);
+        let keep = Keep::View(super::chain::KeptView::new(view));
         return Ok(HostBytes {
             ptr,
             len,
@@ -326,14 +333,22 @@ impl Drop for DeviceMemory {
 }
 
 /// A host copy of `tensor` for `copy.copy` and `copy.deepcopy`: the same
-/// dtype, shape, device and read-only flag, memory of its own.
+/// dtype, shape, device and read-only flag, memory of its own. Memory this
+/// crate cannot copy (a device it cannot restore on) is a `BufferError`,
+/// refused before its bytes are asked for.
 pub(crate) fn copy_of(tensor: &Bound<'_, DLPackTensor>) -> PyResult<DLPackTensor> {
     let py = tensor.py();
     let info = tensor.get().info();
     let header = Header::of(info);
+    if !restorable(header.device) {
+        return Err(cannot_copy(py, unrestorable(header.device)));
+    }
     let bytes = super::bytes::TensorBytes::of(tensor, header.nbytes)?;
     let host = copied(bytes.as_slice(), false)?;
-    rebuild(py, header, host, |_, message| {
-        pyo3::exceptions::PyBufferError::new_err(format!("cannot copy: {message}"))
-    })
+    rebuild(py, header, host, cannot_copy)
+}
+
+/// Why a copy could not be made: a `BufferError`.
+fn cannot_copy(_py: Python<'_>, message: String) -> PyErr {
+    pyo3::exceptions::PyBufferError::new_err(format!("cannot copy: {message}"))
 }

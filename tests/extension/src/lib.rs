@@ -24,8 +24,10 @@ mod exchange;
 mod export;
 mod import;
 mod native;
+mod process;
 mod timing;
 mod tracking;
+mod travel;
 
 use adapters::*;
 #[cfg(feature = "cudarc")]
@@ -35,8 +37,10 @@ use exchange::*;
 use export::*;
 use import::*;
 use native::*;
+use process::*;
 use timing::*;
 use tracking::*;
+use travel::*;
 
 #[pymodule]
 fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -116,6 +120,9 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unmeasured, m)?)?;
     m.add_function(wrap_pyfunction!(add_into, m)?)?;
     m.add_function(wrap_pyfunction!(drop_on_thread, m)?)?;
+    m.add_function(wrap_pyfunction!(views_released, m)?)?;
+    m.add_function(wrap_pyfunction!(hold_writer, m)?)?;
+    m.add_class::<Tagged>()?;
     #[cfg(feature = "cudarc")]
     {
         m.add_function(wrap_pyfunction!(cudarc_context, m)?)?;

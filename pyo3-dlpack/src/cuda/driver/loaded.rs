@@ -2,7 +2,7 @@
 //! the library at run time, and the [`Cuda`] calls made with them.
 
 use std::ffi::{CStr, c_int, c_uint, c_void};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{Cuda, Memory, library};
 use crate::error::InterfaceError;
@@ -15,6 +15,9 @@ const CU_POINTER_ATTRIBUTE_IS_MANAGED: c_int = 8;
 const CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: c_int = 9;
 const CU_EVENT_DISABLE_TIMING: c_uint = 2;
 
+/// Devices whose primary context is remembered (ordinals 0 to 63).
+const CONTEXTS: usize = 64;
+
 /// The driver functions used, resolved once, and the primary contexts
 /// retained so far.
 pub(super) struct Driver {
@@ -23,8 +26,9 @@ pub(super) struct Driver {
     ctx_push: unsafe extern "C" fn(*mut c_void) -> CuResult,
     ctx_pop: unsafe extern "C" fn(*mut *mut c_void) -> CuResult,
     stream_get_ctx: unsafe extern "C" fn(*mut c_void, *mut *mut c_void) -> CuResult,
-    /// (device ordinal, its retained primary context), kept for the process.
-    contexts: Mutex<Vec<(i32, usize)>>,
+    /// Each device's retained primary context (by ordinal; 0 until
+    /// retained), kept for the process.
+    contexts: [AtomicUsize; CONTEXTS],
     #[cfg(feature = "non-dlpack-import")]
     pointer_get_attribute: unsafe extern "C" fn(*mut c_void, c_int, u64) -> CuResult,
     stream_synchronize: unsafe extern "C" fn(*mut c_void) -> CuResult,
@@ -51,11 +55,20 @@ fn check(call: &'static str, code: CuResult) -> Result<(), InterfaceError> {
 }
 
 impl Driver {
-    /// Device `ordinal`'s primary context, retained once and kept.
+    /// Device `ordinal`'s primary context, retained once and kept. No lock
+    /// is held around the driver's calls (a `fork` meanwhile would copy it
+    /// held: DESIGN.md invariant 10): threads racing for a device may each
+    /// retain it, and all use the first context stored (a primary context is
+    /// one per device; the extra retains are kept for the process, as the
+    /// first is). Devices past [`CONTEXTS`] are retained at each call.
     fn primary_context(&self, ordinal: i32) -> Result<*mut c_void, InterfaceError> {
-        let mut contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(&(_, context)) = contexts.iter().find(|(device, _)| *device == ordinal) {
-            return Ok(context as *mut c_void);
+        let slot = usize::try_from(ordinal)
+            .ok()
+            .and_then(|index| self.contexts.get(index));
+        if let Some(known) = slot.map(|slot| slot.load(Ordering::Acquire))
+            && known != 0
+        {
+            return Ok(known as *mut c_void);
         }
         let mut device: c_int = 0;
         // SAFETY: a resolved `cuDeviceGet` writing a live local.
@@ -67,8 +80,15 @@ impl Driver {
         // the context stays retained for the process (never released).
         let code = unsafe { (self.primary_ctx_retain)(&raw mut context, device) };
         check("cuDevicePrimaryCtxRetain", code)?;
-        contexts.push((ordinal, context as usize));
-        Ok(context)
+        let Some(slot) = slot else {
+            return Ok(context);
+        };
+        Ok(
+            match slot.compare_exchange(0, context as usize, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => context,
+                Err(first) => first as *mut c_void,
+            },
+        )
     }
 
     /// The context work on `stream` belongs to: a stream's own (it may be
@@ -406,7 +426,7 @@ pub(super) fn load() -> Result<Driver, String> {
         ctx_pop: unsafe { function(symbol(c"cuCtxPopCurrent_v2")?) },
         // SAFETY: see above.
         stream_get_ctx: unsafe { function(symbol(c"cuStreamGetCtx")?) },
-        contexts: Mutex::new(Vec::new()),
+        contexts: [const { AtomicUsize::new(0) }; CONTEXTS],
         #[cfg(feature = "non-dlpack-import")]
         // SAFETY: see above.
         pointer_get_attribute: unsafe { function(symbol(c"cuPointerGetAttribute")?) },

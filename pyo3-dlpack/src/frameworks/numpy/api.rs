@@ -66,7 +66,7 @@ unsafe fn slot(table: *const *const c_void, index: usize) -> *const c_void {
 /// The table, read once from `numpy._core.multiarray._ARRAY_API` (NumPy 2)
 /// or `numpy.core.multiarray._ARRAY_API` (NumPy 1); imports NumPy.
 pub(crate) fn api(py: Python<'_>) -> PyResult<&'static Api> {
-    API.get_or_try_init(py, || read(py))
+    crate::once::get_or_try_init(&API, py, || read(py))
 }
 
 /// The table if it has been read, or can be read without importing NumPy

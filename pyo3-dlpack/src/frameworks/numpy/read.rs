@@ -207,7 +207,7 @@ fn version(
         .and_then(|empty| probe(&empty))
         .ok()
         .flatten();
-    *VERSION.get_or_init(py, || learned)
+    *crate::once::get_or_set(&VERSION, py, learned)
 }
 
 /// The DLPack dtype of a NumPy 2 descriptor in native byte order, `None`

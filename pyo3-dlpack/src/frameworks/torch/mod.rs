@@ -43,7 +43,11 @@ pub(crate) fn tensor_type(py: Python<'_>) -> Option<Bound<'_, PyType>> {
     if !is_built_on_torchs_c_type(&ty) {
         return None;
     }
-    Some(TENSOR.get_or_init(py, || ty.unbind()).bind(py).clone())
+    Some(
+        crate::once::get_or_set(&TENSOR, py, ty.unbind())
+            .bind(py)
+            .clone(),
+    )
 }
 
 /// Whether `ty`'s `requires_grad` is a C getter defined by a static type

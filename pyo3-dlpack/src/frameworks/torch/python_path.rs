@@ -26,7 +26,7 @@ pub(crate) fn defers_to_python(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 /// `torch._C._is_torch_function_mode_enabled()`.
 fn mode_is_active(py: Python<'_>) -> PyResult<bool> {
     static QUESTION: PyOnceLock<ModeQuestion> = PyOnceLock::new();
-    let question = QUESTION.get_or_try_init(py, || {
+    let question = crate::once::get_or_try_init(&QUESTION, py, || {
         let function = py
             .import("torch._C")?
             .getattr("_is_torch_function_mode_enabled")?;
@@ -133,7 +133,7 @@ fn is_method_of(
         im_self: *mut pyo3::ffi::PyObject,
     }
     static METHOD_TYPE: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
-    let method_type = METHOD_TYPE.import(found.py(), "types", "MethodType")?;
+    let method_type = crate::once::import_type(&METHOD_TYPE, found.py(), "types", "MethodType")?;
     if !found.get_type().is(method_type) {
         return Ok(false);
     }
