@@ -121,7 +121,7 @@ def test_a_legacy_numpy_capsule_is_writable_when_the_array_is():
 def test_writing_a_legacy_import_names_the_legacy_capsule():
     t = torch.zeros(3, dtype=torch.float64)
     with pytest.raises(
-        ValueError,
+        TypeError,
         match=r"^expected a writable tensor, got one from a legacy DLPack capsule, which cannot "
         r"say whether it may be written \(a producer of DLPack 1\.0 or later can\)$",
     ):

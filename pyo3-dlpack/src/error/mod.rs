@@ -31,6 +31,7 @@ use crate::{DataType, Device, DeviceType};
 /// | the tensor cannot be exported as asked ([`Export`](Self::Export), [`UnsupportedVersion`](Self::UnsupportedVersion)) | `BufferError` |
 /// | another protocol's producer describes what DLPack cannot hold, or CUDA fails ([`Interface`](Self::Interface), but for [`InterfaceError::Malformed`] and [`InterfaceError::Version`]) | `BufferError` |
 /// | the object speaks no accepted protocol, or returned the wrong type ([`NotDLPack`](Self::NotDLPack), [`NotATensor`](Self::NotATensor), [`NotACapsule`](Self::NotACapsule), [`NotADLPackTensor`](Self::NotADLPackTensor), [`CapsuleError::DeviceTuple`]) | `TypeError` |
+/// | the tensor is not the one asked for: its dtype, rank, device, layout or writability ([`Dtype`](Self::Dtype), [`Ndim`](Self::Ndim), [`Device`](Self::Device), [`DeviceType`](Self::DeviceType), [`ReadOnly`](Self::ReadOnly), [`WritabilityUnknown`](Self::WritabilityUnknown), [`LayoutError::NotContiguous`], [`LayoutError::Misaligned`], [`LayoutError::Overlapping`], [`LayoutError::Shared`], [`LayoutError::NegativeEntries`], [`AdapterError::Inexpressible`], [`AdapterError::DtypeNotHeld`]), wherever it was found | `TypeError` |
 /// | an integer argument outside its field's range ([`ArgumentError::OutOfRange`]) | `OverflowError` |
 /// | a host copy the allocator refused ([`OutOfMemory`](Self::OutOfMemory)) | `MemoryError` |
 /// | your own code's Python exception ([`User`](Self::User), from a `PyErr`) | that exception |
@@ -234,6 +235,25 @@ impl DLPackError {
             | Self::NotACapsule { .. }
             | Self::NotADLPackTensor { .. }
             | Self::InvalidCapsule(CapsuleError::DeviceTuple { .. }) => PythonKind::Type,
+            // A tensor that is not the one asked for, wherever it was found
+            // (a typed argument, a derive, a check in a function's body): a
+            // `TypeError`, as rust-numpy raises for all of them.
+            Self::Dtype { .. }
+            | Self::Ndim { .. }
+            | Self::Device { .. }
+            | Self::DeviceType { .. }
+            | Self::ReadOnly
+            | Self::WritabilityUnknown
+            | Self::Layout(
+                LayoutError::NotContiguous { .. }
+                | LayoutError::Misaligned { .. }
+                | LayoutError::Overlapping { .. }
+                | LayoutError::Shared
+                | LayoutError::NegativeEntries { .. },
+            )
+            | Self::Adapter(
+                AdapterError::Inexpressible { .. } | AdapterError::DtypeNotHeld { .. },
+            ) => PythonKind::Type,
             Self::Interface(InterfaceError::Malformed { .. } | InterfaceError::Version { .. }) => {
                 PythonKind::Value
             }
@@ -597,12 +617,16 @@ mod tests {
             }
             .into();
             assert!(type_error.is_instance_of::<PyTypeError>(py));
-            let value: PyErr = DLPackError::ReadOnly.into();
-            assert!(value.is_instance_of::<PyValueError>(py));
+            let unfit: PyErr = DLPackError::ReadOnly.into();
+            assert!(unfit.is_instance_of::<PyTypeError>(py));
             assert_eq!(
-                value.value(py).to_string(),
+                unfit.value(py).to_string(),
                 "expected a writable tensor, got a read-only one"
             );
+            let shared: PyErr = DLPackError::Layout(LayoutError::Shared).into();
+            assert!(shared.is_instance_of::<PyTypeError>(py));
+            let value: PyErr = DLPackError::Layout(LayoutError::Borrowed).into();
+            assert!(value.is_instance_of::<PyValueError>(py));
         });
     }
 }
