@@ -423,6 +423,24 @@ pub(crate) fn typed_trace(m: pyo3_dlpack::Tensor2<f32>) -> f32 {
     m.as_array().diag().sum()
 }
 
+/// rust-numpy's dispatch over typed variants: the first that fits.
+#[derive(FromPyObject)]
+pub(crate) enum TypedNumbers {
+    F64(pyo3_dlpack::Tensor1<f64>),
+    I64(pyo3_dlpack::Tensor1<i64>),
+    Bytes(pyo3_dlpack::TensorMut1<u8>),
+}
+
+/// Which variant took `x`, and its sum.
+#[pyfunction]
+pub(crate) fn typed_enum_sum(x: TypedNumbers) -> (&'static str, f64) {
+    match x {
+        TypedNumbers::F64(x) => ("f64", x.as_array().sum()),
+        TypedNumbers::I64(x) => ("i64", x.as_array().sum() as f64),
+        TypedNumbers::Bytes(x) => ("u8", x.as_array().iter().map(|&b| f64::from(b)).sum()),
+    }
+}
+
 /// Multiplies a writable float32 vector by `factor` in place.
 #[pyfunction]
 pub(crate) fn typed_scale(mut v: pyo3_dlpack::TensorMut1<f32>, factor: f32) -> PyResult<()> {
