@@ -52,6 +52,8 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image_view_luma16, m)?)?;
     m.add_function(wrap_pyfunction!(image_invert_f32, m)?)?;
     m.add_function(wrap_pyfunction!(native_arange, m)?)?;
+    m.add_function(wrap_pyfunction!(usize_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(usize_sum, m)?)?;
     m.add_function(wrap_pyfunction!(native_like, m)?)?;
     m.add_function(wrap_pyfunction!(framework_of, m)?)?;
     m.add_function(wrap_pyfunction!(native_broken, m)?)?;
