@@ -139,8 +139,12 @@ def test_overlapping_windows_refuse_mutable_views():
 
 def test_the_same_array_twice_refuses_a_mutable_view():
     a = np.ones(3)
-    with pytest.raises(TypeError, match="another imported tensor shares this memory"):
+    with pytest.raises(TypeError) as err:
         ext.add_into(a, a)
+    assert str(err.value) == (
+        "another imported tensor shares this memory (the same array passed twice, or imported "
+        "meanwhile by another thread?): a mutable view needs it alone, and excludes views "
+        "through other imports until its tensor is dropped")
     with pytest.raises(TypeError, match="another imported tensor shares this memory"):
         ext.add_into(a[1:], a[:2])  # overlapping halves
     b = np.ones(3)

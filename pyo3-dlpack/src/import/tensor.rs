@@ -16,7 +16,7 @@ use crate::foreign;
 use crate::frameworks::numpy;
 use crate::import::consume::{Lease, Managed, Owned, take_from_capsule};
 use crate::import::registry::Registration;
-use crate::import::state::State;
+use crate::import::state::{LegacyWrites, State};
 use crate::layout::DimsBuf;
 use crate::{DLPackError, DataType, Device, Writability, protocol};
 
@@ -440,7 +440,7 @@ impl PyTensor {
     /// ```
     pub fn writability(&self) -> Writability {
         match self.flags() {
-            None if self.state.legacy_writable => Writability::Writable,
+            None if self.state.legacy_writes == LegacyWrites::Writable => Writability::Writable,
             None => Writability::Unknown,
             Some(flags) => Writability::from_flags(flags),
         }
@@ -459,8 +459,8 @@ impl PyTensor {
 
     /// Sets what a legacy import's [`writability`](Self::writability) reports
     /// (see [`is_read_only`](Self::is_read_only)).
-    pub(crate) fn set_legacy_writable(&mut self, writable: bool) {
-        self.state.legacy_writable = writable;
+    pub(crate) fn set_legacy_writes(&mut self, writes: LegacyWrites) {
+        self.state.legacy_writes = writes;
     }
 
     /// Sets what [`stream`](Self::stream) reports.
@@ -570,6 +570,12 @@ impl PyTensor {
         match self.writability() {
             Writability::Writable => Ok(()),
             Writability::ReadOnly => Err(DLPackError::ReadOnly),
+            Writability::Unknown if self.state.legacy_writes == LegacyWrites::JaxImmutable => {
+                Err(DLPackError::Immutable {
+                    producer: "jax.Array",
+                    framework: "JAX",
+                })
+            }
             Writability::Unknown => Err(DLPackError::WritabilityUnknown),
         }
     }
