@@ -241,3 +241,15 @@ def test_a_typed_argument_that_refuses_an_array_still_works_for_the_next_variant
     with pytest.raises(TypeError):
         ext.typed_enum_sum(frozen)
     assert ext.typed_enum_sum(np.arange(3, dtype=np.uint8)) == ("u8", 3.0)
+
+
+def test_a_typed_argument_casts_in_its_own_rank():
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    assert ext.typed_cast(x[:, ::-1]) == ([2, 3], [2.0, 1.0, 0.0, 5.0, 4.0, 3.0])
+
+
+def test_a_typed_matrix_is_a_nalgebra_view_or_a_copy_where_asked():
+    m = np.arange(6.0).reshape(2, 3)
+    assert ext.typed_dmatrix(m) == ((3, 1), [0.0, 3.0, 1.0, 4.0, 2.0, 5.0])
+    # Negative strides: no view nalgebra can hold, the copy reads them.
+    assert ext.typed_dmatrix(m[::-1]) == (None, [3.0, 0.0, 4.0, 1.0, 5.0, 2.0])

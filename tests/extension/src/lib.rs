@@ -76,6 +76,8 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(typed_trace, m)?)?;
     m.add_function(wrap_pyfunction!(typed_scale, m)?)?;
     m.add_function(wrap_pyfunction!(typed_enum_sum, m)?)?;
+    m.add_function(wrap_pyfunction!(typed_cast, m)?)?;
+    m.add_function(wrap_pyfunction!(typed_dmatrix, m)?)?;
     m.add_function(wrap_pyfunction!(derived_enum_sum, m)?)?;
     m.add_function(wrap_pyfunction!(typed_complex_sum, m)?)?;
     m.add_function(wrap_pyfunction!(typed_cuda_matrix, m)?)?;

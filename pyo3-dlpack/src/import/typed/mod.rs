@@ -4,6 +4,7 @@
 //! Feature `ndarray`.
 
 pub mod memory;
+mod short;
 
 use std::marker::PhantomData;
 
