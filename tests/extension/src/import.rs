@@ -451,9 +451,7 @@ pub(crate) fn typed_cast(x: pyo3_dlpack::Tensor2<i32>) -> PyResult<(Vec<usize>, 
 /// A typed 2-D argument through nalgebra: the view's strides when nalgebra
 /// can hold them (`None` otherwise), and the copy's column-major elements.
 #[pyfunction]
-pub(crate) fn typed_dmatrix(
-    m: pyo3_dlpack::Tensor2<f64>,
-) -> (Option<(usize, usize)>, Vec<f64>) {
+pub(crate) fn typed_dmatrix(m: pyo3_dlpack::Tensor2<f64>) -> (Option<(usize, usize)>, Vec<f64>) {
     let strides = m.as_dmatrix_view().ok().map(|view| view.strides());
     (strides, m.to_dmatrix().as_slice().to_vec())
 }
