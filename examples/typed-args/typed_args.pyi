@@ -8,8 +8,8 @@ from numpy import complex128, float32, float64, generic, int64, ndarray
 from numpy.typing import DTypeLike, NDArray
 from torch import Tensor
 from types import CapsuleType
-from typing import Final, SupportsFloat, SupportsIndex
-from typing_extensions import Buffer, disjoint_base
+from typing import Any, Final, SupportsFloat, SupportsIndex
+from typing_extensions import disjoint_base
 
 __all__ = ["DLPackTensor", "add_minutes_to_seconds", "axpy", "conj", "extract", "head", "inv", "mult", "polymorphic_add", "rows_dot", "shape_of", "trace", "zeros"]
 
@@ -131,11 +131,12 @@ class DLPackTensor:
         Strides in elements, as a tuple of ints.
         """
 
-def add_minutes_to_seconds(seconds: NDArray[int64] | Tensor, minutes: NDArray[int64] | Tensor | Array) -> None:
+def add_minutes_to_seconds(x: Any, y: Any) -> None:
     """
-    Adds minutes to seconds, as int64 counts: NumPy's `timedelta64` arrays
-    have no DLPack dtype, so Python passes `seconds.view("int64")` (the error
-    for the `timedelta64` array itself says so).
+    Adds minutes to seconds in place: `x` is a `timedelta64[s]` array, `y`
+    a `timedelta64[m]` one (rust-numpy's `Timedelta<units::Seconds>` and
+    `Timedelta<units::Minutes>`). DLPack has no time dtype: each is read as
+    its int64 counts, its unit checked (another unit is a `TypeError`).
     """
 
 def axpy(a: SupportsFloat | SupportsIndex, x: NDArray[float64] | Tensor | Array, y: NDArray[float64] | Tensor | Array) -> NDArray[generic] | Tensor | Array:
@@ -154,10 +155,11 @@ def extract(d: dict) -> float:
     dictionary, as any PyO3 value is.
     """
 
-def head(x: NDArray[float64] | Tensor | Array) -> float:
+def head(x: Any) -> Any:
     """
-    The first element of a 1-D float64 tensor (rust-numpy's `head` reads an
-    object array, which DLPack cannot carry: the error says so).
+    The first element of an array of Python objects (rust-numpy's `head`,
+    `head(np.array(["first", None, 42]))`). DLPack carries numbers only, so an
+    object array is no tensor: it stays a Python object, indexed as one.
     """
 
 def inv(x: NDArray[float64] | Tensor | Array) -> NDArray[generic] | Tensor | Array:
@@ -171,10 +173,10 @@ def mult(a: SupportsFloat | SupportsIndex, x: NDArray[float64] | Tensor) -> None
     Multiplies `x` by `a` in place (the caller's NumPy array or torch tensor).
     """
 
-def polymorphic_add(x: NDArray[generic] | Tensor | Array | Buffer, y: NDArray[generic] | Tensor | Array | Buffer) -> NDArray[generic] | Tensor | Array:
+def polymorphic_add(x: NDArray[float64] | Tensor | Array | NDArray[int64], y: NDArray[float64] | Tensor | Array | NDArray[int64]) -> Any:
     """
-    `x + y` for tensors of any real dtypes, as float64: rust-numpy's version
-    dispatches on the dtypes by hand; a conversion copy does it in one call.
+    `x + y` in the arguments' dtype when they agree (int64 + int64 stays
+    int64), as float64 when they differ (the int64 one converted).
     """
 
 def rows_dot(x: NDArray[float64] | Tensor | Array, y: NDArray[float64] | Tensor | Array) -> NDArray[generic] | Tensor | Array:

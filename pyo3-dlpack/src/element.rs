@@ -8,10 +8,18 @@ use crate::DataType;
 /// and behind features for `half::f16`/`half::bf16` (`half`) and
 /// `num_complex::Complex<f32>`/`Complex<f64>` (`num-complex`).
 ///
+/// `usize` and `isize` are the integers of the target's pointer width:
+/// `uint64`/`int64` on 64-bit targets (`uint32`/`int32` on 32-bit ones),
+/// as NumPy's `uintp`/`intp`, so `Vec<usize>` indices export as they are
+/// and a `uint64` tensor reads as `&[usize]`. The width is the target's, so
+/// the mapping is fixed at compile time.
+///
 /// ```
 /// use pyo3_dlpack::{DataType, Element};
 /// assert_eq!(<f32 as Element>::DTYPE, DataType::F32);
 /// assert_eq!(<u8 as Element>::DTYPE, DataType::U8);
+/// # #[cfg(target_pointer_width = "64")]
+/// assert_eq!(<usize as Element>::DTYPE, DataType::U64);
 /// ```
 ///
 /// # Safety
@@ -24,7 +32,7 @@ use crate::DataType;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a DLPack element type",
     label = "expected a scalar such as f32, i64, u8 or bool",
-    note = "Element is implemented for bool, i8-i64, u8-u64, f32, f64, half::f16/bf16 (feature `half`) and num_complex::Complex<f32/f64> (feature `num-complex`)"
+    note = "Element is implemented for bool, i8-i64, u8-u64, isize, usize, f32, f64, half::f16/bf16 (feature `half`) and num_complex::Complex<f32/f64> (feature `num-complex`)"
 )]
 pub unsafe trait Element: Copy + Send + Sync + 'static {
     /// The DLPack type of this scalar.
@@ -65,6 +73,18 @@ impl_element! {
     f32 => F32, "float32", f64 => F64, "float64",
 }
 
+// The integers of the pointer width: DLPack has no such dtype, so they are
+// the fixed-width integers of the target's width (checked at compile time:
+// no other width has an impl, and the assertion below states the sizes).
+#[cfg(target_pointer_width = "64")]
+impl_element! { usize => U64, "uint64", isize => I64, "int64" }
+#[cfg(target_pointer_width = "32")]
+impl_element! { usize => U32, "uint32", isize => I32, "int32" }
+const _: () = assert!(
+    size_of::<usize>() == <usize as Element>::DTYPE.itemsize()
+        && size_of::<isize>() == <isize as Element>::DTYPE.itemsize()
+);
+
 // NumPy has no bfloat16: its arrays are hinted `numpy.generic`.
 #[cfg(feature = "half")]
 impl_element! { half::f16 => F16, "float16", half::bf16 => BF16, "generic" }
@@ -93,7 +113,7 @@ macro_rules! impl_plain {
         unsafe impl PlainElement for $ty {}
     )*};
 }
-impl_plain!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+impl_plain!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64);
 #[cfg(feature = "half")]
 impl_plain!(half::f16, half::bf16);
 #[cfg(feature = "num-complex")]
@@ -120,6 +140,8 @@ mod tests {
         check::<u16>();
         check::<u32>();
         check::<u64>();
+        check::<usize>();
+        check::<isize>();
         check::<f32>();
         check::<f64>();
         #[cfg(feature = "half")]

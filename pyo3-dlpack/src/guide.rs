@@ -43,14 +43,19 @@ macro_rules! links {
 [`Framework::of`]: crate::Framework::of
 [`FromDLPack`]: crate::FromDLPack
 [`ImportOptions`]: crate::ImportOptions
+[`ImportOptions::protocols`]: crate::ImportOptions::protocols
 [`IntoDLPack`]: crate::IntoDLPack
 [`Native`]: crate::Native
 [`PlainElement`]: crate::PlainElement
 [`PyTensor`]: crate::PyTensor
+[`PyTensor::as_slice`]: crate::PyTensor::as_slice
+[`PyTensor::from_numpy_time`]: crate::PyTensor::from_numpy_time
+[`PyTensor::to_vec`]: crate::PyTensor::to_vec
 [`RawBuffer`]: crate::RawBuffer
 [`StreamMode`]: crate::StreamMode
 [`TensorData`]: crate::TensorData
 [`TensorInfo`]: crate::TensorInfo
+[`TensorInfoBuilder`]: crate::TensorInfoBuilder
 [`Writability::Unknown`]: crate::Writability::Unknown
 [`allocate_like`]: crate::allocate_like
 [`asdlpack`]: crate::asdlpack
@@ -73,6 +78,7 @@ macro_rules! candle_links {
 macro_rules! ndarray_links {
     () => {
         "
+[`Tensor::from_tensor`]: crate::Tensor::from_tensor
 [`TensorMut`]: crate::TensorMut
 [`memory`]: crate::memory
 "

@@ -180,7 +180,7 @@ pub use export::{
     ALIGNMENT, AlignedBuffer, CapsuleFormat, DLPackTensor, Dims, IntoDLPack, RawBuffer, TensorData,
     TensorInfo, TensorInfoBuilder,
 };
-pub use frameworks::{Allocated, Framework, Native, allocate_like, to_framework};
+pub use frameworks::{Allocated, Framework, Native, NumpyTime, allocate_like, to_framework};
 pub use import::{
     CastElement, DeviceTensor, FromDLPack, ImportOptions, Located, Protocols, PyTensor, StreamMode,
 };

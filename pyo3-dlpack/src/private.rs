@@ -20,6 +20,7 @@ pub use crate::{
 };
 
 use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
 
 // ------------------------------------------------------------------ export
 
@@ -505,9 +506,29 @@ macro_rules! __stub_type {
 }
 
 /// The `FromPyObject` of a derived type.
+///
+/// A raw capsule's tensor is lent to `from_dlpack`: refused (dropped there),
+/// it is given back to the capsule, so the next variant of an enum of
+/// derived types can take it.
 pub fn extract<T: FromDLPack>(obj: &Bound<'_, PyAny>) -> PyResult<T> {
+    if let Ok(capsule) = obj.cast_exact::<PyCapsule>() {
+        return extract_lent(capsule);
+    }
     let tensor = PyTensor::from_argument(obj)?;
     Ok(T::from_dlpack(tensor)?)
+}
+
+/// [`extract`] of a raw capsule, its tensor on lease while `from_dlpack` runs.
+#[cold]
+#[inline(never)]
+fn extract_lent<T: FromDLPack>(capsule: &Bound<'_, PyCapsule>) -> PyResult<T> {
+    let mut tensor = PyTensor::from_argument(capsule.as_any())?;
+    let lease = tensor.lend_to(capsule);
+    let result = T::from_dlpack(tensor);
+    if let Some(lease) = lease {
+        lease.close();
+    }
+    Ok(result?)
 }
 
 /// `#[dlpack(device = "…")]`: the type, and the index when one was given.

@@ -252,17 +252,17 @@ def test_imports_are_viewed_with_their_strides():
 
 
 def test_layouts_nalgebra_cannot_express_are_refused():
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(TypeError) as err:
         ext.nalgebra_view(np.arange(6.0).reshape(2, 3)[::-1])
     assert str(err.value) == (
         "nalgebra::DMatrixView<float64> cannot hold shape [2, 3] with strides [-3, 1]: "
         "expected strides of 0 or more (nalgebra steps forward only)"
     )
-    with pytest.raises(ValueError, match=r"^expected a 2-dimensional tensor, got 1 dimension$"):
+    with pytest.raises(TypeError, match=r"^expected a 2-dimensional tensor, got 1 dimension$"):
         ext.nalgebra_view(np.zeros(3))
-    with pytest.raises(ValueError, match=r"^expected a float64 tensor, got float32$"):
+    with pytest.raises(TypeError, match=r"^expected a float64 tensor, got float32$"):
         ext.nalgebra_view(np.zeros((2, 2), np.float32))
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(TypeError) as err:
         ext.nalgebra_scale(torch.zeros(3, 1).expand(3, 4), 2.0)
     assert str(err.value) == (
         "a mutable view needs distinct elements, but shape [3, 4] with strides [1, 0] reaches some twice"
@@ -318,20 +318,20 @@ def test_a_contiguous_import_is_viewed_in_place():
 
 
 def test_images_of_another_layout_are_refused():
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(TypeError) as err:
         ext.image_copy_rgb8(np.zeros((2, 2, 4), np.uint8), 0, 0)
     assert str(err.value) == (
         "image::ImageBuffer<image::color::Rgb<u8>> cannot hold shape [2, 2, 4] with strides [8, 4, 1]: "
         "expected 3 channels in the last dimension (height, width, channels)"
     )
-    with pytest.raises(ValueError, match=r"^expected a 3-dimensional tensor, got 1 dimension$"):
+    with pytest.raises(TypeError, match=r"^expected a 3-dimensional tensor, got 1 dimension$"):
         ext.image_copy_rgb8(np.zeros(3, np.uint8), 0, 0)
-    with pytest.raises(ValueError, match=r"^expected a uint8 tensor, got float32$"):
+    with pytest.raises(TypeError, match=r"^expected a uint8 tensor, got float32$"):
         ext.image_copy_rgb8(np.zeros((2, 2, 3), np.float32), 0, 0)
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(TypeError) as err:
         ext.image_view_luma16(np.zeros((3, 4), np.uint16)[:, ::2])
     assert str(err.value) == "expected a contiguous (row-major) tensor, got shape [3, 2] with strides [4, 2]"
-    with pytest.raises(ValueError, match=r"^expected a writable tensor, got a read-only one$"):
+    with pytest.raises(TypeError, match=r"^expected a writable tensor, got a read-only one$"):
         frozen = np.zeros((1, 1, 3), np.float32)
         frozen.flags.writeable = False
         ext.image_invert_f32(frozen)

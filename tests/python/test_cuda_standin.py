@@ -199,7 +199,7 @@ def test_host_views_of_pinned_and_managed_imports_wait_for_the_stream_the_data_i
         assert ext.to_list(managed, "float32") == [0.0] * 4
         assert cuda.standin_default_stream_syncs(0) == 2
         assert attempt(lambda: ext.slice_values(ext.on_device(4, 2, 0, stream=s), "float32")) == (
-            "ValueError: expected a tensor on cpu:0, got one on cuda:0")
+            "TypeError: expected a tensor on cpu:0, got one on cuda:0")
         assert_clean()
         print("ok")
         """
@@ -689,7 +689,7 @@ def test_to_vec_of_a_device_import_reads_through_the_driver_after_the_producers_
         assert_clean()
         """
     )
-    assert out == "True\nTrue\nValueError: expected a tensor on cpu:0, got one on cuda:1\n"
+    assert out == "True\nTrue\nTypeError: expected a tensor on cpu:0, got one on cuda:1\n"
 
 
 def test_a_host_copy_races_with_a_write_on_a_stream_the_value_did_not_name():
@@ -937,6 +937,6 @@ def test_a_device_the_driver_does_not_have_is_refused_by_cu_device_get():
         "BufferError: the CUDA driver's cuDeviceGet failed with CUresult 101 "
         "(CUDA_ERROR_INVALID_DEVICE)",
         "[]",
-        "ValueError: expected a tensor on cpu:0, got one on rocm:0",
+        "TypeError: expected a tensor on cpu:0, got one on rocm:0",
         "1",
     ]

@@ -185,7 +185,7 @@ def test_cudarc_views_refuse_another_devices_memory_without_a_driver_call():
         """
         memory = cuda.standin_alloc(1, 64, 0)
         kind, message = ext.cudarc_view_error(CudaArray(memory, 16, None))
-        assert (kind, message) == ("ValueError", "expected a tensor on cuda:0, got one on cuda:1")
+        assert (kind, message) == ("TypeError", "expected a tensor on cuda:0, got one on cuda:1")
         assert ext.cudarc_view_error(CudaArray(cuda.standin_alloc(0, 64, 0), 16, None)) is None
         assert cuda.standin_refusals() == 0
         print("ok")

@@ -100,9 +100,12 @@ def test_jax_arrays_are_read_only_so_writable_refuses_them():
 
     x = jnp.eye(2, dtype=jnp.float32)
     legacy = jax.__version_info__ < (0, 12)
-    message = "got one from a legacy DLPack capsule" if legacy else "got a read-only one"
-    with pytest.raises(ValueError, match="^expected a writable tensor, " + message):
+    # The legacy capsule cannot say; the array's type can: JAX arrays are immutable.
+    message = ("got a jax.Array, which cannot be written: JAX arrays are immutable "
+               "(return a new array instead)") if legacy else "got a read-only one"
+    with pytest.raises(TypeError) as err:
         ext.add_to_diagonal(x, 1.0)
+    assert str(err.value) == "expected a writable tensor, " + message
     assert ext.derived_describe(x)[4] is True
 
 
@@ -117,8 +120,8 @@ def test_jax_arrays_are_read_only_so_writable_refuses_them():
     ],
     ids=["numpy-f64", "torch-i32", "rank-1", "rank-3", "transposed"],
 )
-def test_constraint_failures_are_value_errors_naming_expected_and_found(value, message):
-    with pytest.raises(ValueError) as excinfo:
+def test_constraint_failures_are_type_errors_naming_expected_and_found(value, message):
+    with pytest.raises(TypeError) as excinfo:
         ext.add_to_diagonal(value, 1.0)
     assert re.fullmatch(message, str(excinfo.value))
     # The argument's name: PyO3's note on every argument extraction error
@@ -129,13 +132,13 @@ def test_constraint_failures_are_value_errors_naming_expected_and_found(value, m
 def test_read_only_input_fails_writable():
     a = np.eye(2, dtype="f4")
     a.flags.writeable = False
-    with pytest.raises(ValueError, match="expected a writable tensor, got a read-only one"):
+    with pytest.raises(TypeError, match="expected a writable tensor, got a read-only one"):
         ext.add_to_diagonal(a, 1.0)
 
 
 def test_device_constraint():
     # `device = "cpu"` takes any index: the message names no index of its own.
-    with pytest.raises(ValueError, match="expected a tensor on cpu, got one on cuda:0"):
+    with pytest.raises(TypeError, match="expected a tensor on cpu, got one on cuda:0"):
         ext.add_to_diagonal(ext.derived_raw(16, "float32", [2, 2], 2, 0), 1.0)
 
 
@@ -183,9 +186,9 @@ def test_a_hand_written_from_dlpack_is_an_argument_through_impl_from_pyobject():
     a = np.arange(3.0)
     assert ext.hand_vector_head(a) == (3, 0.0)
     assert ext.hand_vector_head(torch.zeros(0, dtype=torch.float64)) == (0, None)
-    with pytest.raises(ValueError, match="^expected a float64 tensor, got float32"):
+    with pytest.raises(TypeError, match="^expected a float64 tensor, got float32"):
         ext.hand_vector_head(np.ones(2, dtype="f4"))
-    with pytest.raises(ValueError, match="^expected a 1-dimensional tensor, got 2 dimensions"):
+    with pytest.raises(TypeError, match="^expected a 1-dimensional tensor, got 2 dimensions"):
         ext.hand_vector_head(np.ones((2, 2)))
     with pytest.raises(TypeError, match="^" + NOT_A_TENSOR + ", got str"):
         ext.hand_vector_head("abc")

@@ -214,7 +214,7 @@ def test_read_only_tensor_wrappers_import_read_only_on_every_path(dtype):
     assert ext.to_list(wrapper, name) == values
     assert source.tolist() == torch.arange(4).to(dtype).tolist()
     doubles = torch.zeros(2, dtype=torch.float64)
-    with pytest.raises(ValueError, match="^expected a writable tensor, got a read-only one$"):
+    with pytest.raises(TypeError, match="^expected a writable tensor, got a read-only one$"):
         ext.fill(ReadOnlyTensorWrapper(doubles), 1.0)
     assert doubles.tolist() == [0.0, 0.0]
 

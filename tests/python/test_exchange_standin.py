@@ -326,7 +326,7 @@ def test_allocate_like_on_a_device_reports_the_allocators_errors_and_frees_on_fa
         "MemoryError: ExchangeProducer: no free block of 32 bytes on cuda:0",
         "MemoryError: ExchangeProducer: no free block of 36 bytes on cuda:0",
         "TypeError: ExchangeProducer allocates float32 only, not int64",
-        "ValueError: expected a tensor on cpu:0, got one on cuda:0",
+        "TypeError: expected a tensor on cpu:0, got one on cuda:0",
         "BufferError: DLPackTensor allocates CPU tensors only, not cuda:1",
     ]
 

@@ -86,7 +86,7 @@ def test_a_zero_dimensional_buffer_is_a_scalar():
 @needs_buffer_protocol
 def test_writability_comes_from_the_buffer():
     assert ext.describe(b"abc")["writability"] == "ReadOnly"
-    with pytest.raises(ValueError, match="^expected a writable tensor, got a read-only one"):
+    with pytest.raises(TypeError, match="^expected a writable tensor, got a read-only one"):
         ext.fill(b"abc", 1.0, as_type="uint8")
     frozen = np.zeros(3)
     frozen.flags.writeable = False
@@ -339,7 +339,7 @@ def test_locate_gives_a_host_view_or_a_device_description_in_one_match():
     # producer was asked for on CUDA's legacy default stream.
     assert ext.locate(ext.on_device(4, 2, 1)) == ("cuda:1", None, 1)
     assert ext.locate(CudaArrayInterface(shape=(0, 3), data=(0, False))) == ("cuda:0", None, None)
-    with pytest.raises(ValueError, match="^expected a float32 tensor, got float64"):
+    with pytest.raises(TypeError, match="^expected a float32 tensor, got float64"):
         ext.locate(np.ones(3))
 
 

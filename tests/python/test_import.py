@@ -40,7 +40,7 @@ def test_numpy_transposed_negative_and_broadcast_strides():
     assert ext.describe(t)["strides"] == (1, 3)
     assert ext.to_list(t, "int64") == t.ravel().tolist()
     assert ext.array_values(t, "int64") == t.ravel().tolist()
-    with pytest.raises(ValueError, match=r"expected a contiguous \(row-major\) tensor, got shape \[3, 2\] with strides \[1, 3\]"):
+    with pytest.raises(TypeError, match=r"expected a contiguous \(row-major\) tensor, got shape \[3, 2\] with strides \[1, 3\]"):
         ext.slice_values(t, "int64")
     r = a[:, ::-1]
     assert ext.describe(r)["strides"] == (3, -1)
@@ -56,7 +56,7 @@ def test_numpy_read_only_is_reported_and_enforced():
     a.flags.writeable = False
     d = ext.describe(a)
     assert d["read_only"] is True
-    with pytest.raises(ValueError, match="expected a writable tensor, got a read-only one"):
+    with pytest.raises(TypeError, match="expected a writable tensor, got a read-only one"):
         ext.fill(a, 1.0)
     assert ext.to_list(a, "float64") == [0, 1, 2, 3]
 
@@ -71,7 +71,7 @@ def test_writes_through_as_slice_mut_reach_numpy():
 
 
 def test_dtype_mismatch_names_both():
-    with pytest.raises(ValueError, match="expected a float64 tensor, got float32"):
+    with pytest.raises(TypeError, match="expected a float64 tensor, got float32"):
         ext.to_list(np.zeros(2, dtype="f4"), "float64")
 
 
@@ -123,13 +123,13 @@ def test_torch_expanded_stride_zero():
     assert ext.describe(t)["strides"] == (0, 1)
     assert ext.to_list(t, "int32") == [0, 1, 2] * 4
     broadcast = torch.zeros(1, dtype=torch.float64).expand(3)
-    with pytest.raises(ValueError, match=r"needs distinct elements, but shape \[3\] with strides \[0\] reaches some twice"):
+    with pytest.raises(TypeError, match=r"needs distinct elements, but shape \[3\] with strides \[0\] reaches some twice"):
         ext.fill(broadcast, 1.0, through_ndarray=True)
 
 
 def test_overlapping_windows_refuse_mutable_views():
     windows = np.lib.stride_tricks.as_strided(np.zeros(3), (2, 2), (8, 8))  # [[a, b], [b, c]]
-    with pytest.raises(ValueError, match="reaches some twice"):
+    with pytest.raises(TypeError, match="reaches some twice"):
         ext.fill(windows, 1.0, through_ndarray=True)
     assert ext.array_values(windows, "float64") == [0.0] * 4, "reading is fine"
     disjoint = np.zeros((3, 4))[:, ::2]
@@ -139,9 +139,13 @@ def test_overlapping_windows_refuse_mutable_views():
 
 def test_the_same_array_twice_refuses_a_mutable_view():
     a = np.ones(3)
-    with pytest.raises(ValueError, match="another imported tensor shares this memory"):
+    with pytest.raises(TypeError) as err:
         ext.add_into(a, a)
-    with pytest.raises(ValueError, match="another imported tensor shares this memory"):
+    assert str(err.value) == (
+        "another imported tensor shares this memory (the same array passed twice, or imported "
+        "meanwhile by another thread?): a mutable view needs it alone, and excludes views "
+        "through other imports until its tensor is dropped")
+    with pytest.raises(TypeError, match="another imported tensor shares this memory"):
         ext.add_into(a[1:], a[:2])  # overlapping halves
     b = np.ones(3)
     ext.add_into(a, b)
@@ -153,9 +157,9 @@ def test_the_same_array_twice_refuses_a_mutable_view():
 def test_bool_tensors_are_read_as_bytes_but_never_written():
     a = np.array([True, False])
     assert ext.to_list(a, "uint8") == [1, 0]
-    with pytest.raises(ValueError, match="expected a uint8 tensor, got bool"):
+    with pytest.raises(TypeError, match="expected a uint8 tensor, got bool"):
         ext.fill(a, 2.0, as_type="uint8")
-    with pytest.raises(ValueError, match="expected a uint8 tensor, got bool"):
+    with pytest.raises(TypeError, match="expected a uint8 tensor, got bool"):
         ext.fill(a, 2.0, as_type="uint8", through_ndarray=True)
     assert a.tolist() == [True, False]
 
@@ -397,7 +401,7 @@ def test_an_old_producer_gets_a_legacy_call():
     assert d["version"] is None
     assert d["read_only"] is True, "a legacy capsule cannot say writes are allowed"
     assert p.calls == [None]
-    with pytest.raises(ValueError, match="^expected a writable tensor, got one from a legacy"):
+    with pytest.raises(TypeError, match="^expected a writable tensor, got one from a legacy"):
         ext.fill(OldProducer(np.zeros(3)), 1.0)
 
 
@@ -735,9 +739,9 @@ NO_DRIVER = (
 @pytest.mark.parametrize(
     "device, error",
     [((1, 0), None), ((3, 0), None), ((13, 0), None), ((20, 1), None),
-     ((19, 0), (ValueError, "expected a tensor on cpu:0, got one on tpu:0")),
-     ((8, 0), (ValueError, "expected a tensor on cpu:0, got one on metal:0")),
-     ((99, 0), (ValueError, "expected a tensor on cpu:0, got one on device_type(99):0")),
+     ((19, 0), (TypeError, "expected a tensor on cpu:0, got one on tpu:0")),
+     ((8, 0), (TypeError, "expected a tensor on cpu:0, got one on metal:0")),
+     ((99, 0), (TypeError, "expected a tensor on cpu:0, got one on device_type(99):0")),
      ((2, 1), (BufferError, NO_DRIVER))],
 )
 def test_device_codes_are_kept_and_only_host_memory_is_read(device, error):
@@ -762,7 +766,7 @@ def test_a_capsule_passed_as_it_is_names_no_stream():
 
 def test_misaligned_data_refuses_slices_but_not_to_vec():
     h = HandMade(values=bytes(range(13)), dtype=(1, 32, 1), shape=(3,), byte_offset=1)
-    with pytest.raises(ValueError, match="not aligned for uint32"):
+    with pytest.raises(TypeError, match="not aligned for uint32"):
         ext.slice_values(h.capsule, "uint32")
     h = HandMade(values=bytes(range(13)), dtype=(1, 32, 1), shape=(3,), byte_offset=1)
     assert ext.to_list(h.capsule, "uint32") == np.frombuffer(bytes(range(1, 13)), "u4").tolist()

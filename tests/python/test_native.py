@@ -400,3 +400,12 @@ def test_dtypes_no_framework_allocates_are_refused_before_any_framework_sees_the
         ext.allocate_filled(like, [2], dtype)
     name = f"{type(like).__module__}.{type(like).__qualname__}"
     assert str(info.value) == f"a {name} cannot hold a {dtype} tensor: {reason}"
+
+def test_usize_indices_return_as_numpy_uintp_and_usize_arguments_take_uint64():
+    a = ext.usize_indices(4)
+    assert isinstance(a, np.ndarray) and a.dtype == np.uintp and a.tolist() == [3, 2, 1, 0]
+    assert ext.usize_sum(a) == (6, [3, 2, 1, 0])
+    assert ext.usize_sum(np.array([2**63], np.uint64)) == (2**63, [-(2**63)])
+    with pytest.raises(TypeError) as err:
+        ext.usize_sum(np.arange(3))
+    assert str(err.value) == "expected a uint64 tensor, got int64"

@@ -125,7 +125,7 @@ def test_a_read_only_numpy_array_is_not_written():
     a.flags.writeable = False
     if VERSIONED:
         assert ext.describe(a)["writability"] == "ReadOnly"
-        with pytest.raises(ValueError, match="^expected a writable tensor, got a read-only one$"):
+        with pytest.raises(TypeError, match="^expected a writable tensor, got a read-only one$"):
             ext.fill(a, 1.0)
     else:
         # NumPy < 2.1 refuses to export it at all (no capsule can say read-only).

@@ -90,7 +90,7 @@ def test_a_conversion_copy_takes_any_real_dtype_and_any_strides():
     assert ext.cast_i8(np.array([300, -129], dtype=np.int32)) == [44, 127]
     torch = pytest.importorskip("torch")
     assert ext.cast_f64(torch.tensor([0.5, 2.0], dtype=torch.bfloat16)) == ([0.5, 2.0], [2])
-    with pytest.raises(ValueError, match="expected a float64 tensor, got complex128"):
+    with pytest.raises(TypeError, match="expected a float64 tensor, got complex128"):
         ext.cast_f64(np.array([1j]))
 
 
@@ -200,3 +200,56 @@ def test_a_zero_dimensional_typed_argument_is_a_scalar():
     assert ext.typed_scalar(np.array(2.5)) == 2.5
     with pytest.raises(TypeError, match="^expected a 0-dimensional tensor, got 1 dimension(\n|$)"):
         ext.typed_scalar(np.ones(1))
+
+
+def _capsule(kind, dtype, values=b"\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00",
+             **kw):
+    from handmade import HandMade
+    return HandMade(values=values, dtype=dtype, shape=(2,), name=kind, **kw)
+
+
+@pytest.mark.parametrize("kind", ["dltensor", "dltensor_versioned"])
+@pytest.mark.parametrize("enum_sum", ["typed_enum_sum", "derived_enum_sum"])
+def test_a_variant_that_refuses_a_raw_capsule_leaves_it_for_the_next(kind, enum_sum):
+    # rust-numpy's `enum Arg { F64(..), I64(..) }`: the first variant's dtype check refuses an
+    # int64 capsule and gives it back unconsumed; the second takes it, and deletes it once.
+    h = _capsule(kind, (0, 64, 1))
+    assert getattr(ext, enum_sum)(h.capsule) == ("i64", 3.0)
+    assert h.deleted == 1
+    h = _capsule(kind, (2, 64, 1), values=np.array([1.5, 2.0]).tobytes())
+    assert getattr(ext, enum_sum)(h.capsule) == ("f64", 3.5)
+    assert h.deleted == 1
+
+
+@pytest.mark.parametrize("kind", ["dltensor", "dltensor_versioned"])
+@pytest.mark.parametrize("enum_sum", ["typed_enum_sum", "derived_enum_sum"])
+def test_a_capsule_no_variant_takes_stays_unconsumed(kind, enum_sum):
+    h = _capsule(kind, (2, 32, 1))  # float32: no variant
+    with pytest.raises(TypeError):
+        getattr(ext, enum_sum)(h.capsule)
+    assert h.deleted == 0
+    assert ext.to_list(h.capsule, "float32") == pytest.approx(
+        np.frombuffer(h.buffer.raw[:8], np.float32).tolist())
+    assert h.deleted == 1
+
+
+def test_a_typed_argument_that_refuses_an_array_still_works_for_the_next_variant():
+    assert ext.typed_enum_sum(np.arange(3)) == ("i64", 3.0)
+    assert ext.typed_enum_sum(np.arange(3.0)) == ("f64", 3.0)
+    frozen = np.arange(3, dtype=np.uint8)
+    frozen.flags.writeable = False
+    with pytest.raises(TypeError):
+        ext.typed_enum_sum(frozen)
+    assert ext.typed_enum_sum(np.arange(3, dtype=np.uint8)) == ("u8", 3.0)
+
+
+def test_a_typed_argument_casts_in_its_own_rank():
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    assert ext.typed_cast(x[:, ::-1]) == ([2, 3], [2.0, 1.0, 0.0, 5.0, 4.0, 3.0])
+
+
+def test_a_typed_matrix_is_a_nalgebra_view_or_a_copy_where_asked():
+    m = np.arange(6.0).reshape(2, 3)
+    assert ext.typed_dmatrix(m) == ((3, 1), [0.0, 3.0, 1.0, 4.0, 2.0, 5.0])
+    # Negative strides: no view nalgebra can hold, the copy reads them.
+    assert ext.typed_dmatrix(m[::-1]) == (None, [3.0, 0.0, 4.0, 1.0, 5.0, 2.0])

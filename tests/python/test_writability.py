@@ -121,7 +121,7 @@ def test_a_legacy_numpy_capsule_is_writable_when_the_array_is():
 def test_writing_a_legacy_import_names_the_legacy_capsule():
     t = torch.zeros(3, dtype=torch.float64)
     with pytest.raises(
-        ValueError,
+        TypeError,
         match=r"^expected a writable tensor, got one from a legacy DLPack capsule, which cannot "
         r"say whether it may be written \(a producer of DLPack 1\.0 or later can\)$",
     ):
@@ -172,3 +172,18 @@ def test_native_torch_results_are_never_writable_aliases_of_read_only_values(dro
     )
     del info
     assert (drops.created, drops.dropped) == (1, 1)
+
+
+def test_writing_a_jax_array_names_jaxs_immutability_not_a_newer_producer(jax):
+    # JAX before 0.12 sends a legacy capsule, which cannot say; the array's type says JAX.
+    x = jax.numpy.zeros(3, dtype=jax.numpy.float64)
+    with pytest.raises(TypeError) as err:
+        ext.fill(x, 1.0)
+    if jax.__version_info__ < (0, 12):
+        assert str(err.value) == (
+            "expected a writable tensor, got a jax.Array, which cannot be written: "
+            "JAX arrays are immutable (return a new array instead)")
+    else:
+        assert str(err.value) == "expected a writable tensor, got a read-only one"
+    # What an import reports is unchanged: the capsule could not say (it is re-exported so).
+    assert ext.describe(x)["read_only"] is True

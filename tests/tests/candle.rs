@@ -161,7 +161,7 @@ fn a_dtype_candle_cannot_hold_is_a_value_error() {
             err.to_string(),
             "expected a dtype candle_core::Tensor can hold, got int8"
         );
-        assert!(PyErr::from(err).is_instance_of::<pyo3::exceptions::PyValueError>(py));
+        assert!(PyErr::from(err).is_instance_of::<pyo3::exceptions::PyTypeError>(py));
     });
 }
 

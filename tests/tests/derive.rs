@@ -204,7 +204,7 @@ fn from_dlpack_fills_every_field_and_checks_constraints() {
         let error = |code: &str| {
             let err = numpy(py, code).extract::<Matrix>().err().unwrap();
             assert!(
-                err.is_instance_of::<pyo3::exceptions::PyValueError>(py),
+                err.is_instance_of::<pyo3::exceptions::PyTypeError>(py),
                 "{err}"
             );
             err.value(py).to_string()

@@ -1,6 +1,6 @@
 //! Matrix functions whose arguments are `#[derive(FromDLPack)]` structs: any
 //! DLPack producer (NumPy, PyTorch, JAX, CuPy on CPU, …) can call them, and
-//! wrong inputs get a `ValueError` that names what was expected.
+//! wrong inputs get a `TypeError` that names what was expected.
 
 use pyo3::prelude::*;
 use pyo3_dlpack::{AlignedBuffer, DLPackError, FromDLPack, IntoDLPack, PyTensor};

@@ -6,8 +6,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_dlpack::num_complex::Complex64;
 use pyo3_dlpack::{
-    AlignedBuffer, FromDLPack, IntoDLPack, Native, PyTensor, Tensor1, Tensor2, TensorDyn,
-    TensorMut1, TensorMutDyn,
+    AlignedBuffer, FromDLPack, IntoDLPack, Native, NumpyTime, PyTensor, Tensor1, Tensor2,
+    TensorDyn, TensorMut1, TensorMutDyn,
 };
 
 use crate::Result;
@@ -41,14 +41,12 @@ pub fn conj(x: TensorDyn<Complex64>) -> Native<ArrayD<Complex64>> {
     Native::numpy(x.as_array().map(|c| c.conj()))
 }
 
-/// The first element of a 1-D float64 tensor (rust-numpy's `head` reads an
-/// object array, which DLPack cannot carry: the error says so).
+/// The first element of an array of Python objects (rust-numpy's `head`,
+/// `head(np.array(["first", None, 42]))`). DLPack carries numbers only, so an
+/// object array is no tensor: it stays a Python object, indexed as one.
 #[pyfunction]
-pub fn head(x: Tensor1<f64>) -> Result<f64> {
-    x.as_array()
-        .first()
-        .copied()
-        .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err("head of an empty tensor"))
+pub fn head<'py>(x: &Bound<'py, PyAny>) -> Result<Bound<'py, PyAny>> {
+    x.get_item(0)
 }
 
 /// The sum of the float64 vector `d["x"]`: a typed tensor extracted from a
@@ -62,25 +60,46 @@ pub fn extract(d: &Bound<'_, PyDict>) -> Result<f64> {
     Ok(x.as_array().sum())
 }
 
-/// Adds minutes to seconds, as int64 counts: NumPy's `timedelta64` arrays
-/// have no DLPack dtype, so Python passes `seconds.view("int64")` (the error
-/// for the `timedelta64` array itself says so).
+/// Adds minutes to seconds in place: `x` is a `timedelta64[s]` array, `y`
+/// a `timedelta64[m]` one (rust-numpy's `Timedelta<units::Seconds>` and
+/// `Timedelta<units::Minutes>`). DLPack has no time dtype: each is read as
+/// its int64 counts, its unit checked (another unit is a `TypeError`).
 #[pyfunction]
-pub fn add_minutes_to_seconds(mut seconds: TensorMut1<i64>, minutes: Tensor1<i64>) -> Result<()> {
-    let minutes = minutes.as_array();
+pub fn add_minutes_to_seconds(x: &Bound<'_, PyAny>, y: &Bound<'_, PyAny>) -> Result<()> {
+    let seconds = PyTensor::from_numpy_time(x, NumpyTime::Timedelta, "s")?;
+    let minutes = PyTensor::from_numpy_time(y, NumpyTime::Timedelta, "m")?;
+    let mut seconds = TensorMut1::<i64>::from_tensor(seconds)?;
+    let minutes = Tensor1::<i64>::from_tensor(minutes)?;
     Zip::from(seconds.as_array_mut()?)
-        .and(&minutes)
+        .and(&minutes.as_array())
         .for_each(|s, &m| *s += 60 * m);
     Ok(())
 }
 
-/// `x + y` for tensors of any real dtypes, as float64: rust-numpy's version
-/// dispatches on the dtypes by hand; a conversion copy does it in one call.
+/// The element types `polymorphic_add` takes, as rust-numpy's enum: the
+/// first variant that fits takes the argument.
+#[derive(FromPyObject)]
+pub enum SupportedArray {
+    F64(Tensor1<f64>),
+    I64(Tensor1<i64>),
+}
+
+/// `x + y` in the arguments' dtype when they agree (int64 + int64 stays
+/// int64), as float64 when they differ (the int64 one converted).
 #[pyfunction]
-pub fn polymorphic_add(x: PyTensor, y: PyTensor) -> Result<Native<ArrayD<f64>>> {
-    let x = x.to_array_as::<f64, ndarray::IxDyn>()?;
-    let y = y.to_array_as::<f64, ndarray::IxDyn>()?;
-    Ok(Native::numpy(x + y))
+pub fn polymorphic_add<'py>(
+    py: Python<'py>,
+    x: SupportedArray,
+    y: SupportedArray,
+) -> Result<Bound<'py, PyAny>> {
+    use SupportedArray::{F64, I64};
+    match (x, y) {
+        (F64(x), F64(y)) => Native::numpy(&x.as_array() + &y.as_array()).into_pyobject(py),
+        (I64(x), I64(y)) => Native::numpy(&x.as_array() + &y.as_array()).into_pyobject(py),
+        (F64(x), I64(y)) | (I64(y), F64(x)) => {
+            Native::numpy(&x.as_array() + &y.cast::<f64>()?).into_pyobject(py)
+        }
+    }
 }
 
 /// The trace of a square float64 matrix.

@@ -238,7 +238,8 @@ impl fmt::Display for LayoutError {
                 list(strides)
             ),
             Self::Shared => f.write_str(
-                "another imported tensor shares this memory (the same array passed twice?): \
+                "another imported tensor shares this memory (the same array passed twice, \
+                 or imported meanwhile by another thread?): \
                  a mutable view needs it alone, and excludes views through other imports \
                  until its tensor is dropped",
             ),

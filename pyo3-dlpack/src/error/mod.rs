@@ -31,6 +31,7 @@ use crate::{DataType, Device, DeviceType};
 /// | the tensor cannot be exported as asked ([`Export`](Self::Export), [`UnsupportedVersion`](Self::UnsupportedVersion)) | `BufferError` |
 /// | another protocol's producer describes what DLPack cannot hold, or CUDA fails ([`Interface`](Self::Interface), but for [`InterfaceError::Malformed`] and [`InterfaceError::Version`]) | `BufferError` |
 /// | the object speaks no accepted protocol, or returned the wrong type ([`NotDLPack`](Self::NotDLPack), [`NotATensor`](Self::NotATensor), [`NotACapsule`](Self::NotACapsule), [`NotADLPackTensor`](Self::NotADLPackTensor), [`CapsuleError::DeviceTuple`]) | `TypeError` |
+/// | the tensor is not the one asked for: its dtype, rank, device, layout or writability ([`Dtype`](Self::Dtype), [`Ndim`](Self::Ndim), [`Device`](Self::Device), [`DeviceType`](Self::DeviceType), [`ReadOnly`](Self::ReadOnly), [`WritabilityUnknown`](Self::WritabilityUnknown), [`Immutable`](Self::Immutable), [`LayoutError::NotContiguous`], [`LayoutError::Misaligned`], [`LayoutError::Overlapping`], [`LayoutError::Shared`], [`LayoutError::NegativeEntries`], [`AdapterError::Inexpressible`], [`AdapterError::DtypeNotHeld`]), wherever it was found | `TypeError` |
 /// | an integer argument outside its field's range ([`ArgumentError::OutOfRange`]) | `OverflowError` |
 /// | a host copy the allocator refused ([`OutOfMemory`](Self::OutOfMemory)) | `MemoryError` |
 /// | your own code's Python exception ([`User`](Self::User), from a `PyErr`) | that exception |
@@ -112,6 +113,15 @@ pub enum DLPackError {
     /// Writing was required but the tensor came in a legacy capsule, which
     /// cannot say whether it may be written (see [`Writability::Unknown`](crate::Writability::Unknown)).
     WritabilityUnknown,
+    /// Writing was required but the tensor is an array of a framework whose
+    /// arrays are immutable (a `jax.Array`: its legacy capsule cannot say
+    /// so, the array's type does).
+    Immutable {
+        /// The array's type, such as `jax.Array`.
+        producer: &'static str,
+        /// Its framework, such as `JAX`.
+        framework: &'static str,
+    },
     /// A size computation overflowed (shape × strides × itemsize).
     SizeOverflow(SizeOverflow),
     /// A dtype the DLPack header does not allow (both directions refuse the same ones).
@@ -234,6 +244,26 @@ impl DLPackError {
             | Self::NotACapsule { .. }
             | Self::NotADLPackTensor { .. }
             | Self::InvalidCapsule(CapsuleError::DeviceTuple { .. }) => PythonKind::Type,
+            // A tensor that is not the one asked for, wherever it was found
+            // (a typed argument, a derive, a check in a function's body): a
+            // `TypeError`, as rust-numpy raises for all of them.
+            Self::Dtype { .. }
+            | Self::Ndim { .. }
+            | Self::Device { .. }
+            | Self::DeviceType { .. }
+            | Self::ReadOnly
+            | Self::WritabilityUnknown
+            | Self::Immutable { .. }
+            | Self::Layout(
+                LayoutError::NotContiguous { .. }
+                | LayoutError::Misaligned { .. }
+                | LayoutError::Overlapping { .. }
+                | LayoutError::Shared
+                | LayoutError::NegativeEntries { .. },
+            )
+            | Self::Adapter(
+                AdapterError::Inexpressible { .. } | AdapterError::DtypeNotHeld { .. },
+            ) => PythonKind::Type,
             Self::Interface(InterfaceError::Malformed { .. } | InterfaceError::Version { .. }) => {
                 PythonKind::Value
             }
@@ -290,6 +320,14 @@ impl fmt::Display for DLPackError {
             Self::WritabilityUnknown => f.write_str(
                 "expected a writable tensor, got one from a legacy DLPack capsule, which cannot \
                  say whether it may be written (a producer of DLPack 1.0 or later can)",
+            ),
+            Self::Immutable {
+                producer,
+                framework,
+            } => write!(
+                f,
+                "expected a writable tensor, got a {producer}, which cannot be written: \
+                 {framework} arrays are immutable (return a new array instead)"
             ),
             Self::SizeOverflow(what) => write!(f, "size overflow: {what}"),
             Self::UnsupportedVersion { major, minor } => write!(
@@ -422,6 +460,7 @@ mod tests {
             DLPackError::OutOfMemory { .. } => "OutOfMemory",
             DLPackError::ReadOnly => "ReadOnly",
             DLPackError::WritabilityUnknown => "WritabilityUnknown",
+            DLPackError::Immutable { .. } => "Immutable",
             DLPackError::SizeOverflow(_) => "SizeOverflow",
             DLPackError::InvalidDtype(_) => "InvalidDtype",
             DLPackError::UnsupportedVersion { .. } => "UnsupportedVersion",
@@ -464,6 +503,10 @@ mod tests {
             DLPackError::OutOfMemory { bytes: 1 },
             DLPackError::ReadOnly,
             DLPackError::WritabilityUnknown,
+            DLPackError::Immutable {
+                producer: "jax.Array",
+                framework: "JAX",
+            },
             DLPackError::SizeOverflow(SizeOverflow::Bytes { bytes: 3 }),
             DLPackError::InvalidDtype(DtypeError::Lanes {
                 dtype: DataType::F32,
@@ -597,12 +640,16 @@ mod tests {
             }
             .into();
             assert!(type_error.is_instance_of::<PyTypeError>(py));
-            let value: PyErr = DLPackError::ReadOnly.into();
-            assert!(value.is_instance_of::<PyValueError>(py));
+            let unfit: PyErr = DLPackError::ReadOnly.into();
+            assert!(unfit.is_instance_of::<PyTypeError>(py));
             assert_eq!(
-                value.value(py).to_string(),
+                unfit.value(py).to_string(),
                 "expected a writable tensor, got a read-only one"
             );
+            let shared: PyErr = DLPackError::Layout(LayoutError::Shared).into();
+            assert!(shared.is_instance_of::<PyTypeError>(py));
+            let value: PyErr = DLPackError::Layout(LayoutError::Borrowed).into();
+            assert!(value.is_instance_of::<PyValueError>(py));
         });
     }
 }

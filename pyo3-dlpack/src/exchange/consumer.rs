@@ -423,7 +423,7 @@ impl ExchangeApi {
         match checks.check(obj, tensor.dl_tensor.dtype) {
             Ok(()) => Ok(managed),
             Err(err) => {
-                Managed::Versioned(managed).delete();
+                Managed::Versioned(managed, None).delete();
                 Err(err)
             }
         }

@@ -88,6 +88,12 @@ pub(crate) fn export_capsule<'py>(
 #[cold]
 #[inline(never)]
 pub(crate) fn stores_subbyte_padded(obj: &Bound<'_, PyAny>) -> bool {
+    is_jax_array(obj)
+}
+
+/// Whether `obj` is a `jax.Array` of jaxlib's own array type (identity, as
+/// in [`export_capsule`]): an immutable array.
+pub(crate) fn is_jax_array(obj: &Bound<'_, PyAny>) -> bool {
     let py = obj.py();
     match JAXLIB.get(py) {
         Some(jaxlib) => obj.get_type().is(jaxlib.array_type.bind(py)),

@@ -25,3 +25,4 @@ pub(crate) mod torch;
 pub use allocate::{Allocated, allocate_like};
 pub use framework::Framework;
 pub use native::{Native, to_framework};
+pub use numpy::NumpyTime;

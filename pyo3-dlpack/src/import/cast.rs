@@ -53,7 +53,7 @@ macro_rules! cast_element {
         }
     )*};
 }
-cast_element!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+cast_element!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64);
 
 impl PyTensor {
     /// The elements in row-major order converted to `U` (a host copy, any

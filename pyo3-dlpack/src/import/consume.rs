@@ -3,6 +3,8 @@
 
 use std::ffi::CStr;
 use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -55,8 +57,11 @@ impl<T> Owned<T> {
 /// A managed tensor this process now owns: its deleter must run exactly once.
 #[derive(Debug)]
 pub(crate) enum Managed {
-    Legacy(Owned<DLManagedTensor>),
-    Versioned(Owned<DLManagedTensorVersioned>),
+    /// A producer's struct from a capsule or an exchange table; the lender
+    /// is the capsule's while a derived argument's `from_dlpack` holds it
+    /// (see [`Lease`]).
+    Legacy(Owned<DLManagedTensor>, Lender),
+    Versioned(Owned<DLManagedTensorVersioned>, Lender),
     /// A non-owning view from a producer's exchange API: valid while its
     /// object is borrowed, nothing to delete. (The `PyTensor` keeps its
     /// description, so that this stays small: it is moved by value.)
@@ -77,14 +82,18 @@ impl Managed {
     /// Calls the producer's deleter (if it gave one). Consumes `self`, so at most once.
     pub(crate) fn delete(self) {
         match self {
-            Self::Legacy(managed) => {
+            Self::Legacy(managed, Some(lent)) => Lent::settle(lent, Self::Legacy(managed, None)),
+            Self::Versioned(managed, Some(lent)) => {
+                Lent::settle(lent, Self::Versioned(managed, None));
+            }
+            Self::Legacy(managed, None) => {
                 if let Some(deleter) = managed.get().deleter {
                     // SAFETY: the producer's own deleter, called once (this
                     // consumes the only owner) with its live struct.
                     unsafe { deleter(managed.as_ptr()) };
                 }
             }
-            Self::Versioned(managed) => {
+            Self::Versioned(managed, None) => {
                 // Only `deleter`, which precedes `flags`, is read: the header
                 // allows reading it whatever the major version.
                 if let Some(deleter) = managed.get().deleter {
@@ -138,12 +147,15 @@ pub(crate) fn take_from_capsule(capsule: &Bound<'_, PyCapsule>) -> Result<Manage
                 // `DLManagedTensor`, alive until its deleter runs (the DLPack
                 // Python specification; a forged capsule cannot be detected,
                 // as by every consumer); renaming it made it ours alone.
-                Ok(Managed::Legacy(unsafe { Owned::adopt(taken.cast()) }))
+                Ok(Managed::Legacy(unsafe { Owned::adopt(taken.cast()) }, None))
             }
             Some(name) if name == DLTENSOR_VERSIONED => {
                 let taken = take(capsule, DLTENSOR_VERSIONED, USED_DLTENSOR_VERSIONED)?;
                 // SAFETY: as above, of a `DLManagedTensorVersioned`.
-                Ok(Managed::Versioned(unsafe { Owned::adopt(taken.cast()) }))
+                Ok(Managed::Versioned(
+                    unsafe { Owned::adopt(taken.cast()) },
+                    None,
+                ))
             }
             Some(name) if name == USED_DLTENSOR || name == USED_DLTENSOR_VERSIONED => {
                 Err(DLPackError::AlreadyConsumed)
@@ -174,4 +186,110 @@ fn take(
         return Err(CapsuleError::Rename.into());
     }
     Ok(pointer)
+}
+
+/// Gives a tensor [`take_from_capsule`] took back to its capsule, which is
+/// renamed `dltensor` or `dltensor_versioned` again: the capsule owns it once
+/// more (its destructor, or the next consumer, deletes it). `Err` hands
+/// `managed` back when the capsule no longer holds it under the used name
+/// (renamed meanwhile by code outside this crate, or another tensor's): the
+/// caller still owns it.
+pub(crate) fn give_back(capsule: &Bound<'_, PyCapsule>, managed: Managed) -> Result<(), Managed> {
+    let (pointer, name, used) = match &managed {
+        Managed::Legacy(owned, _) => (owned.as_ptr().cast(), DLTENSOR, USED_DLTENSOR),
+        Managed::Versioned(owned, _) => (
+            owned.as_ptr().cast(),
+            DLTENSOR_VERSIONED,
+            USED_DLTENSOR_VERSIONED,
+        ),
+        Managed::Borrowed { .. } | Managed::Array { .. } => return Err(managed),
+    };
+    with_critical_section(capsule.as_any(), || {
+        let holds_it = capsule
+            .pointer_checked(Some(used))
+            .is_ok_and(|held| held.as_ptr() == pointer);
+        if !holds_it {
+            return Err(managed);
+        }
+        // SAFETY: attached; the capsule is valid (its pointer was just read
+        // under the used name, inside its critical section, so nobody renamed
+        // it meanwhile); `name` is a `&'static CStr`, as CPython keeps the
+        // name pointer for the capsule's life. From the rename on, the
+        // capsule owns the struct again: `managed` is forgotten, not deleted.
+        if unsafe { ffi::PyCapsule_SetName(capsule.as_ptr(), name.as_ptr()) } != 0 {
+            let _ = PyErr::take(capsule.py());
+            return Err(managed);
+        }
+        std::mem::forget(managed);
+        Ok(())
+    })
+}
+
+/// A capsule's tensor lent to a derived argument's `from_dlpack`: while the
+/// lease is open, dropping the tensor gives it back to the capsule (a
+/// refusal leaves the capsule as it was, for the next variant of an enum to
+/// take); once closed, the tensor is owned as any import.
+#[derive(Debug)]
+pub(crate) struct Lease(Arc<Lent>);
+
+/// The capsule a lent tensor goes back to, when it has one: a reference
+/// counted [`Lent`] made by [`Lease::new`], held as a pointer (no drop glue
+/// in `Managed`, which every import moves and drops) and turned back into
+/// its `Arc` once, by [`Managed::delete`] (which consumes the `Managed`).
+pub(crate) type Lender = Option<NonNull<Lent>>;
+
+#[derive(Debug)]
+pub(crate) struct Lent {
+    capsule: Py<PyCapsule>,
+    open: AtomicBool,
+}
+
+impl Lease {
+    /// A lease of the tensor taken from `capsule`, and the tensor's
+    /// [`Lender`].
+    pub(crate) fn new(capsule: &Bound<'_, PyCapsule>) -> (Self, NonNull<Lent>) {
+        let lent = Arc::new(Lent {
+            capsule: capsule.clone().unbind(),
+            open: AtomicBool::new(true),
+        });
+        let lender = NonNull::new(Arc::into_raw(Arc::clone(&lent)).cast_mut())
+            .expect("an Arc's pointer is never NULL");
+        (Self(lent), lender)
+    }
+
+    /// From now on the tensor is deleted when dropped, as any import.
+    pub(crate) fn close(self) {
+        self.0.open.store(false, Ordering::Release);
+        Lent::release(self.0);
+    }
+}
+
+impl Lent {
+    /// What a dropped tensor on lease does with `managed`: gives it back to
+    /// the capsule while the lease is open, deletes it otherwise (or when
+    /// the capsule cannot take it back, or the interpreter is gone).
+    fn settle(lender: NonNull<Self>, managed: Managed) {
+        // SAFETY: a `Lender` is made once from `Arc::into_raw` (`Lease::new`)
+        // and turned back here once: `Managed::delete` consumes its holder.
+        let this = unsafe { Arc::from_raw(lender.as_ptr().cast_const()) };
+        let mut managed = Some(managed);
+        if this.open.swap(false, Ordering::AcqRel) {
+            let _ = Python::try_attach(|py| {
+                let taken = managed.take().expect("present until given back");
+                managed = give_back(this.capsule.bind(py), taken).err();
+            });
+        }
+        if let Some(managed) = managed {
+            managed.delete();
+        }
+        Self::release(this);
+    }
+
+    /// Drops one holder; the last one releases the capsule (attaching to the
+    /// interpreter: a tensor may drop on any thread).
+    fn release(this: Arc<Self>) {
+        if let Some(lent) = Arc::into_inner(this) {
+            release_now(lent.capsule.into_any());
+        }
+    }
 }

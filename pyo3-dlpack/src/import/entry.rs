@@ -156,7 +156,7 @@ impl PyTensor {
             tensor.set_stream(options.stream_for(Some(tensor.device())));
         }
         if tensor.writability() == Writability::Unknown {
-            tensor.set_legacy_writable(legacy_writability(obj)? == Writability::Writable);
+            tensor.set_legacy_writes(legacy_writability(obj)?);
         }
         Ok(tensor)
     }

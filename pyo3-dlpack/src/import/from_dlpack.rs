@@ -23,9 +23,10 @@ use crate::import::tensor::PyTensor;
 /// | field `#[dlpack(data)]` | `*const T`, `*mut T` (needs a writable tensor), `NonNull<T>`, or a `u64`/`usize` address; `T` must be the dtype's type |
 ///
 /// Fields without an attribute get `Default::default()`. A failed
-/// constraint is a [`DLPackError`] (a `ValueError` in Python) that names
-/// what was expected and what was found; an object that speaks no DLPack is
-/// a `TypeError`.
+/// constraint is a [`DLPackError`] (a `TypeError` in Python: a tensor of
+/// the wrong dtype, rank, device, layout or writability) that names what
+/// was expected and what was found; an object that speaks no DLPack is a
+/// `TypeError` too.
 ///
 /// ```
 /// use pyo3::prelude::*;
@@ -41,7 +42,7 @@ use crate::import::tensor::PyTensor;
 /// }
 ///
 /// /// Python: `mean(np.arange(4.0))`; `mean(np.ones((2, 2)))` raises
-/// /// ValueError("expected a 1-dimensional tensor, got 2 dimensions")
+/// /// TypeError("expected a 1-dimensional tensor, got 2 dimensions")
 /// #[pyfunction]
 /// fn mean(s: Samples) -> PyResult<f64> {
 ///     Ok(s.tensor.as_slice::<f64>()?.iter().sum::<f64>() / s.len[0].max(1) as f64)
@@ -95,7 +96,8 @@ impl FromDLPack for PyTensor {
 /// by hand, so they are `#[pyfunction]` arguments: the object is imported as
 /// a [`PyTensor`] (any DLPack producer; `TypeError` for others) and handed to
 /// `from_dlpack`, whose [`DLPackError`] becomes the Python exception (a
-/// `ValueError` for a failed constraint). `#[derive(FromDLPack)]` does this
+/// `TypeError` for a tensor of the wrong dtype, rank, device, layout or
+/// writability). `#[derive(FromDLPack)]` does this
 /// itself.
 ///
 /// Give one or more types; a generic type takes its parameters in brackets

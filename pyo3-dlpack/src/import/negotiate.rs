@@ -12,8 +12,9 @@ use pyo3::types::{PyBool, PyCapsule, PyInt, PySequence, PyString, PyTuple};
 
 use crate::error::CapsuleError;
 use crate::import::options::ImportOptions;
+use crate::import::state::LegacyWrites;
 use crate::python::{int_in_range, optional_attr, type_name};
-use crate::{DLPackError, Device, DeviceType, Writability, protocol};
+use crate::{DLPackError, Device, DeviceType, protocol};
 
 /// Gets a capsule from `obj`: `obj` itself if it is one, else its
 /// `__dlpack__`'s; `None` if it has no `__dlpack__`.
@@ -221,15 +222,18 @@ impl<'py> Keywords<'py> {
 }
 
 /// What the producer of a legacy capsule says about writes through its own
-/// API, asked of the framework homes (NumPy's array flags; torch, which has
-/// no read-only tensors); any other producer cannot say.
-pub(crate) fn legacy_writability(obj: &Bound<'_, PyAny>) -> PyResult<Writability> {
+/// API or what it is, asked of the framework homes (NumPy's array flags;
+/// torch, which has no read-only tensors; JAX, whose arrays are immutable,
+/// by jaxlib's array type); any other producer cannot say.
+pub(crate) fn legacy_writability(obj: &Bound<'_, PyAny>) -> PyResult<LegacyWrites> {
     let writable = crate::frameworks::numpy::legacy_writable(obj)?
         || crate::frameworks::torch::legacy_writable(obj);
     Ok(if writable {
-        Writability::Writable
+        LegacyWrites::Writable
+    } else if crate::frameworks::jax::is_jax_array(obj) {
+        LegacyWrites::JaxImmutable
     } else {
-        Writability::Unknown
+        LegacyWrites::Unknown
     })
 }
 

@@ -38,14 +38,26 @@ pub(crate) struct State {
     /// source tensor's own) or read from a NumPy array; `None` only before
     /// that. Inline up to 4 dimensions.
     pub(crate) dims_copy: Option<DimsBuf>,
-    /// A legacy capsule whose producer said, through its own API, that the
-    /// memory may be written (see `legacy_writability`).
-    pub(crate) legacy_writable: bool,
+    /// What a legacy capsule's producer said, through its own API or what
+    /// it is, about writes (see `legacy_writability`).
+    pub(crate) legacy_writes: LegacyWrites,
     /// Sub-byte elements stored a byte each by a producer known to store
     /// them so without the flag that says it (JAX's float4).
     pub(crate) subbyte_padded: bool,
     /// The stream the data is ready on (see `PyTensor::stream`).
     pub(crate) stream: Option<i64>,
+}
+
+/// What a legacy capsule's producer says about writes, beyond the capsule
+/// (which cannot say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LegacyWrites {
+    /// Nothing: the import is read-only in Rust.
+    Unknown,
+    /// Its own API says the memory may be written (NumPy's flags; torch).
+    Writable,
+    /// A `jax.Array` (jaxlib's own type): JAX arrays are immutable.
+    JaxImmutable,
 }
 
 impl State {
@@ -71,7 +83,7 @@ impl State {
             checked: Checked::EMPTY,
             registration: OnceLock::new(),
             dims_copy: None,
-            legacy_writable: false,
+            legacy_writes: LegacyWrites::Unknown,
             subbyte_padded: false,
             stream: None,
         });

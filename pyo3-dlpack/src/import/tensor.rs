@@ -14,9 +14,9 @@ use crate::ffi::{
 };
 use crate::foreign;
 use crate::frameworks::numpy;
-use crate::import::consume::{Managed, Owned, take_from_capsule};
+use crate::import::consume::{Lease, Managed, Owned, take_from_capsule};
 use crate::import::registry::Registration;
-use crate::import::state::State;
+use crate::import::state::{LegacyWrites, State};
 use crate::layout::DimsBuf;
 use crate::{DLPackError, DataType, Device, Writability, protocol};
 
@@ -101,9 +101,9 @@ unsafe fn check_versioned(
 #[inline]
 fn dl_tensor_of<'a>(managed: &'a Managed, own_tensor: &'a DLTensor) -> &'a DLTensor {
     match managed {
-        Managed::Legacy(managed) => &managed.get().dl_tensor,
+        Managed::Legacy(managed, _) => &managed.get().dl_tensor,
         // The major version was checked to be 1 before the `PyTensor` was made.
-        Managed::Versioned(managed) => &managed.get().dl_tensor,
+        Managed::Versioned(managed, _) => &managed.get().dl_tensor,
         Managed::Borrowed { .. } | Managed::Array { .. } => own_tensor,
     }
 }
@@ -156,12 +156,43 @@ impl PyTensor {
         let mut dims = None;
         // SAFETY: adopted: a live struct whose dims are valid if of major 1.
         unsafe { check_versioned(managed.get(), &mut checked, &mut dims) }?;
-        let mut state = State::new(Managed::Versioned(managed));
+        let mut state = State::new(Managed::Versioned(managed, None));
         state.checked = checked;
         state.dims_copy = dims;
         Ok(Self {
             state: ManuallyDrop::new(state),
         })
+    }
+
+    /// Gives the tensor back to `obj` when `obj` is the capsule it was taken
+    /// from (renamed unused again: `consume::give_back`), for an argument
+    /// that refuses it; drops it as usual otherwise.
+    #[cfg(feature = "ndarray")]
+    pub(crate) fn give_back_to(mut self, obj: &Bound<'_, PyAny>) {
+        let Ok(capsule) = obj.cast::<PyCapsule>() else {
+            return;
+        };
+        // Out of the aliasing registry first, as in the drop.
+        drop(self.state.registration.take());
+        if let Some(managed) = self.state.managed.take()
+            && let Err(managed) = crate::import::consume::give_back(capsule, managed)
+        {
+            managed.delete();
+        }
+    }
+
+    /// Lends the tensor taken from `capsule` to a derived argument's
+    /// `from_dlpack`: dropped while the lease is open, it is given back to
+    /// the capsule (see [`Lease`]).
+    pub(crate) fn lend_to(&mut self, capsule: &Bound<'_, PyCapsule>) -> Option<Lease> {
+        let (Some(Managed::Legacy(_, lender)) | Some(Managed::Versioned(_, lender))) =
+            &mut self.state.managed
+        else {
+            return None;
+        };
+        let (lease, lent) = Lease::new(capsule);
+        *lender = Some(lent);
+        Some(lease)
     }
 
     /// Gives the managed tensor back without deleting it (the caller owns it again).
@@ -200,7 +231,7 @@ impl PyTensor {
     /// deleter once.
     fn from_managed(managed: Managed) -> Result<Self, DLPackError> {
         match managed {
-            Managed::Versioned(versioned) => Self::from_versioned(versioned),
+            Managed::Versioned(versioned, _) => Self::from_versioned(versioned),
             other => Self::checked(State::new(other)),
         }
     }
@@ -213,7 +244,7 @@ impl PyTensor {
     ) -> Result<Self, DLPackError> {
         let versioned = std::ptr::from_ref(managed.get());
         let mut tensor = Self {
-            state: ManuallyDrop::new(State::new(Managed::Versioned(managed))),
+            state: ManuallyDrop::new(State::new(Managed::Versioned(managed, None))),
         };
         // SAFETY: the struct `tensor` owns (adopted: live until `tensor`
         // drops, its dims valid if of major 1).
@@ -288,8 +319,8 @@ impl PyTensor {
     /// The versioned flags; `None` for a legacy capsule, which has none.
     fn flags(&self) -> Option<u64> {
         match self.state.managed.as_ref().expect("present until drop") {
-            Managed::Legacy(_) => None,
-            Managed::Versioned(managed) => Some(managed.get().flags),
+            Managed::Legacy(..) => None,
+            Managed::Versioned(managed, _) => Some(managed.get().flags),
             Managed::Borrowed { .. } => Some(0),
             Managed::Array { writable: true, .. } => Some(0),
             Managed::Array {
@@ -409,7 +440,7 @@ impl PyTensor {
     /// ```
     pub fn writability(&self) -> Writability {
         match self.flags() {
-            None if self.state.legacy_writable => Writability::Writable,
+            None if self.state.legacy_writes == LegacyWrites::Writable => Writability::Writable,
             None => Writability::Unknown,
             Some(flags) => Writability::from_flags(flags),
         }
@@ -428,8 +459,8 @@ impl PyTensor {
 
     /// Sets what a legacy import's [`writability`](Self::writability) reports
     /// (see [`is_read_only`](Self::is_read_only)).
-    pub(crate) fn set_legacy_writable(&mut self, writable: bool) {
-        self.state.legacy_writable = writable;
+    pub(crate) fn set_legacy_writes(&mut self, writes: LegacyWrites) {
+        self.state.legacy_writes = writes;
     }
 
     /// Sets what [`stream`](Self::stream) reports.
@@ -447,8 +478,8 @@ impl PyTensor {
     /// The DLPack version of a versioned capsule; `None` for a legacy one.
     pub fn version(&self) -> Option<DLPackVersion> {
         match self.state.managed.as_ref().expect("present until drop") {
-            Managed::Legacy(_) => None,
-            Managed::Versioned(managed) => Some(managed.get().version),
+            Managed::Legacy(..) => None,
+            Managed::Versioned(managed, _) => Some(managed.get().version),
             Managed::Borrowed { version, .. } | Managed::Array { version, .. } => Some(*version),
         }
     }
@@ -539,6 +570,12 @@ impl PyTensor {
         match self.writability() {
             Writability::Writable => Ok(()),
             Writability::ReadOnly => Err(DLPackError::ReadOnly),
+            Writability::Unknown if self.state.legacy_writes == LegacyWrites::JaxImmutable => {
+                Err(DLPackError::Immutable {
+                    producer: "jax.Array",
+                    framework: "JAX",
+                })
+            }
             Writability::Unknown => Err(DLPackError::WritabilityUnknown),
         }
     }

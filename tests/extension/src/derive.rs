@@ -104,6 +104,38 @@ pub(crate) fn add_to_diagonal(mut m: Matrix, value: f32) -> PyResult<f32> {
     Ok(trace)
 }
 
+/// A derived float64 vector.
+#[derive(FromDLPack)]
+#[dlpack(dtype = f64, ndim = 1)]
+pub(crate) struct Floats {
+    #[dlpack(tensor)]
+    tensor: PyTensor,
+}
+
+/// A derived int64 vector.
+#[derive(FromDLPack)]
+#[dlpack(dtype = i64, ndim = 1)]
+pub(crate) struct Ints {
+    #[dlpack(tensor)]
+    tensor: PyTensor,
+}
+
+/// Dispatch over derived variants: the first that fits.
+#[derive(FromPyObject)]
+pub(crate) enum DerivedNumbers {
+    F64(Floats),
+    I64(Ints),
+}
+
+/// Which variant took `x`, and its sum.
+#[pyfunction]
+pub(crate) fn derived_enum_sum(x: DerivedNumbers) -> PyResult<(&'static str, f64)> {
+    Ok(match x {
+        DerivedNumbers::F64(x) => ("f64", x.tensor.to_vec::<f64>()?.iter().sum()),
+        DerivedNumbers::I64(x) => ("i64", x.tensor.to_vec::<i64>()?.iter().sum::<i64>() as f64),
+    })
+}
+
 /// What a lenient derived importer saw.
 #[derive(FromDLPack)]
 pub(crate) struct Anything {

@@ -423,6 +423,39 @@ pub(crate) fn typed_trace(m: pyo3_dlpack::Tensor2<f32>) -> f32 {
     m.as_array().diag().sum()
 }
 
+/// rust-numpy's dispatch over typed variants: the first that fits.
+#[derive(FromPyObject)]
+pub(crate) enum TypedNumbers {
+    F64(pyo3_dlpack::Tensor1<f64>),
+    I64(pyo3_dlpack::Tensor1<i64>),
+    Bytes(pyo3_dlpack::TensorMut1<u8>),
+}
+
+/// Which variant took `x`, and its sum.
+#[pyfunction]
+pub(crate) fn typed_enum_sum(x: TypedNumbers) -> (&'static str, f64) {
+    match x {
+        TypedNumbers::F64(x) => ("f64", x.as_array().sum()),
+        TypedNumbers::I64(x) => ("i64", x.as_array().sum() as f64),
+        TypedNumbers::Bytes(x) => ("u8", x.as_array().iter().map(|&b| f64::from(b)).sum()),
+    }
+}
+
+/// A typed argument's conversion copy in its own rank, as a list.
+#[pyfunction]
+pub(crate) fn typed_cast(x: pyo3_dlpack::Tensor2<i32>) -> PyResult<(Vec<usize>, Vec<f64>)> {
+    let copy = x.cast::<f64>()?;
+    Ok((copy.shape().to_vec(), copy.iter().copied().collect()))
+}
+
+/// A typed 2-D argument through nalgebra: the view's strides when nalgebra
+/// can hold them (`None` otherwise), and the copy's column-major elements.
+#[pyfunction]
+pub(crate) fn typed_dmatrix(m: pyo3_dlpack::Tensor2<f64>) -> (Option<(usize, usize)>, Vec<f64>) {
+    let strides = m.as_dmatrix_view().ok().map(|view| view.strides());
+    (strides, m.to_dmatrix().as_slice().to_vec())
+}
+
 /// Multiplies a writable float32 vector by `factor` in place.
 #[pyfunction]
 pub(crate) fn typed_scale(mut v: pyo3_dlpack::TensorMut1<f32>, factor: f32) -> PyResult<()> {

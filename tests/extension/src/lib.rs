@@ -56,6 +56,8 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image_view_luma16, m)?)?;
     m.add_function(wrap_pyfunction!(image_invert_f32, m)?)?;
     m.add_function(wrap_pyfunction!(native_arange, m)?)?;
+    m.add_function(wrap_pyfunction!(usize_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(usize_sum, m)?)?;
     m.add_function(wrap_pyfunction!(native_like, m)?)?;
     m.add_function(wrap_pyfunction!(framework_of, m)?)?;
     m.add_function(wrap_pyfunction!(native_broken, m)?)?;
@@ -77,6 +79,10 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cast_i8, m)?)?;
     m.add_function(wrap_pyfunction!(typed_trace, m)?)?;
     m.add_function(wrap_pyfunction!(typed_scale, m)?)?;
+    m.add_function(wrap_pyfunction!(typed_enum_sum, m)?)?;
+    m.add_function(wrap_pyfunction!(typed_cast, m)?)?;
+    m.add_function(wrap_pyfunction!(typed_dmatrix, m)?)?;
+    m.add_function(wrap_pyfunction!(derived_enum_sum, m)?)?;
     m.add_function(wrap_pyfunction!(typed_complex_sum, m)?)?;
     m.add_function(wrap_pyfunction!(typed_cuda_matrix, m)?)?;
     m.add_function(wrap_pyfunction!(typed_cuda_out, m)?)?;

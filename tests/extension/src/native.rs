@@ -139,3 +139,16 @@ pub(crate) fn allocate_filled<'py>(
     }
     Ok(out.object)
 }
+
+/// `n` indices counting down, as `Vec<usize>` in a NumPy array (`uintp`).
+#[pyfunction]
+pub(crate) fn usize_indices(n: usize) -> Native<Vec<usize>> {
+    Native::numpy((0..n).rev().collect())
+}
+
+/// The sum of a typed `usize` vector, and its `isize` conversion copy.
+#[pyfunction]
+pub(crate) fn usize_sum(x: pyo3_dlpack::Tensor1<usize>) -> PyResult<(usize, Vec<isize>)> {
+    let sum = x.as_array().sum();
+    Ok((sum, x.tensor().to_vec_as::<isize>()?))
+}

@@ -13,6 +13,7 @@
 pub(crate) mod api;
 mod native;
 pub(crate) mod read;
+mod time;
 
 use std::ffi::c_int;
 #[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy)))]
@@ -23,6 +24,7 @@ use pyo3::prelude::*;
 use crate::DataType;
 
 pub(crate) use native::array_of;
+pub use time::NumpyTime;
 
 /// `NPY_ARRAY_WRITEABLE`, the flag NumPy keeps in an array's `flags`.
 pub(crate) const WRITEABLE: c_int = 0x0400;

@@ -4,6 +4,7 @@
 //! Feature `ndarray`.
 
 pub mod memory;
+mod short;
 
 use std::marker::PhantomData;
 
@@ -184,12 +185,19 @@ macro_rules! shared {
             #[doc = concat!("Checks an imported tensor: `M`'s memory, `T`'s dtype, `D`'s rank",
                 $extra_check, ".")]
             pub fn from_tensor(tensor: PyTensor) -> Result<Self, DLPackError> {
-                check::<T, D, M>(&tensor, shared!(@mutable $ty))?;
-                shared!(@extra $ty tensor);
+                Self::fits(&tensor)?;
                 Ok(Self {
                     tensor,
                     types: PhantomData,
                 })
+            }
+
+            /// Whether `tensor` may be a `Self`: what `from_tensor` checks.
+            #[inline(always)]
+            fn fits(tensor: &PyTensor) -> Result<(), DLPackError> {
+                check::<T, D, M>(tensor, shared!(@mutable $ty))?;
+                shared!(@extra $ty tensor);
+                Ok(())
             }
 
             /// The shape as `D`'s pattern: `(rows, cols)` for `Ix2`, as
@@ -258,7 +266,18 @@ macro_rules! shared {
             fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
                 let tensor =
                     PyTensor::from_argument(&obj).map_err(|err| import_error(obj.py(), err))?;
-                Self::from_tensor(tensor).map_err(argument_error)
+                match Self::fits(&tensor) {
+                    Ok(()) => Ok(Self {
+                        tensor,
+                        types: PhantomData,
+                    }),
+                    // A capsule's tensor goes back to it: the next variant
+                    // of an enum of typed arguments may take it.
+                    Err(err) => {
+                        tensor.give_back_to(&obj);
+                        Err(argument_error(err))
+                    }
+                }
             }
         }
 
