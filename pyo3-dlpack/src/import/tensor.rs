@@ -174,10 +174,10 @@ impl PyTensor {
         };
         // Out of the aliasing registry first, as in the drop.
         drop(self.state.registration.take());
-        if let Some(managed) = self.state.managed.take()
-            && let Err(managed) = crate::import::consume::give_back(capsule, managed)
-        {
-            managed.delete();
+        if let Some(managed) = self.state.managed.take() {
+            if let Err(managed) = crate::import::consume::give_back(capsule, managed) {
+                managed.delete();
+            }
         }
     }
 

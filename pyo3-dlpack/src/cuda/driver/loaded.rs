@@ -65,9 +65,8 @@ impl Driver {
         let slot = usize::try_from(ordinal)
             .ok()
             .and_then(|index| self.contexts.get(index));
-        if let Some(known) = slot.map(|slot| slot.load(Ordering::Acquire))
-            && known != 0
-        {
+        let known = slot.map_or(0, |slot| slot.load(Ordering::Acquire));
+        if known != 0 {
             return Ok(known as *mut c_void);
         }
         let mut device: c_int = 0;
