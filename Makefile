@@ -14,7 +14,7 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test package abi3-test abi3-venvs test-matrix abi3-bench bench copies-bench pickling-bench torch-checks-bench head-to-head sanitize fuzz coverage-cuda gpu-bundle venv lint rust-test py-test clean-venv
+.PHONY: demo test check-targets check-aarch64 package abi3-test abi3-venvs test-matrix abi3-bench bench copies-bench pickling-bench torch-checks-bench head-to-head sanitize fuzz coverage-cuda gpu-bundle venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
@@ -23,10 +23,25 @@ demo: $(VENV_STAMP)
 # The downloads of the main venv's packages and of the abi3 venvs' (network, mostly) run while
 # lint compiles: lint needs only the venv's interpreter. Each one's output is shown when it ends.
 test:
-	$(MAKE) -j3 --output-sync=target venv abi3-venvs lint
+	$(MAKE) -j3 --output-sync=target venv abi3-venvs lint check-aarch64
 	$(MAKE) rust-test py-test abi3-test package
 
 venv: $(VENV_STAMP)
+
+# Other platforms, compiled (`cargo check -D warnings` of the runtime crate, default, no and
+# all features, abi3 and not, their standard libraries built from source where rustup has
+# none), then the crate on its rust-version with Debian 13's Rust 1.85 (tests/platforms/; the
+# guide's testing chapter). PLATFORMS picks targets.
+PLATFORMS ?= aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf x86_64-pc-windows-msvc \
+	x86_64-pc-windows-gnu i686-pc-windows-msvc aarch64-apple-darwin x86_64-unknown-linux-gnu
+check-targets: | $(VENV_PY)
+	tests/platforms/check.sh $(PLATFORMS)
+	tests/platforms/msrv.sh
+
+# The one `make test` runs: aarch64 Linux (Grace Hopper, Jetson, Graviton), the features that
+# cost little to check there (all of them: `make check-targets`).
+check-aarch64: | $(VENV_PY)
+	FEATURE_SETS="default no-default" ABI3=no tests/platforms/check.sh aarch64-unknown-linux-gnu
 
 $(VENV_PY):
 	$(PYTHON) -m venv $(VENV)

@@ -19,6 +19,11 @@ pub(super) fn open_driver() -> Result<Library, String> {
 /// An opened library, never closed: the functions looked up in it stay
 /// valid for the life of the process.
 pub(super) struct Library {
+    // Read by no platform without a driver (none opens there).
+    #[cfg_attr(
+        not(any(unix, all(windows, target_pointer_width = "64"))),
+        allow(dead_code)
+    )]
     handle: *mut c_void,
     /// The name it was opened by, for errors.
     name: String,
