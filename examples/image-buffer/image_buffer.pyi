@@ -54,7 +54,7 @@ class DLPackTensor:
         """numpy.asarray(t) where the buffer protocol cannot serve it: a numpy.ndarray over the
         host memory (zero-copy unless a copy or another dtype is asked for); BufferError for
         device memory and for dtypes NumPy lacks (bfloat16, float8, ...)."""
-    def __reduce_ex__(self, protocol: SupportsIndex, /) -> tuple[Any, ...]:
+    def __reduce_ex__(self, protocol: SupportsIndex, /) -> str | tuple[Any, ...]:
         """Pickling, every protocol (protocol 5: the bytes as a pickle.PickleBuffer, out of
         band when the pickler takes buffers); the unpickled tensor has the same dtype, shape,
         device and read-only flag, in any process that can import the extension."""

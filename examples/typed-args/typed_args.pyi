@@ -84,7 +84,7 @@ class DLPackTensor:
         """
         As `__reduce_ex__(2)`.
         """
-    def __reduce_ex__(self, /, protocol: SupportsIndex) -> tuple:
+    def __reduce_ex__(self, /, protocol: SupportsIndex) -> str | tuple:
         """
         Pickling, every protocol: the dtype, shape, device and read-only
         flag, and the bytes (protocol 5: a `pickle.PickleBuffer` over this

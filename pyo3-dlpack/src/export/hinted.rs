@@ -75,6 +75,16 @@ hints! {
     /// `dict`: `copy.deepcopy`'s memo (any object is taken, as NumPy's
     /// `__deepcopy__` takes one).
     Memo = pyo3::type_hint_identifier!("builtins", "dict");
+    /// The class itself: what `copy.copy` and `copy.deepcopy` return (a
+    /// subclass's own reduction makes an instance of the subclass).
+    Tensor = <crate::DLPackTensor as pyo3::PyTypeInfo>::TYPE_HINT;
+    /// `str | tuple`: what `__reduce_ex__` returns (a subclass's own
+    /// `__reduce__` may return a global's name).
+    Reduction = pyo3::inspect::PyStaticExpr::BinOp {
+        left: &pyo3::type_hint_identifier!("builtins", "str"),
+        op: pyo3::inspect::PyStaticOperator::BitOr,
+        right: &pyo3::type_hint_identifier!("builtins", "tuple"),
+    };
     /// `collections.abc.Callable[..., types.CapsuleType]`: `__dlpack__`, a
     /// method descriptor made in C.
     DLPackMethod = pyo3::type_hint_subscript!(

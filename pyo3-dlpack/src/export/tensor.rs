@@ -14,7 +14,7 @@ use crate::DLPackError;
 use crate::export::hinted::DLPackMethod;
 #[cfg(feature = "non-dlpack-export")]
 use crate::export::hinted::{DTypeLike, NumpyArray};
-use crate::export::hinted::{Hinted, JaxArray, Memo};
+use crate::export::hinted::{Hinted, JaxArray, Memo, Reduction, Tensor};
 use crate::export::info::TensorInfo;
 use crate::export::into::IntoDLPack;
 use crate::export::plan::{CapsuleFormat, ExportRequest};
@@ -354,8 +354,11 @@ impl DLPackTensor {
     /// out-of-band buffer kept without a copy), in any process that can
     /// import this module. Device tensors travel as host copies and are
     /// restored on their device.
-    fn __reduce_ex__<'py>(slf: &Bound<'py, Self>, protocol: i32) -> PyResult<Bound<'py, PyAny>> {
-        crate::travel::reduce_ex(slf, protocol)
+    fn __reduce_ex__<'py>(
+        slf: &Bound<'py, Self>,
+        protocol: i32,
+    ) -> PyResult<Hinted<'py, Reduction>> {
+        crate::travel::reduce_ex(slf, protocol).map(Hinted::new)
     }
 
     /// As `__reduce_ex__(2)`.
@@ -365,18 +368,18 @@ impl DLPackTensor {
 
     /// `copy.copy(t)`: an independent copy (dtype, shape, device and
     /// read-only flag kept), as NumPy's.
-    fn __copy__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        crate::travel::copy(slf, None)
+    fn __copy__<'py>(slf: &Bound<'py, Self>) -> PyResult<Hinted<'py, Tensor>> {
+        crate::travel::copy(slf, None).map(Hinted::new)
     }
 
     /// `copy.deepcopy(t)`: as `copy.copy(t)`.
     fn __deepcopy__<'py>(
         slf: &Bound<'py, Self>,
         memo: Hinted<'py, Memo>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> PyResult<Hinted<'py, Tensor>> {
         // Nothing inside a tensor is shared with other objects: the memo
         // serves a subclass's own reduction only.
-        crate::travel::copy(slf, Some(memo.object()))
+        crate::travel::copy(slf, Some(memo.object())).map(Hinted::new)
     }
 
     /// `numpy.asarray(t)` and `numpy.array(t)` where the buffer protocol
