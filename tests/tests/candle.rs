@@ -149,7 +149,7 @@ fn every_shared_dtype_round_trips_through_torch_exactly() {
 }
 
 #[test]
-fn a_dtype_candle_cannot_hold_is_a_value_error() {
+fn a_dtype_candle_cannot_hold_is_a_type_error() {
     Python::attach(|py| {
         let locals = PyDict::new(py);
         let t = eval(py, "torch.zeros(3, dtype=torch.int8)", &locals);

@@ -92,7 +92,10 @@ pub(crate) fn stores_subbyte_padded(obj: &Bound<'_, PyAny>) -> bool {
 }
 
 /// Whether `obj` is a `jax.Array` of jaxlib's own array type (identity, as
-/// in [`export_capsule`]): an immutable array.
+/// in [`export_capsule`]): an immutable array. Asked of legacy capsules'
+/// producers only, off the common import paths.
+#[cold]
+#[inline(never)]
 pub(crate) fn is_jax_array(obj: &Bound<'_, PyAny>) -> bool {
     let py = obj.py();
     match JAXLIB.get(py) {

@@ -116,6 +116,7 @@ impl Array<'_> {
     }
 
     /// The version NumPy's own versioned capsules report.
+    #[inline]
     pub(crate) fn version(&self) -> DLPackVersion {
         self.version
     }
@@ -141,7 +142,9 @@ impl Array<'_> {
     }
 
     /// Writes the shape, then the strides in elements, into `dims` (made by
-    /// `DimsBuf::pair(self.ndim())`).
+    /// `DimsBuf::pair(self.ndim())`). Inlined into the import, whatever
+    /// code-generation unit each lands in (the hot path of a NumPy argument).
+    #[inline]
     pub(crate) fn write_dims(&self, dims: &mut crate::layout::DimsBuf) {
         // Every dtype read here is 1, 2, 4, 8 or 16 bytes: strides in whole
         // elements (checked by `recognise`) are shifts, not divisions.
@@ -193,14 +196,27 @@ unsafe fn raw_dims<'a>(ptr: *const ffi::Py_ssize_t, len: usize) -> &'a [ffi::Py_
 
 /// The version of NumPy's versioned capsules, learned once from `array`
 /// (an exact `numpy.ndarray`, so NumPy is imported: this never imports it).
+/// The known version inline (every NumPy argument asks), the first lesson
+/// out of line.
+#[inline]
 fn version(
     array: &Bound<'_, PyAny>,
     probe: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<Option<DLPackVersion>>,
 ) -> Option<DLPackVersion> {
-    let py = array.py();
-    if let Some(known) = VERSION.get(py) {
-        return *known;
+    match VERSION.get(array.py()) {
+        Some(known) => *known,
+        None => learn_version(array, probe),
     }
+}
+
+/// [`version`]'s first call in the process: asks `probe` of an empty array.
+#[cold]
+#[inline(never)]
+fn learn_version(
+    array: &Bound<'_, PyAny>,
+    probe: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<Option<DLPackVersion>>,
+) -> Option<DLPackVersion> {
+    let py = array.py();
     let learned = array
         .get_type()
         .call1((0,))
