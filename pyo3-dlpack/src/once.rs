@@ -37,6 +37,7 @@ pub(crate) fn get_or_try_init<'a, T, E>(
 
 /// The type `module.name`, imported once (as `PyOnceLock::import`, with no
 /// cell held while importing).
+#[cfg_attr(all(Py_LIMITED_API, not(Py_3_11)), allow(dead_code))] // its users need `Py_buffer`
 pub(crate) fn import_type<'py>(
     cell: &'static PyOnceLock<Py<PyType>>,
     py: Python<'py>,

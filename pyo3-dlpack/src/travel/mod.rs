@@ -56,7 +56,7 @@ pub(crate) fn reduce_ex<'py>(
     tensor: &Bound<'py, DLPackTensor>,
     protocol: i32,
 ) -> PyResult<Bound<'py, PyAny>> {
-    if overrides(tensor, "__reduce__")? {
+    if !tensor.is_exact_instance_of::<DLPackTensor>() && overrides(tensor, "__reduce__")? {
         return tensor.call_method0(pyo3::intern!(tensor.py(), "__reduce__"));
     }
     Ok(reduce(tensor, protocol)?.into_any())
@@ -71,7 +71,9 @@ pub(crate) fn copy<'py>(
     memo: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = tensor.py();
-    if overrides(tensor, "__reduce__")? || overrides(tensor, "__reduce_ex__")? {
+    if !tensor.is_exact_instance_of::<DLPackTensor>()
+        && (overrides(tensor, "__reduce__")? || overrides(tensor, "__reduce_ex__")?)
+    {
         let reduced = tensor.call_method1(pyo3::intern!(py, "__reduce_ex__"), (4,))?;
         let Ok(reduced) = reduced.cast_into::<PyTuple>() else {
             // A global's name: the object itself, as `copy` answers.
@@ -91,15 +93,11 @@ pub(crate) fn copy<'py>(
     Ok(Bound::new(py, restore::copy_of(tensor)?)?.into_any())
 }
 
-/// Whether `tensor`'s class is a subclass with a method `name` of its own
+/// Whether `tensor`'s class (a subclass) has a method `name` of its own
 /// (not this class's).
 fn overrides(tensor: &Bound<'_, DLPackTensor>, name: &str) -> PyResult<bool> {
-    let class = tensor.get_type();
     let base = tensor.py().get_type::<DLPackTensor>();
-    if class.is(&base) {
-        return Ok(false);
-    }
-    Ok(!class.getattr(name)?.is(&base.getattr(name)?))
+    Ok(!tensor.get_type().getattr(name)?.is(&base.getattr(name)?))
 }
 
 /// A subclass (a user's `#[pyclass(extends = DLPackTensor)]`) has state of
