@@ -72,8 +72,10 @@ struct DeviceTensor {
 #[test]
 fn runtime_dtype_device_strides_and_read_only() {
     let memory = Arc::new(AlignedBuffer::<f32>::zeroed(6));
-    // SAFETY: `memory` is kept in the same struct, so it outlives the RawBuffer.
-    let buffer = unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), 24, Device::cpu()) };
+    // SAFETY: `memory` is kept in the same struct, so it outlives the
+    // RawBuffer; it is only described, never used as pinned memory.
+    let buffer =
+        unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), 24, Device::cuda_host()) };
     let t = DeviceTensor {
         buffer,
         shape: vec![3, 2],

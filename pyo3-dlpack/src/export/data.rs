@@ -98,6 +98,30 @@ pub unsafe trait TensorData {
             Writability::Writable
         }
     }
+
+    /// The shape, strides and first element of memory that knows its own
+    /// layout (an `ndarray` array, a `nalgebra` matrix); `None` (the
+    /// default) for a flat buffer. A description of such memory has this
+    /// layout: a shape, strides or byte offset given besides must agree
+    /// ([`TensorInfoBuilder::build`](crate::TensorInfoBuilder::build)
+    /// refuses others), so the memory is never described in another order.
+    #[doc(hidden)]
+    fn own_layout(&self) -> Option<OwnLayout<'_>> {
+        None
+    }
+}
+
+/// The layout memory brings itself ([`TensorData::own_layout`]): checked
+/// against the buffer like any description.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct OwnLayout<'a> {
+    /// Extents.
+    pub shape: crate::Dims<'a>,
+    /// Strides in elements.
+    pub strides: crate::Dims<'a>,
+    /// Bytes from [`TensorData::data_ptr`] to the element at `[0, 0, …]`.
+    pub byte_offset: usize,
 }
 
 // SAFETY: a Vec's heap buffer does not move when the Vec moves and lives until
