@@ -26,7 +26,12 @@ const _: () = {
             let __dlpack_builder = __dlpack_builder
                 .dtype(<f32 as ::pyo3_dlpack::Element>::DTYPE);
             let __dlpack_builder = __dlpack_builder.read_only(true);
-            __dlpack_builder.build()
+            __dlpack_builder
+                .build()
+                .map_err(|error| ::pyo3_dlpack::__private::name_field(
+                    error,
+                    &[("data", "storage")],
+                ))
         }
     }
     #[automatically_derived]

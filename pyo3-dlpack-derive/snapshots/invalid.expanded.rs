@@ -1,5 +1,5 @@
 ::core::compile_error! {
-    "unknown dlpack attribute `pixels` on a field; expected one of: data, shape, strides, device, dtype, read_only, tensor"
+    "unknown dlpack attribute `pixels` on a field; expected one of: data, shape, strides, device, dtype, read_only, tensor, byte_offset, skip"
 }
 ::core::compile_error! {
     "#[derive(IntoDLPack)] needs a #[dlpack(data)] field: mark the field that holds the tensor's memory (a Vec<T>, AlignedBuffer<T>, RawBuffer, …)"

@@ -17,8 +17,9 @@ use syn::{Attribute, LitInt, LitStr, Token};
 use crate::ctxt::Ctxt;
 use crate::device::{self, DeviceSpec};
 use crate::symbol::{
-    self, CONTAINER_KEYS, CONTAINER_ONLY_KEYS, CONTIGUOUS, CRATE, DATA, DEVICE, DLPACK, DTYPE,
-    FIELD_KEYS, FIELD_ONLY_KEYS, NDIM, READ_ONLY, SHAPE, STRIDES, Symbol, TENSOR, WRITABLE,
+    self, BYTE_OFFSET, CONTAINER_KEYS, CONTAINER_ONLY_KEYS, CONTIGUOUS, CRATE, DATA, DEVICE,
+    DLPACK, DTYPE, FIELD_KEYS, FIELD_ONLY_KEYS, NDIM, READ_ONLY, SHAPE, SKIP, STRIDES, Symbol,
+    TENSOR, WRITABLE,
 };
 
 /// A value and where it was written.
@@ -57,10 +58,13 @@ pub(crate) enum Role {
     Dtype,
     ReadOnly,
     Tensor,
+    ByteOffset,
+    /// None of the tensor's parts (a field named like one, kept as it is).
+    Skip,
 }
 
 impl Role {
-    const ALL: [(Symbol, Role); 7] = [
+    const ALL: [(Symbol, Role); 9] = [
         (DATA, Role::Data),
         (SHAPE, Role::Shape),
         (STRIDES, Role::Strides),
@@ -68,6 +72,8 @@ impl Role {
         (DTYPE, Role::Dtype),
         (READ_ONLY, Role::ReadOnly),
         (TENSOR, Role::Tensor),
+        (BYTE_OFFSET, Role::ByteOffset),
+        (SKIP, Role::Skip),
     ];
 
     /// The key that gives a field this role.

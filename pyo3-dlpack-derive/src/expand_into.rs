@@ -46,8 +46,18 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
     }
     if let Some(dtype) = plan.dtype {
         let (member, ty) = (&dtype.member, dtype.ty);
+        // Over typed data the data's type fixes the dtype: an error where
+        // the data's type is known (see `check_dtype_field`), spanned on
+        // the dtype field.
+        let private_at = respan(private.clone(), ty.span());
         steps.push(quote_spanned!(ty.span()=>
+            const { #private_at::check_dtype_field(<#data_ty as #krate::TensorData>::STATIC_DTYPE) };
             let #builder = #builder.dtype(<#ty as #private::DtypeField>::dtype(&self.#member));));
+    }
+    if let Some(offset) = plan.byte_offset {
+        let (member, ty) = (&offset.member, offset.ty);
+        steps.push(quote_spanned!(ty.span()=>
+            let #builder = #builder.byte_offset(<#ty as #private::ByteOffsetField>::byte_offset(&self.#member));));
     }
     if let Some(element) = &input.attrs.dtype {
         // A type error on the data field when its type names a different
@@ -73,6 +83,24 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
     if input.attrs.read_only.is_some() {
         steps.push(quote!(let #builder = #builder.read_only(true);));
     }
+    // The fields the value only keeps alive are read here (for nothing), so
+    // rustc's dead-code lint does not call them never read: the export
+    // holds them until a consumer frees it.
+    let kept = plan.fields.iter().filter(|f| !f.takes_part()).map(|field| {
+        let member = &field.member;
+        quote!(let _ = &self.#member;)
+    });
+    // Each part a field gives, and the field's name, for an error that
+    // names the field whose value contradicts the memory.
+    let named_roles = plan
+        .fields
+        .iter()
+        .filter(|f| f.takes_part())
+        .filter_map(|field| {
+            let role = field.role.as_ref()?.value.symbol().to_string();
+            let name = field.name();
+            Some(quote!((#role, #name)))
+        });
 
     let mut py_generics = generics.clone();
     py_generics
@@ -89,8 +117,9 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
         impl #impl_generics #krate::IntoDLPack for #ident #ty_generics #where_clause {
             fn tensor_info(&self) -> #private::core::result::Result<#krate::TensorInfo<'_>, #krate::DLPackError> {
                 #(#thread_safe)*
+                #(#kept)*
                 #(#steps)*
-                #builder.build()
+                #builder.build().map_err(|error| #private::name_field(error, &[#(#named_roles),*]))
             }
         }
 

@@ -19,6 +19,10 @@ pub(crate) const DEVICE: Symbol = Symbol("device");
 pub(crate) const DTYPE: Symbol = Symbol("dtype");
 pub(crate) const READ_ONLY: Symbol = Symbol("read_only");
 pub(crate) const TENSOR: Symbol = Symbol("tensor");
+pub(crate) const BYTE_OFFSET: Symbol = Symbol("byte_offset");
+/// Not a role: the field is none of the tensor's parts, although its name
+/// is that of one (see `validate::check_slips`).
+pub(crate) const SKIP: Symbol = Symbol("skip");
 
 // Container-only keys.
 pub(crate) const NDIM: Symbol = Symbol("ndim");
@@ -31,13 +35,23 @@ pub(crate) const CONTAINER_KEYS: &[Symbol] =
     &[DTYPE, READ_ONLY, NDIM, DEVICE, CONTIGUOUS, WRITABLE, CRATE];
 
 /// The field-level keys (roles), in the order error messages list them.
-pub(crate) const FIELD_KEYS: &[Symbol] = &[DATA, SHAPE, STRIDES, DEVICE, DTYPE, READ_ONLY, TENSOR];
+pub(crate) const FIELD_KEYS: &[Symbol] = &[
+    DATA,
+    SHAPE,
+    STRIDES,
+    DEVICE,
+    DTYPE,
+    READ_ONLY,
+    TENSOR,
+    BYTE_OFFSET,
+    SKIP,
+];
 
 /// Container keys that are never field roles (a hint says where they go).
 pub(crate) const CONTAINER_ONLY_KEYS: &[Symbol] = &[CRATE, NDIM, CONTIGUOUS, WRITABLE];
 
 /// Field roles that are never container keys (a hint says where they go).
-pub(crate) const FIELD_ONLY_KEYS: &[Symbol] = &[DATA, SHAPE, STRIDES, TENSOR];
+pub(crate) const FIELD_ONLY_KEYS: &[Symbol] = &[DATA, SHAPE, STRIDES, TENSOR, BYTE_OFFSET, SKIP];
 
 /// `data, shape, strides, …`, for "expected one of" messages.
 pub(crate) fn list(symbols: &[Symbol]) -> String {
@@ -90,7 +104,7 @@ mod tests {
         );
         assert_eq!(
             list(FIELD_KEYS),
-            "data, shape, strides, device, dtype, read_only, tensor"
+            "data, shape, strides, device, dtype, read_only, tensor, byte_offset, skip"
         );
         for key in CONTAINER_ONLY_KEYS {
             assert!(CONTAINER_KEYS.contains(key) && !FIELD_KEYS.contains(key));

@@ -11,6 +11,7 @@ use syn::spanned::Spanned as _;
 use crate::ast::{Derive, Field, Input};
 use crate::attr::Role;
 use crate::ctxt::Ctxt;
+use crate::symbol::DLPACK;
 
 /// A validated input, ready to expand.
 pub(crate) enum Plan<'i, 'a> {
@@ -28,6 +29,7 @@ pub(crate) struct IntoPlan<'i, 'a> {
     pub(crate) device: Option<&'i Field<'a>>,
     pub(crate) dtype: Option<&'i Field<'a>>,
     pub(crate) read_only: Option<&'i Field<'a>>,
+    pub(crate) byte_offset: Option<&'i Field<'a>>,
 }
 
 /// The fields `#[derive(FromDLPack)]` fills.
@@ -51,6 +53,7 @@ pub(crate) fn validate<'i, 'a>(
     input: &'i Input<'a>,
 ) -> Option<Plan<'i, 'a>> {
     let fields = input.fields.as_deref()?;
+    check_slips(ctxt, derive, fields);
     match derive {
         Derive::IntoDLPack => into_dlpack(ctxt, input, fields).map(Plan::Into),
         Derive::FromDLPack => from_dlpack(ctxt, input, fields).map(Plan::From),
@@ -69,6 +72,7 @@ fn into_dlpack<'i, 'a>(
     let device = unique(ctxt, fields, Role::Device);
     let dtype = unique(ctxt, fields, Role::Dtype);
     let read_only = unique(ctxt, fields, Role::ReadOnly);
+    let byte_offset = unique(ctxt, fields, Role::ByteOffset);
     if let (Some(strides), None) = (strides, shape) {
         ctxt.syn_error(role_error(
             strides,
@@ -151,6 +155,7 @@ fn into_dlpack<'i, 'a>(
         device,
         dtype,
         read_only,
+        byte_offset,
     })
 }
 
@@ -172,6 +177,12 @@ fn from_dlpack<'i, 'a>(
     let dtype = unique(ctxt, fields, Role::Dtype);
     let read_only = unique(ctxt, fields, Role::ReadOnly);
     let data = unique(ctxt, fields, Role::Data);
+    for field in fields.iter().filter(|f| f.has_role(Role::ByteOffset)) {
+        ctxt.syn_error(role_error(
+            field,
+            "#[dlpack(byte_offset)] gives an export's offset into its #[dlpack(data)] memory; an import's #[dlpack(data)] pointer already points at its first element",
+        ));
+    }
     check_ndim_against_shape(ctxt, input, shape);
     check_strides_against_shape(ctxt, input, shape, strides);
     // Checked last, so a missing tensor field hides no other mistake.
@@ -193,6 +204,43 @@ fn from_dlpack<'i, 'a>(
         read_only,
         data,
     })
+}
+
+/// Names of the tensor's parts: a field so named without an attribute would
+/// silently be no part of the tensor (a `shape` field of an export that is
+/// then 1-D), so it must say which it is.
+const PART_NAMES: &[&str] = &[
+    "shape",
+    "strides",
+    "device",
+    "dtype",
+    "byte_offset",
+    "read_only",
+];
+
+/// A field named like one of the tensor's parts has an attribute: the part,
+/// or `skip`.
+fn check_slips(ctxt: &Ctxt, derive: Derive, fields: &[Field<'_>]) {
+    // A field with a #[dlpack(...)] that failed to parse has its error already.
+    let unmarked = |field: &&Field<'_>| {
+        field.role.is_none() && !field.original.attrs.iter().any(|a| a.path() == DLPACK)
+    };
+    for field in fields.iter().filter(unmarked) {
+        let syn::Member::Named(ident) = &field.member else {
+            continue;
+        };
+        let name = ident.to_string();
+        let Some(part) = PART_NAMES.iter().find(|part| **part == name) else {
+            continue;
+        };
+        let derive = derive.name();
+        ctxt.error_spanned_by(
+            ident,
+            format!(
+                "the field `{name}` has no #[dlpack(...)] attribute, so #[derive({derive})] would not use it as the tensor's {part}: write #[dlpack({part})] above it, or #[dlpack(skip)] to keep it out of the tensor"
+            ),
+        );
+    }
 }
 
 /// The one field of `role`; a second one is an error.
@@ -377,11 +425,31 @@ mod tests {
     }
 
     #[test]
-    fn not_a_named_struct_is_one_error() {
+    fn a_unit_struct_is_one_error() {
         assert_eq!(
-            errors(Derive::IntoDLPack, "struct S(Vec<u8>);").len(),
+            errors(Derive::IntoDLPack, "struct S;").len(),
             1,
             "no cross-field errors after a shape error"
+        );
+    }
+
+    #[test]
+    fn tuple_structs_have_roles_by_position() {
+        assert!(
+            errors(
+                Derive::IntoDLPack,
+                "struct S(#[dlpack(data)] Vec<u8>, String);"
+            )
+            .is_empty()
+        );
+        assert!(errors(Derive::FromDLPack, "struct S(#[dlpack(tensor)] PyTensor);").is_empty());
+        let found = errors(
+            Derive::FromDLPack,
+            "struct S(#[dlpack(shape)] Vec<usize>, #[dlpack(shape)] Vec<usize>);",
+        );
+        assert_eq!(
+            found[0],
+            "only one field can be #[dlpack(shape)]; `0` already is"
         );
     }
 }
