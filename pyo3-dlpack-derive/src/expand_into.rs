@@ -34,6 +34,13 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
         steps.push(quote_spanned!(ty.span()=>
             let #builder = #builder.shape(<#ty as #private::DimsField>::dims(&self.#member));));
     }
+    if let Some(extents) = &plan.extents {
+        let extents = extents.iter().map(|field| {
+            let (member, ty) = (&field.member, field.ty);
+            quote_spanned!(ty.span()=> <#ty as #private::ExtentField>::extent(&self.#member))
+        });
+        steps.push(quote!(let #builder = #builder.shape([#(#extents),*]);));
+    }
     if let Some(strides) = plan.strides {
         let (member, ty) = (&strides.member, strides.ty);
         steps.push(quote_spanned!(ty.span()=>

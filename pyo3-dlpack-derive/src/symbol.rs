@@ -86,6 +86,12 @@ impl PartialEq<Symbol> for &Path {
     }
 }
 
+impl Symbol {
+    pub(crate) fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
 impl Display for Symbol {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str(self.0)

@@ -30,6 +30,8 @@ pub(crate) struct IntoPlan<'i, 'a> {
     pub(crate) dtype: Option<&'i Field<'a>>,
     pub(crate) read_only: Option<&'i Field<'a>>,
     pub(crate) byte_offset: Option<&'i Field<'a>>,
+    /// The fields of `shape = [...]`, in order.
+    pub(crate) extents: Option<Vec<&'i Field<'a>>>,
 }
 
 /// The fields `#[derive(FromDLPack)]` fills.
@@ -73,7 +75,8 @@ fn into_dlpack<'i, 'a>(
     let dtype = unique(ctxt, fields, Role::Dtype);
     let read_only = unique(ctxt, fields, Role::ReadOnly);
     let byte_offset = unique(ctxt, fields, Role::ByteOffset);
-    if let (Some(strides), None) = (strides, shape) {
+    let extents = extent_fields(ctxt, input, fields, shape);
+    if let (Some(strides), None, None) = (strides, shape, &attrs.shape) {
         ctxt.syn_error(role_error(
             strides,
             "#[dlpack(strides)] needs a #[dlpack(shape)] field too: strides describe the dimensions of a shape",
@@ -156,7 +159,50 @@ fn into_dlpack<'i, 'a>(
         dtype,
         read_only,
         byte_offset,
+        extents,
     })
+}
+
+/// The fields `shape = [...]` names, each a field without a role; a
+/// `#[dlpack(shape)]` field besides is an error.
+fn extent_fields<'i, 'a>(
+    ctxt: &Ctxt,
+    input: &Input<'_>,
+    fields: &'i [Field<'a>],
+    shape_field: Option<&Field<'_>>,
+) -> Option<Vec<&'i Field<'a>>> {
+    let shape = input.attrs.shape.as_ref()?;
+    if let Some(field) = shape_field {
+        ctxt.syn_error(syn::Error::new(
+            shape.span,
+            format!(
+                "the struct's `shape = [...]` and the #[dlpack(shape)] field `{}` both give the shape; keep one",
+                field.name()
+            ),
+        ));
+    }
+    let mut found = Vec::new();
+    for member in &shape.value {
+        match fields.iter().find(|f| f.member == *member) {
+            Some(field) if field.takes_part() => ctxt.error_spanned_by(
+                member,
+                format!(
+                    "`{}` is the #[dlpack({})] field; `shape = [...]` lists fields that hold one extent each",
+                    field.name(),
+                    field.role.as_ref().map_or("", |r| r.value.symbol().as_str())
+                ),
+            ),
+            Some(field) => found.push(field),
+            None => ctxt.error_spanned_by(
+                member,
+                format!(
+                    "`shape = [...]` names `{}`, which is no field of this struct",
+                    quote::quote!(#member)
+                ),
+            ),
+        }
+    }
+    (found.len() == shape.value.len()).then_some(found)
 }
 
 fn from_dlpack<'i, 'a>(
@@ -168,6 +214,12 @@ fn from_dlpack<'i, 'a>(
         ctxt.syn_error(syn::Error::new(
             span,
             "`read_only` marks exports (#[derive(IntoDLPack)]); to require a writable input, write `writable`",
+        ));
+    }
+    if let Some(shape) = &input.attrs.shape {
+        ctxt.syn_error(syn::Error::new(
+            shape.span,
+            "`shape = [...]` describes an export (#[derive(IntoDLPack)]); an import's shape goes in a #[dlpack(shape)] field",
         ));
     }
     let tensor = unique(ctxt, fields, Role::Tensor);

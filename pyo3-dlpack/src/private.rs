@@ -472,6 +472,28 @@ pub const fn check_static_dtype(data: Option<DataType>, declared: DataType) {
     }
 }
 
+/// A type a field named in `#[dlpack(shape = [...])]` may have: one extent.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot hold one extent of a shape",
+    label = "a field named in `shape = [...]`",
+    note = "use an unsigned integer: usize, u64, u32, u16 or u8"
+)]
+pub trait ExtentField {
+    /// The extent (`usize::MAX` for one past it, which the description refuses).
+    fn extent(&self) -> usize;
+}
+
+macro_rules! extent_field {
+    ($($t:ty),*) => {$(
+        impl ExtentField for $t {
+            fn extent(&self) -> usize {
+                usize::try_from(*self).unwrap_or(usize::MAX)
+            }
+        }
+    )*};
+}
+extent_field!(usize, u64, u32, u16, u8);
+
 /// A type a `#[dlpack(byte_offset)]` field may have.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot hold a byte offset",

@@ -472,3 +472,37 @@ fn a_byte_offset_field_moves_the_first_element_and_keeps_it_aligned() {
         "{err}"
     );
 }
+
+/// The shape from scalar fields, as image types keep it.
+#[derive(IntoDLPack)]
+#[dlpack(shape = [height, width, channels])]
+struct Picture {
+    #[dlpack(data)]
+    pixels: Vec<u8>,
+    width: u32,
+    height: u32,
+    channels: usize,
+}
+
+#[test]
+fn a_shape_from_scalar_fields_in_the_order_given() {
+    let picture = Picture {
+        pixels: vec![0; 24],
+        width: 4,
+        height: 2,
+        channels: 3,
+    };
+    let info = picture.tensor_info().unwrap();
+    assert_eq!(
+        (info.shape(), info.strides()),
+        (&[2i64, 4, 3][..], &[12i64, 3, 1][..])
+    );
+    let too_big = Picture {
+        width: 5,
+        ..picture
+    };
+    assert_eq!(
+        too_big.tensor_info().unwrap_err().to_string(),
+        "shape [2, 5, 3] of uint8 needs 30 bytes, but the buffer holds 24 bytes"
+    );
+}

@@ -31,7 +31,8 @@ use crate::{DLPackError, Element};
 ///
 /// Struct attributes: `#[dlpack(dtype = T)]` (an [`Element`] type, checked at
 /// compile time against typed data; only `u8` byte buffers may hold another
-/// type), `#[dlpack(read_only)]`, `#[dlpack(crate = "path")]` (when the
+/// type), `#[dlpack(shape = [height, width, channels])]` (the extents from
+/// unsigned scalar fields, in order), `#[dlpack(read_only)]`, `#[dlpack(crate = "path")]` (when the
 /// runtime crate is renamed or re-exported). Other fields are kept alive
 /// with the value and must, like every field, be `Send + Sync + 'static`;
 /// one named `shape`, `strides`, `device`, `dtype`, `byte_offset` or
