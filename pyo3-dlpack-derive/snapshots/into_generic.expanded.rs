@@ -5,6 +5,7 @@ const _: () = {
     impl<S: TensorData + Send + Sync + 'static> ::pyo3_dlpack::IntoDLPack for Samples<S>
     where
         S: Clone,
+        S: 'static,
         for<'__dlpack> Self: ::pyo3_dlpack::__private::core::marker::Send
             + ::pyo3_dlpack::__private::core::marker::Sync,
     {
