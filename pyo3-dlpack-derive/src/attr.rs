@@ -18,8 +18,8 @@ use crate::ctxt::Ctxt;
 use crate::device::{self, DeviceSpec};
 use crate::symbol::{
     self, BYTE_OFFSET, CONTAINER_KEYS, CONTAINER_ONLY_KEYS, CONTIGUOUS, CRATE, DATA, DEVICE,
-    DLPACK, DTYPE, FIELD_KEYS, FIELD_ONLY_KEYS, NDIM, READ_ONLY, SHAPE, SKIP, STRIDES, Symbol,
-    TENSOR, WRITABLE,
+    DLPACK, DTYPE, FIELD_KEYS, FIELD_ONLY_KEYS, INNER, NDIM, READ_ONLY, SHAPE, SKIP, STRIDES,
+    Symbol, TENSOR, WRITABLE,
 };
 
 /// A value and where it was written.
@@ -62,12 +62,14 @@ pub(crate) enum Role {
     ReadOnly,
     Tensor,
     ByteOffset,
+    /// An `IntoDLPack` value whose description is the tensor's.
+    Inner,
     /// None of the tensor's parts (a field named like one, kept as it is).
     Skip,
 }
 
 impl Role {
-    const ALL: [(Symbol, Role); 9] = [
+    const ALL: [(Symbol, Role); 10] = [
         (DATA, Role::Data),
         (SHAPE, Role::Shape),
         (STRIDES, Role::Strides),
@@ -76,6 +78,7 @@ impl Role {
         (READ_ONLY, Role::ReadOnly),
         (TENSOR, Role::Tensor),
         (BYTE_OFFSET, Role::ByteOffset),
+        (INNER, Role::Inner),
         (SKIP, Role::Skip),
     ];
 

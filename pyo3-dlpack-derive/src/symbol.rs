@@ -20,6 +20,8 @@ pub(crate) const DTYPE: Symbol = Symbol("dtype");
 pub(crate) const READ_ONLY: Symbol = Symbol("read_only");
 pub(crate) const TENSOR: Symbol = Symbol("tensor");
 pub(crate) const BYTE_OFFSET: Symbol = Symbol("byte_offset");
+/// A field that is itself an `IntoDLPack` value: the tensor (IntoDLPack).
+pub(crate) const INNER: Symbol = Symbol("inner");
 /// Not a role: the field is none of the tensor's parts, although its name
 /// is that of one (see `validate::check_slips`).
 pub(crate) const SKIP: Symbol = Symbol("skip");
@@ -44,6 +46,7 @@ pub(crate) const FIELD_KEYS: &[Symbol] = &[
     READ_ONLY,
     TENSOR,
     BYTE_OFFSET,
+    INNER,
     SKIP,
 ];
 
@@ -51,7 +54,8 @@ pub(crate) const FIELD_KEYS: &[Symbol] = &[
 pub(crate) const CONTAINER_ONLY_KEYS: &[Symbol] = &[CRATE, NDIM, CONTIGUOUS, WRITABLE];
 
 /// Field roles that are never container keys (a hint says where they go).
-pub(crate) const FIELD_ONLY_KEYS: &[Symbol] = &[DATA, SHAPE, STRIDES, TENSOR, BYTE_OFFSET, SKIP];
+pub(crate) const FIELD_ONLY_KEYS: &[Symbol] =
+    &[DATA, SHAPE, STRIDES, TENSOR, BYTE_OFFSET, INNER, SKIP];
 
 /// `data, shape, strides, …`, for "expected one of" messages.
 pub(crate) fn list(symbols: &[Symbol]) -> String {
@@ -110,7 +114,7 @@ mod tests {
         );
         assert_eq!(
             list(FIELD_KEYS),
-            "data, shape, strides, device, dtype, read_only, tensor, byte_offset, skip"
+            "data, shape, strides, device, dtype, read_only, tensor, byte_offset, inner, skip"
         );
         for key in CONTAINER_ONLY_KEYS {
             assert!(CONTAINER_KEYS.contains(key) && !FIELD_KEYS.contains(key));

@@ -32,6 +32,9 @@ pub(crate) struct IntoPlan<'i, 'a> {
     pub(crate) byte_offset: Option<&'i Field<'a>>,
     /// The fields of `shape = [...]`, in order.
     pub(crate) extents: Option<Vec<&'i Field<'a>>>,
+    /// Whether `data` is a `#[dlpack(inner)]` field (an `IntoDLPack` value
+    /// whose description is the tensor's), and nothing else describes it.
+    pub(crate) inner: bool,
 }
 
 /// The fields `#[derive(FromDLPack)]` fills.
@@ -142,10 +145,26 @@ fn into_dlpack<'i, 'a>(
             "#[derive(IntoDLPack)] values outlive the call (consumers free them on any thread), so they must be 'static: own the data instead of borrowing it",
         );
     }
+    if let Some(inner) = unique(ctxt, fields, Role::Inner) {
+        check_inner_alone(ctxt, input, fields, inner);
+        return Some(IntoPlan {
+            input,
+            fields,
+            data: inner,
+            shape: None,
+            strides: None,
+            device: None,
+            dtype: None,
+            read_only: None,
+            byte_offset: None,
+            extents: None,
+            inner: true,
+        });
+    }
     let Some(data) = data else {
         ctxt.error_spanned_by(
             &input.original.ident,
-            "#[derive(IntoDLPack)] needs a #[dlpack(data)] field: mark the field that holds the tensor's memory (a Vec<T>, AlignedBuffer<T>, RawBuffer, …)",
+            "#[derive(IntoDLPack)] needs a #[dlpack(data)] field: mark the field that holds the tensor's memory (a Vec<T>, AlignedBuffer<T>, RawBuffer, …), or a #[dlpack(inner)] field that is itself an IntoDLPack value",
         );
         return None;
     };
@@ -160,7 +179,39 @@ fn into_dlpack<'i, 'a>(
         read_only,
         byte_offset,
         extents,
+        inner: false,
     })
+}
+
+/// A `#[dlpack(inner)]` field describes the whole tensor: no other part may
+/// be given besides.
+fn check_inner_alone(ctxt: &Ctxt, input: &Input<'_>, fields: &[Field<'_>], inner: &Field<'_>) {
+    let message = |what: &str| {
+        format!(
+            "the #[dlpack(inner)] field `{}` describes the whole tensor; {what} cannot be given besides (put it on the inner type)",
+            inner.name()
+        )
+    };
+    for field in fields
+        .iter()
+        .filter(|f| f.takes_part() && !f.has_role(Role::Inner))
+    {
+        let key = field
+            .role
+            .as_ref()
+            .map_or("", |r| r.value.symbol().as_str());
+        ctxt.syn_error(role_error(field, &message(&format!("#[dlpack({key})]"))));
+    }
+    let attrs = &input.attrs;
+    if let Some(ty) = &attrs.dtype {
+        ctxt.error_spanned_by(ty, message("`dtype = …`"));
+    }
+    if let Some(shape) = &attrs.shape {
+        ctxt.syn_error(syn::Error::new(shape.span, message("`shape = [...]`")));
+    }
+    if let Some(span) = attrs.read_only {
+        ctxt.syn_error(syn::Error::new(span, message("`read_only`")));
+    }
 }
 
 /// The fields `shape = [...]` names, each a field without a role; a
@@ -233,6 +284,12 @@ fn from_dlpack<'i, 'a>(
         ctxt.syn_error(role_error(
             field,
             "#[dlpack(byte_offset)] gives an export's offset into its #[dlpack(data)] memory; an import's #[dlpack(data)] pointer already points at its first element",
+        ));
+    }
+    for field in fields.iter().filter(|f| f.has_role(Role::Inner)) {
+        ctxt.syn_error(role_error(
+            field,
+            "#[dlpack(inner)] marks an export's inner IntoDLPack value; an import keeps its tensor in a #[dlpack(tensor)] field",
         ));
     }
     check_ndim_against_shape(ctxt, input, shape);

@@ -506,3 +506,39 @@ fn a_shape_from_scalar_fields_in_the_order_given() {
         "shape [2, 5, 3] of uint8 needs 30 bytes, but the buffer holds 24 bytes"
     );
 }
+
+/// A struct whose tensor is another derived value, with metadata beside it.
+#[derive(IntoDLPack)]
+struct Labelled {
+    #[dlpack(inner)]
+    image: Image,
+    label: String,
+}
+
+#[test]
+fn an_inner_value_is_the_tensor() {
+    let labelled = Labelled {
+        image: Image {
+            pixels: AlignedBuffer::zeroed(24),
+            shape: [2, 4, 3],
+            name: String::new(),
+        },
+        label: "cat".into(),
+    };
+    let info = labelled.tensor_info().unwrap();
+    assert_eq!(info.shape(), &[2, 4, 3]);
+    assert_eq!(
+        info.data_ptr(),
+        labelled.image.pixels.as_ptr().cast_mut().cast()
+    );
+    Python::attach(|py| {
+        let tensor = labelled.into_pyobject(py).unwrap();
+        let tensor = tensor.borrow();
+        let info = tensor.info();
+        assert!(
+            !info.is_read_only(),
+            "the inner value lies inside the exported one"
+        );
+        assert_eq!(info.shape(), &[2, 4, 3]);
+    });
+}

@@ -27,6 +27,7 @@ use crate::{DLPackError, Element};
 /// | `#[dlpack(device)]` | [`Device`](crate::Device) | must be the memory's own |
 /// | `#[dlpack(dtype)]` | [`DataType`](crate::DataType) | runtime dtype, for untyped memory only |
 /// | `#[dlpack(read_only)]` | `bool` | export read-only when true |
+/// | `#[dlpack(inner)]` | any `IntoDLPack` | the tensor is this value's (instead of a data field) |
 /// | `#[dlpack(skip)]` | any | no part of the tensor (a field named like one) |
 ///
 /// Struct attributes: `#[dlpack(dtype = T)]` (an [`Element`] type, checked at
