@@ -32,6 +32,11 @@ const _: () = {
                 .device(
                     <Device as crate::dl::__private::DeviceField>::device(&self.device),
                 );
+            const {
+                crate::dl::__private::check_dtype_field(
+                    <RawBuffer as crate::dl::TensorData>::STATIC_DTYPE,
+                )
+            };
             let __dlpack_builder = __dlpack_builder
                 .dtype(
                     <DataType as crate::dl::__private::DtypeField>::dtype(&self.dtype),
@@ -40,7 +45,19 @@ const _: () = {
                 .read_only(
                     <bool as crate::dl::__private::ReadOnlyField>::flag(&self.frozen),
                 );
-            __dlpack_builder.build()
+            __dlpack_builder
+                .build()
+                .map_err(|error| crate::dl::__private::name_field(
+                    error,
+                    &[
+                        ("data", "buffer"),
+                        ("shape", "shape"),
+                        ("strides", "strides"),
+                        ("device", "device"),
+                        ("dtype", "dtype"),
+                        ("read_only", "frozen"),
+                    ],
+                ))
         }
     }
     #[automatically_derived]

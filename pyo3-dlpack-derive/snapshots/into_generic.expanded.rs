@@ -5,6 +5,7 @@ const _: () = {
     impl<S: TensorData + Send + Sync + 'static> ::pyo3_dlpack::IntoDLPack for Samples<S>
     where
         S: Clone,
+        S: 'static,
         for<'__dlpack> Self: ::pyo3_dlpack::__private::core::marker::Send
             + ::pyo3_dlpack::__private::core::marker::Sync,
     {
@@ -26,7 +27,12 @@ const _: () = {
             let __dlpack_builder = __dlpack_builder
                 .dtype(<f32 as ::pyo3_dlpack::Element>::DTYPE);
             let __dlpack_builder = __dlpack_builder.read_only(true);
-            __dlpack_builder.build()
+            __dlpack_builder
+                .build()
+                .map_err(|error| ::pyo3_dlpack::__private::name_field(
+                    error,
+                    &[("data", "storage")],
+                ))
         }
     }
     #[automatically_derived]

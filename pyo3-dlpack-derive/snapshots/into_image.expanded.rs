@@ -16,6 +16,7 @@ const _: () = {
             ::pyo3_dlpack::__private::assert_send_sync_field::<AlignedBuffer<u8>, _>();
             ::pyo3_dlpack::__private::assert_send_sync_field::<[usize; 3], _>();
             ::pyo3_dlpack::__private::assert_send_sync_field::<String, _>();
+            let _ = &self.name;
             let __dlpack_builder = ::pyo3_dlpack::__private::builder(&self.pixels);
             let __dlpack_builder = __dlpack_builder
                 .shape(
@@ -23,7 +24,12 @@ const _: () = {
                         &self.shape,
                     ),
                 );
-            __dlpack_builder.build()
+            __dlpack_builder
+                .build()
+                .map_err(|error| ::pyo3_dlpack::__private::name_field(
+                    error,
+                    &[("data", "pixels"), ("shape", "shape")],
+                ))
         }
     }
     #[automatically_derived]

@@ -2,7 +2,7 @@
 //! attributes. Building it records errors and never stops early; the rules
 //! across fields are checked afterwards, in `validate.rs`.
 
-use syn::{Data, DeriveInput, Fields, Member};
+use syn::{Data, DeriveInput, Fields, Index, Member};
 
 use crate::attr::{self, ContainerAttrs, Role, Spanned};
 use crate::ctxt::Ctxt;
@@ -11,8 +11,8 @@ use crate::ctxt::Ctxt;
 pub(crate) struct Input<'a> {
     pub(crate) original: &'a DeriveInput,
     pub(crate) attrs: ContainerAttrs,
-    /// The named fields; `None` (with an error recorded) for anything but a
-    /// struct with named fields.
+    /// The fields, named or by position; `None` (with an error recorded)
+    /// for anything but a struct with fields.
     pub(crate) fields: Option<Vec<Field<'a>>>,
 }
 
@@ -44,12 +44,15 @@ impl<'a> Input<'a> {
     /// there are (all are recorded in `ctxt`).
     pub(crate) fn from_syn(ctxt: &Ctxt, derive: Derive, input: &'a DeriveInput) -> Self {
         let attrs = attr::container(ctxt, &input.attrs);
-        let fields = named_fields(ctxt, derive, input).map(|named| {
-            named
-                .named
+        let fields = struct_fields(ctxt, derive, input).map(|fields| {
+            fields
                 .iter()
-                .map(|field| Field {
-                    member: Member::Named(field.ident.clone().expect("a named field")),
+                .enumerate()
+                .map(|(i, field)| Field {
+                    member: match &field.ident {
+                        Some(ident) => Member::Named(ident.clone()),
+                        None => Member::Unnamed(Index::from(i)),
+                    },
                     ty: &field.ty,
                     role: attr::field(ctxt, &field.attrs),
                     original: field,
@@ -64,28 +67,17 @@ impl<'a> Input<'a> {
     }
 }
 
-/// The fields of a struct with named fields, or an error saying why the
-/// derive needs one.
-fn named_fields<'a>(
-    ctxt: &Ctxt,
-    derive: Derive,
-    input: &'a DeriveInput,
-) -> Option<&'a syn::FieldsNamed> {
+/// The fields of a struct (named, or a tuple struct's), or an error saying
+/// why the derive needs some.
+fn struct_fields<'a>(ctxt: &Ctxt, derive: Derive, input: &'a DeriveInput) -> Option<&'a Fields> {
     let name = derive.name();
     match &input.data {
         Data::Struct(data) => match &data.fields {
-            Fields::Named(named) => Some(named),
-            Fields::Unnamed(fields) => {
-                ctxt.error_spanned_by(
-                    fields,
-                    format!("#[derive({name})] needs a struct with named fields, so each #[dlpack(...)] role has a name; tuple structs are not supported"),
-                );
-                None
-            }
+            Fields::Named(_) | Fields::Unnamed(_) => Some(&data.fields),
             Fields::Unit => {
                 ctxt.error_spanned_by(
                     &input.ident,
-                    format!("#[derive({name})] needs a struct with named fields; a unit struct holds no tensor"),
+                    format!("#[derive({name})] needs a struct with fields; a unit struct holds no tensor"),
                 );
                 None
             }
@@ -114,6 +106,11 @@ impl Field<'_> {
             Member::Named(ident) => ident.to_string(),
             Member::Unnamed(index) => index.index.to_string(),
         }
+    }
+
+    /// Whether the field is one of the tensor's parts (a role other than `skip`).
+    pub(crate) fn takes_part(&self) -> bool {
+        self.role.as_ref().is_some_and(|r| r.value != Role::Skip)
     }
 
     /// Whether the field has `role`.

@@ -17,8 +17,9 @@ use syn::{Attribute, LitInt, LitStr, Token};
 use crate::ctxt::Ctxt;
 use crate::device::{self, DeviceSpec};
 use crate::symbol::{
-    self, CONTAINER_KEYS, CONTAINER_ONLY_KEYS, CONTIGUOUS, CRATE, DATA, DEVICE, DLPACK, DTYPE,
-    FIELD_KEYS, FIELD_ONLY_KEYS, NDIM, READ_ONLY, SHAPE, STRIDES, Symbol, TENSOR, WRITABLE,
+    self, BYTE_OFFSET, CONTAINER_KEYS, CONTAINER_ONLY_KEYS, CONTIGUOUS, CRATE, DATA, DEVICE,
+    DLPACK, DTYPE, FIELD_KEYS, FIELD_ONLY_KEYS, INNER, NDIM, READ_ONLY, SHAPE, SKIP, STRIDES,
+    Symbol, TENSOR, WRITABLE,
 };
 
 /// A value and where it was written.
@@ -45,6 +46,9 @@ pub(crate) struct ContainerAttrs {
     pub(crate) contiguous: Option<Span>,
     /// `writable` (FromDLPack).
     pub(crate) writable: Option<Span>,
+    /// `shape = [height, width, channels]` (IntoDLPack): the extents, one
+    /// scalar field each, in order.
+    pub(crate) shape: Option<Spanned<Vec<syn::Member>>>,
 }
 
 /// What a field is to the derives.
@@ -57,10 +61,15 @@ pub(crate) enum Role {
     Dtype,
     ReadOnly,
     Tensor,
+    ByteOffset,
+    /// An `IntoDLPack` value whose description is the tensor's.
+    Inner,
+    /// None of the tensor's parts (a field named like one, kept as it is).
+    Skip,
 }
 
 impl Role {
-    const ALL: [(Symbol, Role); 7] = [
+    const ALL: [(Symbol, Role); 10] = [
         (DATA, Role::Data),
         (SHAPE, Role::Shape),
         (STRIDES, Role::Strides),
@@ -68,6 +77,9 @@ impl Role {
         (DTYPE, Role::Dtype),
         (READ_ONLY, Role::ReadOnly),
         (TENSOR, Role::Tensor),
+        (BYTE_OFFSET, Role::ByteOffset),
+        (INNER, Role::Inner),
+        (SKIP, Role::Skip),
     ];
 
     /// The key that gives a field this role.
@@ -234,6 +246,10 @@ pub(crate) fn container(ctxt: &Ctxt, attrs: &[Attribute]) -> ContainerAttrs {
                 }
                 Err(message) => ctxt.syn_error(syn::Error::new(lit.span(), message)),
             }
+        } else if path == SHAPE && meta.input.peek(Token![=]) {
+            if let Some(members) = shape_members(ctxt, &meta)? {
+                set_once(ctxt, &mut out.shape, members, &path, SHAPE);
+            }
         } else if let Some(key) = FIELD_ONLY_KEYS.iter().find(|key| path == **key) {
             ctxt.syn_error(meta.error(format!(
                 "`{key}` belongs on a field: put #[dlpack({key})] on the field that holds it"
@@ -250,6 +266,51 @@ pub(crate) fn container(ctxt: &Ctxt, attrs: &[Attribute]) -> ContainerAttrs {
         Ok(())
     });
     out
+}
+
+/// The fields after `shape =`: `[height, width, channels]` (or positions,
+/// `[1, 2]`, in a tuple struct); anything else is recorded, and skipped.
+fn shape_members(
+    ctxt: &Ctxt,
+    meta: &ParseNestedMeta<'_>,
+) -> syn::Result<Option<Spanned<Vec<syn::Member>>>> {
+    let value = meta.value()?;
+    let hint = "`shape = [...]` lists the fields that hold the extents, in order: write `shape = [height, width, channels]`";
+    let fork = value.fork();
+    let parsed = fork.parse::<syn::ExprArray>().ok().and_then(|array| {
+        let members = array
+            .elems
+            .iter()
+            .map(|elem| match elem {
+                syn::Expr::Path(path) => path.path.get_ident().cloned().map(syn::Member::Named),
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Int(int),
+                    ..
+                }) => int.base10_parse::<u32>().ok().map(|index| {
+                    syn::Member::Unnamed(syn::Index {
+                        index,
+                        span: int.span(),
+                    })
+                }),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Spanned {
+            value: members,
+            span: array.span(),
+        })
+    });
+    match parsed {
+        Some(members) if fork.is_empty() || fork.peek(Token![,]) => {
+            value.parse::<syn::ExprArray>()?;
+            Ok(Some(members))
+        }
+        _ => {
+            ctxt.syn_error(syn::Error::new(value.span(), hint));
+            skip_value(meta)?;
+            Ok(None)
+        }
+    }
 }
 
 /// The type after `dtype =`; a string is an error that names the type to

@@ -102,13 +102,13 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
     let assigned: Vec<_> = plan
         .fields
         .iter()
-        .filter(|f| f.role.is_some())
+        .filter(|f| f.takes_part())
         .map(|field| {
             let (member, name) = (&field.member, field_local(field));
             quote!(#member: #name)
         })
         .collect();
-    let defaults = plan.fields.iter().filter(|f| f.role.is_none()).map(|field| {
+    let defaults = plan.fields.iter().filter(|f| !f.takes_part()).map(|field| {
         let (member, ty) = (&field.member, field.ty);
         quote_spanned!(ty.span()=> #member: <#ty as #private::core::default::Default>::default())
     });

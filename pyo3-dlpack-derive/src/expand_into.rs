@@ -24,6 +24,9 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
         quote_spanned!(ty.span()=> #private_at::assert_send_sync_field::<#ty, _>();)
     });
 
+    if plan.inner {
+        return expand_inner(plan, &thread_safe.collect::<Vec<_>>());
+    }
     let builder = local("__dlpack_builder");
     let data = &plan.data.member;
     let data_ty = plan.data.ty;
@@ -33,6 +36,13 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
         let (member, ty) = (&shape.member, shape.ty);
         steps.push(quote_spanned!(ty.span()=>
             let #builder = #builder.shape(<#ty as #private::DimsField>::dims(&self.#member));));
+    }
+    if let Some(extents) = &plan.extents {
+        let extents = extents.iter().map(|field| {
+            let (member, ty) = (&field.member, field.ty);
+            quote_spanned!(ty.span()=> <#ty as #private::ExtentField>::extent(&self.#member))
+        });
+        steps.push(quote!(let #builder = #builder.shape([#(#extents),*]);));
     }
     if let Some(strides) = plan.strides {
         let (member, ty) = (&strides.member, strides.ty);
@@ -46,8 +56,18 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
     }
     if let Some(dtype) = plan.dtype {
         let (member, ty) = (&dtype.member, dtype.ty);
+        // Over typed data the data's type fixes the dtype: an error where
+        // the data's type is known (see `check_dtype_field`), spanned on
+        // the dtype field.
+        let private_at = respan(private.clone(), ty.span());
         steps.push(quote_spanned!(ty.span()=>
+            const { #private_at::check_dtype_field(<#data_ty as #krate::TensorData>::STATIC_DTYPE) };
             let #builder = #builder.dtype(<#ty as #private::DtypeField>::dtype(&self.#member));));
+    }
+    if let Some(offset) = plan.byte_offset {
+        let (member, ty) = (&offset.member, offset.ty);
+        steps.push(quote_spanned!(ty.span()=>
+            let #builder = #builder.byte_offset(<#ty as #private::ByteOffsetField>::byte_offset(&self.#member));));
     }
     if let Some(element) = &input.attrs.dtype {
         // A type error on the data field when its type names a different
@@ -73,6 +93,24 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
     if input.attrs.read_only.is_some() {
         steps.push(quote!(let #builder = #builder.read_only(true);));
     }
+    // The fields the value only keeps alive are read here (for nothing), so
+    // rustc's dead-code lint does not call them never read: the export
+    // holds them until a consumer frees it.
+    let kept = plan.fields.iter().filter(|f| !f.takes_part()).map(|field| {
+        let member = &field.member;
+        quote!(let _ = &self.#member;)
+    });
+    // Each part a field gives, and the field's name, for an error that
+    // names the field whose value contradicts the memory.
+    let named_roles = plan
+        .fields
+        .iter()
+        .filter(|f| f.takes_part())
+        .filter_map(|field| {
+            let role = field.role.as_ref()?.value.symbol().to_string();
+            let name = field.name();
+            Some(quote!((#role, #name)))
+        });
 
     let mut py_generics = generics.clone();
     py_generics
@@ -89,8 +127,9 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
         impl #impl_generics #krate::IntoDLPack for #ident #ty_generics #where_clause {
             fn tensor_info(&self) -> #private::core::result::Result<#krate::TensorInfo<'_>, #krate::DLPackError> {
                 #(#thread_safe)*
+                #(#kept)*
                 #(#steps)*
-                #builder.build()
+                #builder.build().map_err(|error| #private::name_field(error, &[#(#named_roles),*]))
             }
         }
 
@@ -108,6 +147,60 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
         }
 
         // The stub's type (feature `stub-gen`; nothing without it).
+        #krate::__stub_type!(output [#impl_generics] #ident #ty_generics [#user_where_clause]);
+    }
+}
+
+/// The impls for a struct whose `#[dlpack(inner)]` field is the tensor: its
+/// description and its synchronization are the inner value's.
+fn expand_inner(plan: &IntoPlan<'_, '_>, thread_safe: &[TokenStream]) -> TokenStream {
+    let input = plan.input;
+    let krate = krate(&input.attrs);
+    let private = quote!(#krate::__private);
+    let ident = &input.original.ident;
+    let generics = &input.original.generics;
+    let (impl_generics, ty_generics, user_where_clause) = generics.split_for_impl();
+    let where_clause = exportable_where_clause(generics, &krate);
+    let (member, ty) = (&plan.data.member, plan.data.ty);
+    let kept = plan.fields.iter().filter(|f| !f.takes_part()).map(|field| {
+        let member = &field.member;
+        quote!(let _ = &self.#member;)
+    });
+    let inner_trait = respan(quote!(#krate::IntoDLPack), ty.span());
+    let mut py_generics = generics.clone();
+    py_generics
+        .params
+        .insert(0, syn::parse_quote!('__dlpack_py));
+    let (py_impl_generics, _, _) = py_generics.split_for_impl();
+    let pyo3 = quote!(#private::pyo3);
+    let py = local("__dlpack_python");
+    let stream = local("__dlpack_stream");
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics #krate::IntoDLPack for #ident #ty_generics #where_clause {
+            fn tensor_info(&self) -> #private::core::result::Result<#krate::TensorInfo<'_>, #krate::DLPackError> {
+                #(#thread_safe)*
+                #(#kept)*
+                <#ty as #inner_trait>::tensor_info(&self.#member)
+            }
+
+            fn synchronize(&self, #stream: i64) -> #private::core::result::Result<(), #krate::DLPackError> {
+                <#ty as #inner_trait>::synchronize(&self.#member, #stream)
+            }
+        }
+
+        #[automatically_derived]
+        impl #py_impl_generics #pyo3::IntoPyObject<'__dlpack_py> for #ident #ty_generics #user_where_clause {
+            type Target = #krate::DLPackTensor;
+            type Output = #pyo3::Bound<'__dlpack_py, #krate::DLPackTensor>;
+            type Error = #pyo3::PyErr;
+            #krate::__output_type!();
+
+            fn into_pyobject(self, #py: #pyo3::Python<'__dlpack_py>) -> #private::core::result::Result<Self::Output, Self::Error> {
+                #private::IntoPyObjectProbe::<Self>::new().convert(self, #py)
+            }
+        }
+
         #krate::__stub_type!(output [#impl_generics] #ident #ty_generics [#user_where_clause]);
     }
 }

@@ -19,6 +19,12 @@ pub(crate) const DEVICE: Symbol = Symbol("device");
 pub(crate) const DTYPE: Symbol = Symbol("dtype");
 pub(crate) const READ_ONLY: Symbol = Symbol("read_only");
 pub(crate) const TENSOR: Symbol = Symbol("tensor");
+pub(crate) const BYTE_OFFSET: Symbol = Symbol("byte_offset");
+/// A field that is itself an `IntoDLPack` value: the tensor (IntoDLPack).
+pub(crate) const INNER: Symbol = Symbol("inner");
+/// Not a role: the field is none of the tensor's parts, although its name
+/// is that of one (see `validate::check_slips`).
+pub(crate) const SKIP: Symbol = Symbol("skip");
 
 // Container-only keys.
 pub(crate) const NDIM: Symbol = Symbol("ndim");
@@ -31,13 +37,25 @@ pub(crate) const CONTAINER_KEYS: &[Symbol] =
     &[DTYPE, READ_ONLY, NDIM, DEVICE, CONTIGUOUS, WRITABLE, CRATE];
 
 /// The field-level keys (roles), in the order error messages list them.
-pub(crate) const FIELD_KEYS: &[Symbol] = &[DATA, SHAPE, STRIDES, DEVICE, DTYPE, READ_ONLY, TENSOR];
+pub(crate) const FIELD_KEYS: &[Symbol] = &[
+    DATA,
+    SHAPE,
+    STRIDES,
+    DEVICE,
+    DTYPE,
+    READ_ONLY,
+    TENSOR,
+    BYTE_OFFSET,
+    INNER,
+    SKIP,
+];
 
 /// Container keys that are never field roles (a hint says where they go).
 pub(crate) const CONTAINER_ONLY_KEYS: &[Symbol] = &[CRATE, NDIM, CONTIGUOUS, WRITABLE];
 
 /// Field roles that are never container keys (a hint says where they go).
-pub(crate) const FIELD_ONLY_KEYS: &[Symbol] = &[DATA, SHAPE, STRIDES, TENSOR];
+pub(crate) const FIELD_ONLY_KEYS: &[Symbol] =
+    &[DATA, SHAPE, STRIDES, TENSOR, BYTE_OFFSET, INNER, SKIP];
 
 /// `data, shape, strides, …`, for "expected one of" messages.
 pub(crate) fn list(symbols: &[Symbol]) -> String {
@@ -72,6 +90,12 @@ impl PartialEq<Symbol> for &Path {
     }
 }
 
+impl Symbol {
+    pub(crate) fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
 impl Display for Symbol {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str(self.0)
@@ -90,7 +114,7 @@ mod tests {
         );
         assert_eq!(
             list(FIELD_KEYS),
-            "data, shape, strides, device, dtype, read_only, tensor"
+            "data, shape, strides, device, dtype, read_only, tensor, byte_offset, inner, skip"
         );
         for key in CONTAINER_ONLY_KEYS {
             assert!(CONTAINER_KEYS.contains(key) && !FIELD_KEYS.contains(key));

@@ -22,8 +22,8 @@ pub(crate) fn krate(attrs: &ContainerAttrs) -> TokenStream {
     }
 }
 
-/// The input's where clause plus `for<'__dlpack> Self: Send + Sync`, for the
-/// `IntoDLPack` impl (and its stub).
+/// The input's where clause plus `P: 'static` for each type parameter and
+/// `for<'__dlpack> Self: Send + Sync`, for the `IntoDLPack` impl (and its stub).
 ///
 /// `IntoDLPack: Send + Sync + 'static`. Without this bound, a field that is
 /// not `Send` or `Sync` fails that supertrait where the impl is written, with
@@ -41,8 +41,17 @@ pub(crate) fn exportable_where_clause(
 ) -> syn::WhereClause {
     let mut generics = generics.clone();
     let marker = quote!(#krate::__private::core::marker);
-    generics
-        .make_where_clause()
+    // Each type parameter `'static`, which `IntoDLPack: 'static` needs: the
+    // impl then applies to exportable parameters only, and a parameter the
+    // user left unbounded gets the error that names the bound it lacks
+    // (`P: Element`, on the field), not two "may not live long enough"
+    // on the derive.
+    let params: Vec<_> = generics.type_params().map(|p| p.ident.clone()).collect();
+    let clause = generics.make_where_clause();
+    for param in params {
+        clause.predicates.push(syn::parse_quote!(#param: 'static));
+    }
+    clause
         .predicates
         .push(syn::parse_quote!(for<'__dlpack> Self: #marker::Send + #marker::Sync));
     generics.where_clause.expect("made above")

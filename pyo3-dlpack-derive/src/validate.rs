@@ -11,6 +11,7 @@ use syn::spanned::Spanned as _;
 use crate::ast::{Derive, Field, Input};
 use crate::attr::Role;
 use crate::ctxt::Ctxt;
+use crate::symbol::DLPACK;
 
 /// A validated input, ready to expand.
 pub(crate) enum Plan<'i, 'a> {
@@ -28,6 +29,12 @@ pub(crate) struct IntoPlan<'i, 'a> {
     pub(crate) device: Option<&'i Field<'a>>,
     pub(crate) dtype: Option<&'i Field<'a>>,
     pub(crate) read_only: Option<&'i Field<'a>>,
+    pub(crate) byte_offset: Option<&'i Field<'a>>,
+    /// The fields of `shape = [...]`, in order.
+    pub(crate) extents: Option<Vec<&'i Field<'a>>>,
+    /// Whether `data` is a `#[dlpack(inner)]` field (an `IntoDLPack` value
+    /// whose description is the tensor's), and nothing else describes it.
+    pub(crate) inner: bool,
 }
 
 /// The fields `#[derive(FromDLPack)]` fills.
@@ -51,6 +58,7 @@ pub(crate) fn validate<'i, 'a>(
     input: &'i Input<'a>,
 ) -> Option<Plan<'i, 'a>> {
     let fields = input.fields.as_deref()?;
+    check_slips(ctxt, derive, fields);
     match derive {
         Derive::IntoDLPack => into_dlpack(ctxt, input, fields).map(Plan::Into),
         Derive::FromDLPack => from_dlpack(ctxt, input, fields).map(Plan::From),
@@ -69,7 +77,9 @@ fn into_dlpack<'i, 'a>(
     let device = unique(ctxt, fields, Role::Device);
     let dtype = unique(ctxt, fields, Role::Dtype);
     let read_only = unique(ctxt, fields, Role::ReadOnly);
-    if let (Some(strides), None) = (strides, shape) {
+    let byte_offset = unique(ctxt, fields, Role::ByteOffset);
+    let extents = extent_fields(ctxt, input, fields, shape);
+    if let (Some(strides), None, None) = (strides, shape, &attrs.shape) {
         ctxt.syn_error(role_error(
             strides,
             "#[dlpack(strides)] needs a #[dlpack(shape)] field too: strides describe the dimensions of a shape",
@@ -135,10 +145,26 @@ fn into_dlpack<'i, 'a>(
             "#[derive(IntoDLPack)] values outlive the call (consumers free them on any thread), so they must be 'static: own the data instead of borrowing it",
         );
     }
+    if let Some(inner) = unique(ctxt, fields, Role::Inner) {
+        check_inner_alone(ctxt, input, fields, inner);
+        return Some(IntoPlan {
+            input,
+            fields,
+            data: inner,
+            shape: None,
+            strides: None,
+            device: None,
+            dtype: None,
+            read_only: None,
+            byte_offset: None,
+            extents: None,
+            inner: true,
+        });
+    }
     let Some(data) = data else {
         ctxt.error_spanned_by(
             &input.original.ident,
-            "#[derive(IntoDLPack)] needs a #[dlpack(data)] field: mark the field that holds the tensor's memory (a Vec<T>, AlignedBuffer<T>, RawBuffer, …)",
+            "#[derive(IntoDLPack)] needs a #[dlpack(data)] field: mark the field that holds the tensor's memory (a Vec<T>, AlignedBuffer<T>, RawBuffer, …), or a #[dlpack(inner)] field that is itself an IntoDLPack value",
         );
         return None;
     };
@@ -151,7 +177,83 @@ fn into_dlpack<'i, 'a>(
         device,
         dtype,
         read_only,
+        byte_offset,
+        extents,
+        inner: false,
     })
+}
+
+/// A `#[dlpack(inner)]` field describes the whole tensor: no other part may
+/// be given besides.
+fn check_inner_alone(ctxt: &Ctxt, input: &Input<'_>, fields: &[Field<'_>], inner: &Field<'_>) {
+    let message = |what: &str| {
+        format!(
+            "the #[dlpack(inner)] field `{}` describes the whole tensor; {what} cannot be given besides (put it on the inner type)",
+            inner.name()
+        )
+    };
+    for field in fields
+        .iter()
+        .filter(|f| f.takes_part() && !f.has_role(Role::Inner))
+    {
+        let key = field
+            .role
+            .as_ref()
+            .map_or("", |r| r.value.symbol().as_str());
+        ctxt.syn_error(role_error(field, &message(&format!("#[dlpack({key})]"))));
+    }
+    let attrs = &input.attrs;
+    if let Some(ty) = &attrs.dtype {
+        ctxt.error_spanned_by(ty, message("`dtype = …`"));
+    }
+    if let Some(shape) = &attrs.shape {
+        ctxt.syn_error(syn::Error::new(shape.span, message("`shape = [...]`")));
+    }
+    if let Some(span) = attrs.read_only {
+        ctxt.syn_error(syn::Error::new(span, message("`read_only`")));
+    }
+}
+
+/// The fields `shape = [...]` names, each a field without a role; a
+/// `#[dlpack(shape)]` field besides is an error.
+fn extent_fields<'i, 'a>(
+    ctxt: &Ctxt,
+    input: &Input<'_>,
+    fields: &'i [Field<'a>],
+    shape_field: Option<&Field<'_>>,
+) -> Option<Vec<&'i Field<'a>>> {
+    let shape = input.attrs.shape.as_ref()?;
+    if let Some(field) = shape_field {
+        ctxt.syn_error(syn::Error::new(
+            shape.span,
+            format!(
+                "the struct's `shape = [...]` and the #[dlpack(shape)] field `{}` both give the shape; keep one",
+                field.name()
+            ),
+        ));
+    }
+    let mut found = Vec::new();
+    for member in &shape.value {
+        match fields.iter().find(|f| f.member == *member) {
+            Some(field) if field.takes_part() => ctxt.error_spanned_by(
+                member,
+                format!(
+                    "`{}` is the #[dlpack({})] field; `shape = [...]` lists fields that hold one extent each",
+                    field.name(),
+                    field.role.as_ref().map_or("", |r| r.value.symbol().as_str())
+                ),
+            ),
+            Some(field) => found.push(field),
+            None => ctxt.error_spanned_by(
+                member,
+                format!(
+                    "`shape = [...]` names `{}`, which is no field of this struct",
+                    quote::quote!(#member)
+                ),
+            ),
+        }
+    }
+    (found.len() == shape.value.len()).then_some(found)
 }
 
 fn from_dlpack<'i, 'a>(
@@ -165,6 +267,12 @@ fn from_dlpack<'i, 'a>(
             "`read_only` marks exports (#[derive(IntoDLPack)]); to require a writable input, write `writable`",
         ));
     }
+    if let Some(shape) = &input.attrs.shape {
+        ctxt.syn_error(syn::Error::new(
+            shape.span,
+            "`shape = [...]` describes an export (#[derive(IntoDLPack)]); an import's shape goes in a #[dlpack(shape)] field",
+        ));
+    }
     let tensor = unique(ctxt, fields, Role::Tensor);
     let shape = unique(ctxt, fields, Role::Shape);
     let strides = unique(ctxt, fields, Role::Strides);
@@ -172,6 +280,18 @@ fn from_dlpack<'i, 'a>(
     let dtype = unique(ctxt, fields, Role::Dtype);
     let read_only = unique(ctxt, fields, Role::ReadOnly);
     let data = unique(ctxt, fields, Role::Data);
+    for field in fields.iter().filter(|f| f.has_role(Role::ByteOffset)) {
+        ctxt.syn_error(role_error(
+            field,
+            "#[dlpack(byte_offset)] gives an export's offset into its #[dlpack(data)] memory; an import's #[dlpack(data)] pointer already points at its first element",
+        ));
+    }
+    for field in fields.iter().filter(|f| f.has_role(Role::Inner)) {
+        ctxt.syn_error(role_error(
+            field,
+            "#[dlpack(inner)] marks an export's inner IntoDLPack value; an import keeps its tensor in a #[dlpack(tensor)] field",
+        ));
+    }
     check_ndim_against_shape(ctxt, input, shape);
     check_strides_against_shape(ctxt, input, shape, strides);
     // Checked last, so a missing tensor field hides no other mistake.
@@ -193,6 +313,43 @@ fn from_dlpack<'i, 'a>(
         read_only,
         data,
     })
+}
+
+/// Names of the tensor's parts: a field so named without an attribute would
+/// silently be no part of the tensor (a `shape` field of an export that is
+/// then 1-D), so it must say which it is.
+const PART_NAMES: &[&str] = &[
+    "shape",
+    "strides",
+    "device",
+    "dtype",
+    "byte_offset",
+    "read_only",
+];
+
+/// A field named like one of the tensor's parts has an attribute: the part,
+/// or `skip`.
+fn check_slips(ctxt: &Ctxt, derive: Derive, fields: &[Field<'_>]) {
+    // A field with a #[dlpack(...)] that failed to parse has its error already.
+    let unmarked = |field: &&Field<'_>| {
+        field.role.is_none() && !field.original.attrs.iter().any(|a| a.path() == DLPACK)
+    };
+    for field in fields.iter().filter(unmarked) {
+        let syn::Member::Named(ident) = &field.member else {
+            continue;
+        };
+        let name = ident.to_string();
+        let Some(part) = PART_NAMES.iter().find(|part| **part == name) else {
+            continue;
+        };
+        let derive = derive.name();
+        ctxt.error_spanned_by(
+            ident,
+            format!(
+                "the field `{name}` has no #[dlpack(...)] attribute, so #[derive({derive})] would not use it as the tensor's {part}: write #[dlpack({part})] above it, or #[dlpack(skip)] to keep it out of the tensor"
+            ),
+        );
+    }
 }
 
 /// The one field of `role`; a second one is an error.
@@ -377,11 +534,31 @@ mod tests {
     }
 
     #[test]
-    fn not_a_named_struct_is_one_error() {
+    fn a_unit_struct_is_one_error() {
         assert_eq!(
-            errors(Derive::IntoDLPack, "struct S(Vec<u8>);").len(),
+            errors(Derive::IntoDLPack, "struct S;").len(),
             1,
             "no cross-field errors after a shape error"
+        );
+    }
+
+    #[test]
+    fn tuple_structs_have_roles_by_position() {
+        assert!(
+            errors(
+                Derive::IntoDLPack,
+                "struct S(#[dlpack(data)] Vec<u8>, String);"
+            )
+            .is_empty()
+        );
+        assert!(errors(Derive::FromDLPack, "struct S(#[dlpack(tensor)] PyTensor);").is_empty());
+        let found = errors(
+            Derive::FromDLPack,
+            "struct S(#[dlpack(shape)] Vec<usize>, #[dlpack(shape)] Vec<usize>);",
+        );
+        assert_eq!(
+            found[0],
+            "only one field can be #[dlpack(shape)]; `0` already is"
         );
     }
 }

@@ -250,6 +250,11 @@ pub use ::num_complex;
 #[cfg_attr(docsrs, doc(cfg(feature = "half")))]
 pub use ::half;
 
+/// Re-exported so that users need no separate `memmap2` dependency of a matching version.
+#[cfg(feature = "memmap2")]
+#[cfg_attr(docsrs, doc(cfg(feature = "memmap2")))]
+pub use ::memmap2;
+
 /// Re-exported so that users need no separate `safetensors` dependency of a matching version.
 #[cfg(feature = "safetensors")]
 #[cfg_attr(docsrs, doc(cfg(feature = "safetensors")))]

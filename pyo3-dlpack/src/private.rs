@@ -14,6 +14,7 @@ pub use ::pyo3;
 #[cfg(feature = "stub-gen")]
 pub use ::pyo3_stub_gen;
 
+pub use crate::export::OwnLayout;
 pub use crate::{
     DLPackError, DLPackTensor, DataType, Device, DeviceType, Dims, Element, FromDLPack, IntoDLPack,
     PyTensor, TensorData, TensorInfo, TensorInfoBuilder,
@@ -469,6 +470,76 @@ pub const fn check_static_dtype(data: Option<DataType>, declared: DataType) {
             "#[dlpack(dtype = …)] differs from the element type of the #[dlpack(data)] field: \
              use data of that element type (only u8 byte buffers may hold another dtype, and not bool)"
         );
+    }
+}
+
+/// A type a field named in `#[dlpack(shape = [...])]` may have: one extent.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot hold one extent of a shape",
+    label = "a field named in `shape = [...]`",
+    note = "use an unsigned integer: usize, u64, u32, u16 or u8"
+)]
+pub trait ExtentField {
+    /// The extent (`usize::MAX` for one past it, which the description refuses).
+    fn extent(&self) -> usize;
+}
+
+macro_rules! extent_field {
+    ($($t:ty),*) => {$(
+        impl ExtentField for $t {
+            fn extent(&self) -> usize {
+                usize::try_from(*self).unwrap_or(usize::MAX)
+            }
+        }
+    )*};
+}
+extent_field!(usize, u64, u32, u16, u8);
+
+/// A type a `#[dlpack(byte_offset)]` field may have.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot hold a byte offset",
+    label = "unsupported type for #[dlpack(byte_offset)]",
+    note = "use usize: bytes from the start of the #[dlpack(data)] memory to the first element"
+)]
+pub trait ByteOffsetField {
+    /// The offset in bytes.
+    fn byte_offset(&self) -> usize;
+}
+
+impl ByteOffsetField for usize {
+    fn byte_offset(&self) -> usize {
+        *self
+    }
+}
+
+/// A `#[dlpack(dtype)]` field is for memory of no element type of its own
+/// (`Vec<u8>`, `RawBuffer`): over typed data the type fixes the dtype, and
+/// a field could only repeat it or contradict it.
+pub const fn check_dtype_field(data: Option<DataType>) {
+    if let Some(data) = data {
+        assert!(
+            // Only byte storage (`u8`) holds both.
+            crate::protocol::storage_holds(data, DataType::F64)
+                && crate::protocol::storage_holds(data, DataType::I8),
+            "a #[dlpack(dtype)] field is for untyped memory (Vec<u8>, RawBuffer): the #[dlpack(data)] \
+             field's element type already fixes the dtype; remove the dtype field"
+        );
+    }
+}
+
+/// Names the derived struct's field whose value contradicts the memory
+/// (`roles`: each role the struct gives by a field, and the field's name).
+#[cold]
+pub fn name_field(err: DLPackError, roles: &[(&'static str, &'static str)]) -> DLPackError {
+    match err {
+        DLPackError::Contradicts { field: None, what } => {
+            let field = roles
+                .iter()
+                .find(|(role, _)| *role == what.role())
+                .map(|(_, name)| *name);
+            DLPackError::Contradicts { field, what }
+        }
+        other => other,
     }
 }
 

@@ -66,6 +66,29 @@ def test_a_shape_that_does_not_fit_fails_in_the_pyfunction():
         ext.derived_raw(16, "float64", [4], 1, 0)
 
 
+EXPECTED_ARRAY = np.fromfunction(lambda i, j, k: 100 * i + 10 * j + k, (2, 3, 4)).astype("f4")
+
+
+@pytest.mark.parametrize("layout", ["c", "f", "reversed", "sliced"])
+def test_an_array_field_is_exported_with_its_own_layout(layout, drops):
+    jnp = pytest.importorskip("jax.numpy")
+    x, first = ext.derived_array(layout)
+    assert x.shape == (2, 3, 4)
+    assert x.data_ptr == first
+    a = np.from_dlpack(x)
+    np.testing.assert_array_equal(a, EXPECTED_ARRAY)
+    assert a.__array_interface__["data"][0] == first
+    if layout != "reversed":  # torch has no negative strides: it refuses them
+        t = torch.from_dlpack(x)
+        np.testing.assert_array_equal(t.numpy(), EXPECTED_ARRAY)
+        assert t.data_ptr() == first
+        del t
+    del x, a
+    assert (drops.created, drops.dropped) == (1, 1)
+    if layout in ("c", "f"):  # JAX takes compact strides only: it refuses the others
+        np.testing.assert_array_equal(np.asarray(jnp.from_dlpack(ext.derived_array(layout)[0])), EXPECTED_ARRAY)
+
+
 def test_derived_values_are_dropped_once(drops):
     x = ext.derived_image(3, 3)
     t = torch.from_dlpack(x)

@@ -72,8 +72,10 @@ struct DeviceTensor {
 #[test]
 fn runtime_dtype_device_strides_and_read_only() {
     let memory = Arc::new(AlignedBuffer::<f32>::zeroed(6));
-    // SAFETY: `memory` is kept in the same struct, so it outlives the RawBuffer.
-    let buffer = unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), 24, Device::cpu()) };
+    // SAFETY: `memory` is kept in the same struct, so it outlives the
+    // RawBuffer; it is only described, never used as pinned memory.
+    let buffer =
+        unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), 24, Device::cuda_host()) };
     let t = DeviceTensor {
         buffer,
         shape: vec![3, 2],
@@ -300,5 +302,243 @@ fn read_only_rejected_by_writable() {
             a.extract::<Out>().err().unwrap().value(py).to_string(),
             "expected a writable tensor, got a read-only one"
         );
+    });
+}
+
+/// An ndarray array as the data: its own layout, whatever its order.
+#[derive(IntoDLPack)]
+struct Volume {
+    #[dlpack(data)]
+    voxels: ndarray::Array3<f32>,
+}
+
+/// An ndarray array with the shape field beside it that real structs have.
+#[derive(IntoDLPack)]
+struct ShapedVolume {
+    #[dlpack(data)]
+    voxels: ndarray::Array3<f32>,
+    #[dlpack(shape)]
+    dims: [usize; 3],
+}
+
+#[test]
+fn an_array_field_exports_its_own_layout_in_any_order() {
+    use ndarray::{Array3, Axis, ShapeBuilder, s};
+    let values = |i: usize, j: usize, k: usize| (i * 100 + j * 10 + k) as f32;
+    let fortran = Array3::from_shape_fn((2, 3, 4).f(), |(i, j, k)| values(i, j, k));
+    let mut reversed = Array3::from_shape_fn((2, 3, 4), |(i, j, k)| values(i, j, k));
+    reversed.invert_axis(Axis(2));
+    let mut sliced = Array3::from_shape_fn((4, 3, 8), |(i, j, k)| values(i, j, k));
+    sliced.slice_collapse(s![1..3, .., ..;2]);
+    for array in [fortran, reversed, sliced] {
+        let expected = (array.shape().to_vec(), array.strides().to_vec());
+        let first = array.as_ptr();
+        let volume = Volume { voxels: array };
+        let info = volume.tensor_info().unwrap();
+        let shape: Vec<usize> = info.shape().iter().map(|&d| d as usize).collect();
+        let strides: Vec<isize> = info.strides().iter().map(|&d| d as isize).collect();
+        assert_eq!((shape, strides), expected);
+        assert_eq!(info.data_ptr().cast_const(), first.cast());
+        // Element [i, j, k] of the description is the array's.
+        let [i, j, k] = [1usize, 1, 1];
+        let at = info.strides()[0] * i as i64
+            + info.strides()[1] * j as i64
+            + info.strides()[2] * k as i64;
+        // SAFETY: [1, 1, 1] is inside every array above, `at` elements from
+        // the first, so the offset stays inside the allocation.
+        let element = unsafe { info.data_ptr().cast::<f32>().offset(at as isize) };
+        // SAFETY: an initialized, aligned f32 of the array, not written meanwhile.
+        let value = unsafe { *element };
+        assert_eq!(value, volume.voxels[[i, j, k]]);
+    }
+}
+
+#[test]
+fn a_shape_field_that_contradicts_the_array_names_the_field() {
+    let voxels = ndarray::Array3::<f32>::zeros((2, 3, 4));
+    let agreeing = ShapedVolume {
+        voxels: voxels.clone(),
+        dims: [2, 3, 4],
+    };
+    assert_eq!(agreeing.tensor_info().unwrap().shape(), &[2, 3, 4]);
+    let permuted = ShapedVolume {
+        voxels,
+        dims: [4, 3, 2],
+    };
+    let err = permuted.tensor_info().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the #[dlpack(shape)] field `dims` says shape [4, 3, 2], but the data's own shape is [2, 3, 4] \
+         (it brings its own layout: drop the shape or make it agree)"
+    );
+}
+
+/// Host memory with a device field, as a user might write it.
+#[derive(IntoDLPack)]
+struct Placed {
+    #[dlpack(data)]
+    values: Vec<f32>,
+    #[dlpack(device)]
+    place: Device,
+}
+
+#[test]
+fn host_memory_with_a_device_field_of_another_device_is_refused() {
+    let host = Placed {
+        values: vec![1.0; 4],
+        place: Device::cpu(),
+    };
+    assert_eq!(host.tensor_info().unwrap().device(), Device::cpu());
+    let lie = Placed {
+        values: vec![1.0; 4],
+        place: Device::cuda(1),
+    };
+    let err = lie.tensor_info().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the #[dlpack(device)] field `place` says device cuda:1, but the memory is on cpu:0 \
+         (memory on another device is vouched for by RawBuffer::new)"
+    );
+    Python::attach(|py| {
+        let err = lie.into_pyobject(py).unwrap_err();
+        assert!(err.is_instance_of::<pyo3::exceptions::PyValueError>(py));
+    });
+}
+
+/// Raw memory that knows its dtype, and a dtype field.
+#[derive(IntoDLPack)]
+struct Declared {
+    #[dlpack(data)]
+    raw: RawBuffer,
+    #[dlpack(dtype)]
+    kind: DataType,
+    _memory: AlignedBuffer<f32>,
+}
+
+#[test]
+fn a_dtype_field_that_contradicts_the_memory_names_the_field() {
+    let memory = AlignedBuffer::<f32>::zeroed(4);
+    // SAFETY: `memory` is kept in the same struct, so it outlives the RawBuffer.
+    let raw = unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), 16, Device::cpu()) }
+        .with_dtype(DataType::F32);
+    let value = Declared {
+        raw,
+        kind: DataType::I32,
+        _memory: memory,
+    };
+    assert_eq!(
+        value.tensor_info().unwrap_err().to_string(),
+        "the #[dlpack(dtype)] field `kind` says dtype int32, but the memory holds float32 elements \
+         (a runtime dtype is for untyped bytes: Vec<u8>, RawBuffer)"
+    );
+}
+
+/// An offset into the data, and a field named like a part but kept out.
+#[derive(IntoDLPack)]
+struct Window {
+    #[dlpack(data)]
+    samples: Vec<f32>,
+    #[dlpack(shape)]
+    shape: [usize; 1],
+    #[dlpack(byte_offset)]
+    start: usize,
+    #[dlpack(skip)]
+    dtype: String,
+}
+
+#[test]
+fn a_byte_offset_field_moves_the_first_element_and_keeps_it_aligned() {
+    let window = Window {
+        samples: vec![0.0, 1.0, 2.0, 3.0],
+        shape: [2],
+        start: 8,
+        dtype: "f32".into(),
+    };
+    let info = window.tensor_info().unwrap();
+    assert_eq!(
+        info.data_ptr().cast_const(),
+        window.samples[2..].as_ptr().cast()
+    );
+    assert_eq!(
+        info.dtype(),
+        DataType::F32,
+        "the skipped `dtype` field is no dtype"
+    );
+    let misaligned = Window { start: 2, ..window };
+    let err = misaligned.tensor_info().unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("is not aligned for float32 (4 bytes)"),
+        "{err}"
+    );
+}
+
+/// The shape from scalar fields, as image types keep it.
+#[derive(IntoDLPack)]
+#[dlpack(shape = [height, width, channels])]
+struct Picture {
+    #[dlpack(data)]
+    pixels: Vec<u8>,
+    width: u32,
+    height: u32,
+    channels: usize,
+}
+
+#[test]
+fn a_shape_from_scalar_fields_in_the_order_given() {
+    let picture = Picture {
+        pixels: vec![0; 24],
+        width: 4,
+        height: 2,
+        channels: 3,
+    };
+    let info = picture.tensor_info().unwrap();
+    assert_eq!(
+        (info.shape(), info.strides()),
+        (&[2i64, 4, 3][..], &[12i64, 3, 1][..])
+    );
+    let too_big = Picture {
+        width: 5,
+        ..picture
+    };
+    assert_eq!(
+        too_big.tensor_info().unwrap_err().to_string(),
+        "shape [2, 5, 3] of uint8 needs 30 bytes, but the buffer holds 24 bytes"
+    );
+}
+
+/// A struct whose tensor is another derived value, with metadata beside it.
+#[derive(IntoDLPack)]
+struct Labelled {
+    #[dlpack(inner)]
+    image: Image,
+    label: String,
+}
+
+#[test]
+fn an_inner_value_is_the_tensor() {
+    let labelled = Labelled {
+        image: Image {
+            pixels: AlignedBuffer::zeroed(24),
+            shape: [2, 4, 3],
+            name: String::new(),
+        },
+        label: "cat".into(),
+    };
+    let info = labelled.tensor_info().unwrap();
+    assert_eq!(info.shape(), &[2, 4, 3]);
+    assert_eq!(
+        info.data_ptr(),
+        labelled.image.pixels.as_ptr().cast_mut().cast()
+    );
+    Python::attach(|py| {
+        let tensor = labelled.into_pyobject(py).unwrap();
+        let tensor = tensor.borrow();
+        let info = tensor.info();
+        assert!(
+            !info.is_read_only(),
+            "the inner value lies inside the exported one"
+        );
+        assert_eq!(info.shape(), &[2, 4, 3]);
     });
 }

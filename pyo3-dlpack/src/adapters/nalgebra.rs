@@ -10,7 +10,7 @@ use nalgebra::{
 };
 
 use crate::error::{AdapterError, LayoutError};
-use crate::export::{IntoDLPack, TensorData, TensorInfo};
+use crate::export::{IntoDLPack, OwnLayout, TensorData, TensorInfo};
 use crate::import::PyTensor;
 use crate::layout;
 use crate::{DLPackError, DataType, Element, PlainElement};
@@ -39,6 +39,15 @@ where
     fn dtype(&self) -> Option<DataType> {
         Some(T::DTYPE)
     }
+    fn own_layout(&self) -> Option<OwnLayout<'_>> {
+        let (rows, cols) = self.shape();
+        let (row_stride, col_stride) = self.strides();
+        Some(OwnLayout {
+            shape: [rows, cols].into(),
+            strides: [row_stride, col_stride].into(),
+            byte_offset: 0,
+        })
+    }
 }
 
 /// The matrix as a 2-D tensor of shape (rows, columns), column-major:
@@ -54,10 +63,9 @@ where
 /// assert_eq!(info.data_ptr().cast_const(), m.as_ptr().cast());
 /// ```
 ///
-/// As the `#[dlpack(data)]` field of a derived type, a matrix is a buffer
-/// in column-major order: give the derive its strides as well
-/// (`#[dlpack(strides)]` holding `[1, rows]`), or a `#[dlpack(shape)]` of
-/// `[rows, cols]` alone describes the buffer row-major, the transpose.
+/// As the `#[dlpack(data)]` field of a derived type (or in a
+/// [`TensorInfo::builder`]), a matrix brings this shape and these strides:
+/// a shape or strides field besides must agree.
 ///
 /// A view (`MatrixView`) borrows its matrix, so it cannot be exported (an
 /// export may outlive any borrow): export the owning matrix, or
@@ -68,12 +76,7 @@ where
     VecStorage<T, R, C>: RawStorage<T, R, C> + Send + Sync,
 {
     fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
-        let (rows, cols) = self.shape();
-        let (row_stride, col_stride) = self.strides();
-        TensorInfo::builder(self)
-            .shape([rows, cols])
-            .strides([row_stride, col_stride])
-            .build()
+        TensorInfo::builder(self).build()
     }
 }
 
@@ -92,6 +95,13 @@ unsafe impl<T: Element, const R: usize, const C: usize> TensorData for Box<SMatr
     fn dtype(&self) -> Option<DataType> {
         Some(T::DTYPE)
     }
+    fn own_layout(&self) -> Option<OwnLayout<'_>> {
+        Some(OwnLayout {
+            shape: [R, C].into(),
+            strides: [1, R].into(),
+            byte_offset: 0,
+        })
+    }
 }
 
 /// A boxed static matrix (`Box::new(Matrix3::identity())`) as a 2-D,
@@ -106,10 +116,7 @@ unsafe impl<T: Element, const R: usize, const C: usize> TensorData for Box<SMatr
 /// ```
 impl<T: Element, const R: usize, const C: usize> IntoDLPack for Box<SMatrix<T, R, C>> {
     fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
-        TensorInfo::builder(self)
-            .shape([R, C])
-            .strides([1, R])
-            .build()
+        TensorInfo::builder(self).build()
     }
 }
 

@@ -124,14 +124,18 @@ struct Shared {
 /// `Vec<u8>`, an `Arc<[u8]>`, your own `memmap2::Mmap`). The header is
 /// parsed and checked once, by the safetensors crate. Cloning is cheap (an
 /// `Arc`); the bytes are dropped when the file and every view of it, in
-/// Rust or held by a consumer in Python, are gone.
+/// Rust or held by a consumer in Python, are gone. A tensor whose bytes
+/// are not aligned for its dtype (a writer that packed them out of
+/// alignment; the safetensors writers never do) is refused when exported,
+/// never exported misaligned.
 ///
 /// ```
 /// use pyo3_dlpack::{DataType, IntoDLPack, SafetensorsFile};
 ///
 /// // A file of one tensor: the 8-byte little-endian header length, the
-/// // JSON header, the data (here two float32, 1.0 and 2.0).
-/// let header = br#"{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#;
+/// // JSON header (padded with spaces to a multiple of 8 bytes, as the
+/// // safetensors writers do), the data (here two float32, 1.0 and 2.0).
+/// let header = br#"{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}  "#;
 /// let mut file = (header.len() as u64).to_le_bytes().to_vec();
 /// file.extend_from_slice(header);
 /// file.extend_from_slice(&[0, 0, 0x80, 0x3f, 0, 0, 0, 0x40]);
@@ -574,10 +578,10 @@ mod tests {
 
     #[test]
     fn views_point_into_the_files_bytes_read_only() {
-        let a: Vec<u8> = (1..=6i16).flat_map(i16::to_le_bytes).collect();
+        let a: Vec<u8> = (1..=8i16).flat_map(i16::to_le_bytes).collect();
         let b = 2.5f64.to_le_bytes();
         let file = SafetensorsFile::from_bytes(file_of(&[
-            ("a", "I16", &[2, 3], &a),
+            ("a", "I16", &[2, 4], &a),
             ("b", "F64", &[], &b),
         ]))
         .unwrap();
@@ -590,7 +594,7 @@ mod tests {
         let info = va.tensor_info().unwrap();
         assert_eq!(
             (info.shape().to_vec(), info.strides().to_vec()),
-            (vec![2, 3], vec![3, 1])
+            (vec![2, 4], vec![4, 1])
         );
         assert_eq!(info.data_ptr() as usize, base + header_end);
         assert!(info.is_read_only());
@@ -607,6 +611,25 @@ mod tests {
             .map(|v| v.name().into())
             .collect();
         assert_eq!(names, ["a", "b"]);
+    }
+
+    #[test]
+    fn a_tensor_packed_out_of_alignment_is_refused_not_exported() {
+        // 6 bytes of int16, then a float64 at 6 mod 8: the safetensors
+        // writer sorts tensors by alignment so that this never happens.
+        let a: Vec<u8> = (1..=3i16).flat_map(i16::to_le_bytes).collect();
+        let b = 2.5f64.to_le_bytes();
+        let file =
+            SafetensorsFile::from_bytes(file_of(&[("a", "I16", &[3], &a), ("b", "F64", &[], &b)]))
+                .unwrap();
+        let err = file.tensor("b").unwrap().tensor_info().unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DLPackError::Layout(crate::error::LayoutError::Misaligned { align: 8, .. })
+            ),
+            "{err}"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::fmt;
 use crate::{DataType, Device};
 
 /// A list of extents or strides, formatted like a Python list: `[2, 3]`.
-fn list(entries: &[i64]) -> impl fmt::Display + '_ {
+pub(super) fn list(entries: &[i64]) -> impl fmt::Display + '_ {
     struct List<'a>(&'a [i64]);
     impl fmt::Display for List<'_> {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

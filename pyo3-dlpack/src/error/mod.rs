@@ -1,12 +1,14 @@
 //! The crate's one error type, its structured details, and its one mapping
 //! to Python exceptions.
 
+mod contradiction;
 mod detail;
 mod interface;
 mod user;
 
 use std::fmt;
 
+pub use contradiction::Contradiction;
 pub use detail::{
     AdapterError, ArgumentError, CapsuleError, DimsKind, DtypeError, ExportError, LayoutDesc,
     LayoutError, SizeOverflow,
@@ -177,6 +179,16 @@ pub enum DLPackError {
     /// An adapter to another crate's types (features `safetensors`,
     /// `nalgebra`, `image`) met a layout or a file it cannot take.
     Adapter(AdapterError),
+    /// A description that contradicts its memory (a device, dtype or
+    /// layout other than the memory's own), refused by
+    /// [`TensorInfoBuilder::build`](crate::TensorInfoBuilder::build).
+    Contradicts {
+        /// The derived struct's field that said it, when a derive built
+        /// the description.
+        field: Option<&'static str>,
+        /// What was said, and what the memory is.
+        what: Contradiction,
+    },
 }
 
 impl DLPackError {
@@ -359,6 +371,7 @@ impl fmt::Display for DLPackError {
             }
             Self::User(err) => err.fmt(f),
             Self::Adapter(err) => err.fmt(f),
+            Self::Contradicts { field, what } => contradiction::fmt(*field, what, f),
         }
     }
 }
@@ -475,6 +488,7 @@ mod tests {
             DLPackError::NotADLPackTensor { .. } => "NotADLPackTensor",
             DLPackError::User(_) => "User",
             DLPackError::Adapter(_) => "Adapter",
+            DLPackError::Contradicts { .. } => "Contradicts",
         }
     }
 
@@ -539,6 +553,13 @@ mod tests {
                 name: String::new(),
                 available: Vec::new(),
             }),
+            DLPackError::Contradicts {
+                field: None,
+                what: Contradiction::ByteOffset {
+                    memory: 0,
+                    given: 1,
+                },
+            },
         ];
         let mut names: Vec<_> = named.iter().map(variant_name).collect();
         names.sort_unstable();

@@ -8,10 +8,17 @@ use crate::{DataType, Device, Element, Writability};
 /// A buffer whose address does not change when the value moves and stays
 /// valid until the value is dropped: the memory behind an exported tensor.
 ///
-/// Implemented for `Vec<T>`, `Box<[T]>`, `Arc<[T]>` (exported read-only: other
-/// `Arc`s may be reading it), [`AlignedBuffer<T>`](crate::AlignedBuffer),
+/// Implemented for `Vec<T>`, `Box<[T]>`, `Arc<[T]>` and `Arc<Vec<T>>`
+/// (exported read-only: other `Arc`s may be reading it),
+/// [`AlignedBuffer<T>`](crate::AlignedBuffer),
 /// [`RawBuffer`](crate::RawBuffer) (any pointer on any device) and, with the
-/// `ndarray` feature, `ndarray::Array<T, D>`.
+/// `ndarray` feature, `ndarray::Array<T, D>`; with the `memmap2` feature,
+/// `memmap2::Mmap` (bytes, read-only).
+///
+/// Memory that is not owned by the value (`Rc<…>`, which cannot cross
+/// threads; `&[T]`, which a consumer may outlive) is none of these: own it
+/// (`Vec<T>`, `Arc<[T]>`), or vouch for a pointer with
+/// [`RawBuffer::new`](crate::RawBuffer::new) next to the field that owns it.
 ///
 /// Exported memory is **shared**: while a consumer (a NumPy array, a torch
 /// tensor) holds it, Python code may write to it unless it was exported
@@ -42,7 +49,7 @@ use crate::{DataType, Device, Element, Writability};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not tensor memory: it does not implement `TensorData`",
     label = "a #[dlpack(data)] field must hold the tensor's memory",
-    note = "TensorData is implemented for Vec<T>, Box<[T]>, Arc<[T]>, AlignedBuffer<T>, RawBuffer and ndarray::Array<T, D>, with T an Element"
+    note = "TensorData is implemented for Vec<T>, Box<[T]>, Arc<[T]>, Arc<Vec<T>>, AlignedBuffer<T>, RawBuffer, ndarray::Array<T, D> and memmap2::Mmap (feature `memmap2`), with T an Element; for borrowed or Rc memory, own it instead"
 )]
 pub unsafe trait TensorData {
     /// The element type every value of this type holds, when the type says
@@ -98,6 +105,30 @@ pub unsafe trait TensorData {
             Writability::Writable
         }
     }
+
+    /// The shape, strides and first element of memory that knows its own
+    /// layout (an `ndarray` array, a `nalgebra` matrix); `None` (the
+    /// default) for a flat buffer. A description of such memory has this
+    /// layout: a shape, strides or byte offset given besides must agree
+    /// ([`TensorInfoBuilder::build`](crate::TensorInfoBuilder::build)
+    /// refuses others), so the memory is never described in another order.
+    #[doc(hidden)]
+    fn own_layout(&self) -> Option<OwnLayout<'_>> {
+        None
+    }
+}
+
+/// The layout memory brings itself ([`TensorData::own_layout`]): checked
+/// against the buffer like any description.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct OwnLayout<'a> {
+    /// Extents.
+    pub shape: crate::Dims<'a>,
+    /// Strides in elements.
+    pub strides: crate::Dims<'a>,
+    /// Bytes from [`TensorData::data_ptr`] to the element at `[0, 0, …]`.
+    pub byte_offset: usize,
 }
 
 // SAFETY: a Vec's heap buffer does not move when the Vec moves and lives until
@@ -146,6 +177,48 @@ unsafe impl<T: Element> TensorData for Arc<[T]> {
     }
     fn dtype(&self) -> Option<DataType> {
         Some(T::DTYPE)
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+}
+
+// SAFETY: as for `Arc<[T]>`: the `Vec`'s heap buffer does not move and
+// lives while this Arc does (the `Vec` cannot be grown through a shared
+// `Arc`); reported read-only, since other clones may read it.
+unsafe impl<T: Element> TensorData for Arc<Vec<T>> {
+    const STATIC_DTYPE: Option<DataType> = Some(T::DTYPE);
+    fn data_ptr(&self) -> *mut c_void {
+        self.as_ptr().cast_mut().cast()
+    }
+    fn byte_len(&self) -> Option<usize> {
+        Some(self.len() * size_of::<T>())
+    }
+    fn dtype(&self) -> Option<DataType> {
+        Some(T::DTYPE)
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+}
+
+// SAFETY: a read-only mapping stays at its address until the `Mmap` is
+// dropped; its `len` bytes are mapped. Creating an `Mmap` is `unsafe`: its
+// creator promised that the file is not modified while it is mapped (the
+// one promise about the memory this crate cannot check). It is exported
+// read-only: the mapping cannot be written (a write would fault), and Rust
+// code may hold `&[u8]`s into it.
+#[cfg(feature = "memmap2")]
+unsafe impl TensorData for memmap2::Mmap {
+    const STATIC_DTYPE: Option<DataType> = Some(DataType::U8);
+    fn data_ptr(&self) -> *mut c_void {
+        self.as_ptr().cast_mut().cast()
+    }
+    fn byte_len(&self) -> Option<usize> {
+        Some(self.len())
+    }
+    fn dtype(&self) -> Option<DataType> {
+        Some(DataType::U8)
     }
     fn is_read_only(&self) -> bool {
         true
@@ -294,6 +367,29 @@ mod tests {
         let a: Arc<[u8]> = Arc::from(&b"abc"[..]);
         assert_eq!(a.byte_len(), Some(3));
         assert!(a.is_read_only(), "other Arcs may be reading the memory");
+
+        let shared = Arc::new(vec![1.0f32, 2.0]);
+        let info = crate::TensorInfo::builder(&shared).build().unwrap();
+        assert_eq!((info.shape(), info.dtype()), (&[2i64][..], DataType::F32));
+        assert_eq!(info.data_ptr(), shared.as_ptr().cast_mut().cast());
+        assert!(info.is_read_only(), "other Arcs may be reading the memory");
+    }
+
+    #[cfg(feature = "memmap2")]
+    #[test]
+    fn a_mapped_file_is_read_only_bytes_of_any_dtype() {
+        let path = std::env::temp_dir().join(format!("pyo3-dlpack-mmap-{}", std::process::id()));
+        std::fs::write(&path, 1.5f32.to_le_bytes().repeat(4)).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        // SAFETY: the file is this test's own, not modified while mapped.
+        let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let info = crate::TensorInfo::builder(&map)
+            .dtype(DataType::F32)
+            .build()
+            .unwrap();
+        assert_eq!((info.shape(), info.is_read_only()), (&[4i64][..], true));
+        assert_eq!(info.data_ptr(), map.as_ptr().cast_mut().cast());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
-use crate::error::{LayoutDesc, LayoutError, SizeOverflow};
+use crate::error::{Contradiction, LayoutDesc, LayoutError, SizeOverflow};
 use crate::export::data::TensorData;
 pub use crate::layout::Dims;
 use crate::layout::DimsBuf;
@@ -83,12 +83,20 @@ pub struct TensorInfoBuilder<'a> {
     rust_elements: Option<DataType>,
     /// Whether a buffer of Rust bools may be exported writable ([`TensorInfoBuilder::writable_bool`]).
     bool_vouched: bool,
+    /// Whether the shape, strides and offset are the memory's own
+    /// ([`TensorData::own_layout`]): others given must agree.
+    layout_fixed: bool,
+    /// The first thing given that contradicts the memory's own layout.
+    conflict: Option<Box<Contradiction>>,
+    /// Whether a first element unaligned for its dtype was vouched for
+    /// ([`TensorInfoBuilder::allow_misaligned`]).
+    misaligned_vouched: bool,
 }
 
 impl<'a> TensorInfo<'a> {
     /// Starts describing an export of `data`.
     pub fn builder<D: TensorData + ?Sized>(data: &'a D) -> TensorInfoBuilder<'a> {
-        TensorInfoBuilder {
+        let builder = TensorInfoBuilder {
             data: data.data_ptr(),
             byte_len: data.byte_len(),
             buffer_dtype: data.dtype(),
@@ -104,6 +112,19 @@ impl<'a> TensorInfo<'a> {
             buffer_at: address_of(data),
             rust_elements: D::STATIC_DTYPE,
             bool_vouched: false,
+            layout_fixed: false,
+            conflict: None,
+            misaligned_vouched: false,
+        };
+        match data.own_layout() {
+            None => builder,
+            Some(own) => TensorInfoBuilder {
+                shape: Some(own.shape),
+                strides: Some(own.strides),
+                byte_offset: own.byte_offset,
+                layout_fixed: true,
+                ..builder
+            },
         }
     }
 
@@ -302,22 +323,67 @@ impl<'a> TensorInfo<'a> {
 }
 
 impl<'a> TensorInfoBuilder<'a> {
-    /// Extents. Optional for 1-D typed data (the shape is then its length).
+    /// Extents. Optional for 1-D typed data (the shape is then its length),
+    /// and for data that knows its own layout (an `ndarray` array, a
+    /// `nalgebra` matrix), whose own shape a shape given must equal
+    /// ([`build`](Self::build) refuses another: [`Contradiction::Shape`]).
+    #[inline]
     pub fn shape(mut self, shape: impl Into<Dims<'a>>) -> Self {
-        self.shape = Some(shape.into());
+        let shape = shape.into();
+        if self.layout_fixed {
+            self.check_own(&shape, false);
+        } else {
+            self.shape = Some(shape);
+        }
         self
     }
 
-    /// Strides in elements (may be negative or zero). Row-major when not set.
+    /// Strides in elements (may be negative or zero). Row-major when not
+    /// set, or the data's own for data that knows its layout (which strides
+    /// given must equal, as [`shape`](Self::shape) says).
+    #[inline]
     pub fn strides(mut self, strides: impl Into<Dims<'a>>) -> Self {
-        self.strides = Some(strides.into());
+        let strides = strides.into();
+        if self.layout_fixed {
+            self.check_own(&strides, true);
+        } else {
+            self.strides = Some(strides);
+        }
         self
     }
 
-    /// Like [`strides`](Self::strides), with `None` meaning row-major.
-    pub fn maybe_strides(mut self, strides: Option<impl Into<Dims<'a>>>) -> Self {
-        self.strides = strides.map(Into::into);
-        self
+    /// Records the first contradiction of the memory's own shape (or
+    /// strides, when `strides`): out of line, so the setters stay small.
+    #[cold]
+    #[inline(never)]
+    fn check_own(&mut self, given: &Dims<'_>, strides: bool) {
+        if self.conflict.is_some() {
+            return;
+        }
+        let own = if strides { &self.strides } else { &self.shape };
+        let own = own.as_ref().map(Dims::to_vec).unwrap_or_default();
+        let given = given.to_vec();
+        if own != given {
+            self.conflict = Some(Box::new(if strides {
+                Contradiction::Strides { memory: own, given }
+            } else {
+                Contradiction::Shape { memory: own, given }
+            }));
+        }
+    }
+
+    /// Like [`strides`](Self::strides), with `None` meaning the default
+    /// (row-major, or the data's own).
+    #[inline]
+    pub fn maybe_strides(self, strides: Option<impl Into<Dims<'a>>>) -> Self {
+        match strides {
+            Some(strides) => self.strides(strides),
+            None if self.layout_fixed => self,
+            None => Self {
+                strides: None,
+                ..self
+            },
+        }
     }
 
     /// Element type: required for raw bytes; for typed buffers it must match
@@ -336,19 +402,55 @@ impl<'a> TensorInfoBuilder<'a> {
         self
     }
 
-    /// Device, overriding the buffer's own (for example a CUDA device index
-    /// that a `RawBuffer` did not know). Memory the CPU cannot read cannot be
-    /// relabelled as memory it can (`build` refuses: that would make copies
-    /// read device memory from the host).
+    /// The device, which must be the memory's own
+    /// ([`TensorData::device`]): [`build`](Self::build) refuses another
+    /// ([`Contradiction::Device`]), since a consumer would hand the pointer
+    /// to that device's API. Memory on another device is vouched for where
+    /// the pointer is, by [`RawBuffer::new`](crate::RawBuffer::new)
+    /// (or, for a buffer you describe, [`device_unchecked`](Self::device_unchecked)).
+    ///
+    /// ```
+    /// use pyo3_dlpack::{Device, TensorInfo};
+    ///
+    /// let host = vec![0u8; 4];
+    /// assert!(TensorInfo::builder(&host).device(Device::cpu()).build().is_ok());
+    /// assert!(TensorInfo::builder(&host).device(Device::cuda(0)).build().is_err());
+    /// ```
     pub fn device(mut self, device: Device) -> Self {
         self.device = device;
         self
     }
 
+    /// Describes the memory as on `device`, whatever its [`TensorData`]
+    /// says: for memory whose type cannot know its device (a host-side
+    /// handle to memory another library placed).
+    ///
+    /// # Safety
+    ///
+    /// The memory is on `device`: consumers hand the pointer to that
+    /// device's API (a CUDA kernel, a host `memcpy`), and a pointer of
+    /// another device crashes or corrupts memory there.
+    pub unsafe fn device_unchecked(mut self, device: Device) -> Self {
+        self.device = device;
+        self.buffer_device = device;
+        self
+    }
+
     /// Bytes from the start of the buffer to the first element (the element
     /// at index `[0, 0, …]`); with negative strides, others lie before it.
+    /// It must keep the first element aligned for the dtype
+    /// ([`build`](Self::build) refuses others: consumers, Rust slices
+    /// included, read elements with aligned loads). For data that knows its
+    /// own layout, it must be the data's own.
+    #[inline]
     pub fn byte_offset(mut self, byte_offset: usize) -> Self {
-        self.byte_offset = byte_offset;
+        if self.layout_fixed {
+            if byte_offset != self.byte_offset && self.conflict.is_none() {
+                self.conflict = Some(contradicting_offset(self.byte_offset, byte_offset));
+            }
+        } else {
+            self.byte_offset = byte_offset;
+        }
         self
     }
 
@@ -405,6 +507,26 @@ impl<'a> TensorInfoBuilder<'a> {
         self
     }
 
+    /// Exports a first element that is not aligned for its dtype (which
+    /// [`build`](Self::build) otherwise refuses): for memory laid out by
+    /// another program, such as a file format that packs tensors
+    /// back to back.
+    ///
+    /// NumPy imports such memory as an array flagged unaligned and copies
+    /// it where it needs alignment; torch, JAX and CuPy assume aligned
+    /// elements, so their kernels may fault (CUDA does, on misaligned
+    /// loads) or, on the host, read with loads the C standard leaves
+    /// undefined; this crate's own views (`as_slice`) refuse it.
+    ///
+    /// # Safety
+    ///
+    /// Every consumer the value is exported to accepts unaligned elements
+    /// (NumPy, or code of yours that reads them with unaligned loads).
+    pub unsafe fn allow_misaligned(mut self) -> Self {
+        self.misaligned_vouched = true;
+        self
+    }
+
     /// Exports read-only when `true`. A buffer that is read-only itself
     /// (`Arc<[T]>`) stays read-only whatever this says.
     pub fn read_only(mut self, read_only: bool) -> Self {
@@ -430,6 +552,9 @@ impl<'a> TensorInfoBuilder<'a> {
 
     /// Checks the description against the buffer.
     pub fn build(mut self) -> Result<TensorInfo<'a>, DLPackError> {
+        if let Some(what) = self.conflict.take() {
+            return Err(contradicts(*what));
+        }
         let dtype = self.resolve_dtype()?;
         protocol::check_dtype(dtype)?;
         let shape = match self.shape.take() {
@@ -447,11 +572,11 @@ impl<'a> TensorInfoBuilder<'a> {
         let mut dims = DimsBuf::pair(ndim);
         fill_dims(&mut dims, &shape, self.strides.as_ref())?;
         let numel = layout::numel(dims.split().0)?;
-        if self.device.is_host_accessible() && !self.buffer_device.is_host_accessible() {
-            return Err(DLPackError::Device {
-                expected: self.buffer_device,
-                found: self.device,
-            });
+        if self.device != self.buffer_device {
+            return Err(contradicts(Contradiction::Device {
+                memory: self.buffer_device,
+                given: self.device,
+            }));
         }
         if !dtype.is_byte_sized() && self.strides.is_some() {
             return Err(LayoutError::StridedSubByte { dtype }.into());
@@ -477,15 +602,21 @@ impl<'a> TensorInfoBuilder<'a> {
             buffer: PhantomData,
         };
         self.check_bounds(&info)?;
+        if !self.misaligned_vouched {
+            check_alignment(&info)?;
+        }
         Ok(info)
     }
 
     fn resolve_dtype(&self) -> Result<DataType, DLPackError> {
         match (self.buffer_dtype, self.dtype) {
             (Some(buffer), Some(given)) if !protocol::storage_holds(buffer, given) => {
-                Err(DLPackError::Dtype {
-                    expected: buffer,
-                    found: given,
+                Err(DLPackError::Contradicts {
+                    field: None,
+                    what: Contradiction::Dtype {
+                        memory: buffer,
+                        given,
+                    },
                 })
             }
             (_, Some(given)) => Ok(given),
@@ -555,6 +686,57 @@ impl<'a> TensorInfoBuilder<'a> {
             .into());
         }
         Ok(())
+    }
+}
+
+#[cold]
+fn contradicts(what: Contradiction) -> DLPackError {
+    DLPackError::Contradicts { field: None, what }
+}
+
+#[cold]
+fn contradicting_offset(memory: usize, given: usize) -> Box<Contradiction> {
+    Box::new(Contradiction::ByteOffset { memory, given })
+}
+
+/// The first element aligned for its dtype (a component of a complex
+/// number, one lane of a vector type): consumers, and Rust slices over
+/// the memory, load elements aligned. Nothing to check without elements,
+/// or for devices whose `data` is a buffer handle rather than an address.
+#[inline]
+fn check_alignment(info: &TensorInfo<'_>) -> Result<(), DLPackError> {
+    let align = element_align(info.dtype);
+    let address = info.data as usize;
+    if address % align == 0 || info.numel == 0 || info.device.device_type.holds_handles() {
+        return Ok(());
+    }
+    Err(misaligned(address, info.dtype, align))
+}
+
+#[cold]
+fn misaligned(address: usize, dtype: DataType, align: usize) -> DLPackError {
+    LayoutError::Misaligned {
+        address,
+        dtype,
+        align,
+    }
+    .into()
+}
+
+/// The alignment C gives one element of `dtype`: its scalar's size (a
+/// complex number's component), as a power of two, at least 1.
+fn element_align(dtype: DataType) -> usize {
+    let bits = dtype.bits as usize;
+    let scalar = if dtype.code == crate::DataTypeCode::COMPLEX {
+        bits / 16
+    } else {
+        bits / 8
+    };
+    // The largest power of two dividing it (1 for sub-byte types).
+    if scalar == 0 {
+        1
+    } else {
+        1 << scalar.trailing_zeros()
     }
 }
 
@@ -712,9 +894,12 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             err,
-            DLPackError::Dtype {
-                expected: DataType::I32,
-                found: DataType::F32
+            DLPackError::Contradicts {
+                field: None,
+                what: Contradiction::Dtype {
+                    memory: DataType::I32,
+                    given: DataType::F32
+                }
             }
         );
     }
@@ -779,6 +964,114 @@ mod tests {
         assert!(
             err.to_string().contains("cannot be exported with strides"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn host_memory_is_exported_as_host_memory() {
+        let host = vec![0.0f32; 4];
+        let err = TensorInfo::builder(&host)
+            .device(Device::cuda(1))
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            err,
+            DLPackError::Contradicts {
+                field: None,
+                what: Contradiction::Device {
+                    memory: Device::cpu(),
+                    given: Device::cuda(1)
+                }
+            }
+        );
+        // A RawBuffer vouches for its device; another index is refused too.
+        // SAFETY: only described, never read.
+        let raw =
+            unsafe { crate::RawBuffer::new(host.as_ptr().cast_mut().cast(), 16, Device::cuda(0)) }
+                .with_dtype(DataType::F32);
+        assert!(
+            TensorInfo::builder(&raw)
+                .device(Device::cuda(1))
+                .build()
+                .is_err()
+        );
+        assert!(
+            TensorInfo::builder(&raw)
+                .device(Device::cpu())
+                .build()
+                .is_err()
+        );
+        // SAFETY: only described, never read.
+        let vouched = unsafe { TensorInfo::builder(&host).device_unchecked(Device::cuda(1)) };
+        assert_eq!(vouched.build().unwrap().device(), Device::cuda(1));
+    }
+
+    #[test]
+    fn misaligned_elements_are_refused() {
+        let data = vec![0.0f32; 4];
+        let err = TensorInfo::builder(&data)
+            .shape([2usize])
+            .byte_offset(1)
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(err, DLPackError::Layout(LayoutError::Misaligned { align: 4, dtype, .. }) if dtype == DataType::F32),
+            "{err}"
+        );
+        assert!(
+            TensorInfo::builder(&data)
+                .shape([2usize])
+                .byte_offset(4)
+                .build()
+                .is_ok()
+        );
+        // Bytes holding float64: the offset must keep 8-byte alignment.
+        let bytes = crate::AlignedBuffer::<u8>::zeroed(32);
+        let at = |offset| {
+            TensorInfo::builder(&bytes)
+                .dtype(DataType::F64)
+                .shape([1usize])
+                .byte_offset(offset)
+                .build()
+        };
+        assert!(at(8).is_ok());
+        assert!(matches!(
+            at(4),
+            Err(DLPackError::Layout(LayoutError::Misaligned {
+                align: 8,
+                ..
+            }))
+        ));
+        // complex64 is two float32s: 4-byte aligned, as C and NumPy have it.
+        let c = TensorInfo::builder(&bytes)
+            .dtype(DataType::C64)
+            .shape([1usize])
+            .byte_offset(4)
+            .build();
+        assert!(c.is_ok());
+        // No element, nothing to load.
+        assert!(
+            at(4).is_err()
+                && TensorInfo::builder(&bytes)
+                    .dtype(DataType::F64)
+                    .shape([0usize])
+                    .byte_offset(4)
+                    .build()
+                    .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_dtype_typed_memory_does_not_hold_is_a_contradiction() {
+        let data = vec![0.0f32; 4];
+        let err = TensorInfo::builder(&data)
+            .dtype(DataType::I32)
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the description says dtype int32, but the memory holds float32 elements \
+             (a runtime dtype is for untyped bytes: Vec<u8>, RawBuffer)"
         );
     }
 

@@ -21,17 +21,25 @@ use crate::{DLPackError, Element};
 /// | field attribute | field type | meaning |
 /// |---|---|---|
 /// | `#[dlpack(data)]` | any [`TensorData`](crate::TensorData) | the memory; exactly one |
-/// | `#[dlpack(shape)]` | `[usize; N]`, `[i64; N]`, `Vec<usize>`, `Vec<i64>`, `Box<[…]>` | optional for 1-D typed data |
-/// | `#[dlpack(strides)]` | as shape, or an `Option` of it | in elements; `None`: row-major |
-/// | `#[dlpack(device)]` | [`Device`](crate::Device) | overrides the buffer's own |
-/// | `#[dlpack(dtype)]` | [`DataType`](crate::DataType) | runtime dtype, for untyped buffers |
+/// | `#[dlpack(shape)]` | `[usize; N]`, `[i64; N]`, `Vec<usize>`, `Vec<i64>`, `Box<[…]>` | optional for 1-D typed data and for data that knows its layout (an ndarray array), which it must equal |
+/// | `#[dlpack(strides)]` | as shape, or an `Option` of it | in elements; `None`: row-major (or the data's own) |
+/// | `#[dlpack(byte_offset)]` | `usize` | bytes to the first element, kept aligned |
+/// | `#[dlpack(device)]` | [`Device`](crate::Device) | must be the memory's own |
+/// | `#[dlpack(dtype)]` | [`DataType`](crate::DataType) | runtime dtype, for untyped memory only |
 /// | `#[dlpack(read_only)]` | `bool` | export read-only when true |
+/// | `#[dlpack(inner)]` | any `IntoDLPack` | the tensor is this value's (instead of a data field) |
+/// | `#[dlpack(skip)]` | any | no part of the tensor (a field named like one) |
 ///
 /// Struct attributes: `#[dlpack(dtype = T)]` (an [`Element`] type, checked at
 /// compile time against typed data; only `u8` byte buffers may hold another
-/// type), `#[dlpack(read_only)]`, `#[dlpack(crate = "path")]` (when the
+/// type), `#[dlpack(shape = [height, width, channels])]` (the extents from
+/// unsigned scalar fields, in order), `#[dlpack(read_only)]`, `#[dlpack(crate = "path")]` (when the
 /// runtime crate is renamed or re-exported). Other fields are kept alive
-/// with the value and must, like every field, be `Send + Sync + 'static`.
+/// with the value and must, like every field, be `Send + Sync + 'static`;
+/// one named `shape`, `strides`, `device`, `dtype`, `byte_offset` or
+/// `read_only` needs its attribute or `#[dlpack(skip)]` (a compile error
+/// otherwise). A value that contradicts the memory (a device, dtype or
+/// layout other than its own) is an error naming the field ([`guide`](crate::guide::derive)).
 /// A shape that does not fit the buffer is an error when the value is
 /// returned (a `ValueError`), never an export of memory it does not own.
 ///

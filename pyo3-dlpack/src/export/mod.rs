@@ -24,6 +24,8 @@ pub(crate) mod plan;
 mod tensor;
 
 pub use aligned::{ALIGNMENT, AlignedBuffer};
+#[doc(hidden)]
+pub use data::OwnLayout;
 pub use data::{RawBuffer, TensorData};
 pub use info::{Dims, TensorInfo, TensorInfoBuilder};
 pub use into::IntoDLPack;

@@ -4,7 +4,7 @@ use std::ffi::c_void;
 
 use ndarray::{Array, Dimension};
 
-use crate::export::data::TensorData;
+use crate::export::data::{OwnLayout, TensorData};
 use crate::export::info::TensorInfo;
 use crate::export::into::IntoDLPack;
 use crate::layout;
@@ -44,9 +44,18 @@ unsafe impl<T: Element, D: Dimension> TensorData for Array<T, D> {
     fn dtype(&self) -> Option<DataType> {
         Some(T::DTYPE)
     }
+    fn own_layout(&self) -> Option<OwnLayout<'_>> {
+        Some(OwnLayout {
+            shape: self.shape().into(),
+            strides: self.strides().into(),
+            byte_offset: extent(self).0,
+        })
+    }
 }
 
-/// The array with its shape and strides (negative and zero ones included).
+/// The array with its shape and strides (negative and zero ones included),
+/// as any description of its memory has them (a `#[dlpack(data)]` field, a
+/// [`TensorInfo::builder`]): a shape or strides given besides must agree.
 ///
 /// ```
 /// use pyo3_dlpack::{IntoDLPack, ndarray::{Array2, s}};
@@ -59,18 +68,14 @@ unsafe impl<T: Element, D: Dimension> TensorData for Array<T, D> {
 /// ```
 impl<T: Element, D: Dimension + 'static> IntoDLPack for Array<T, D> {
     fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
-        TensorInfo::builder(self)
-            .shape(self.shape())
-            .strides(self.strides())
-            .byte_offset(extent(self).0)
-            .build()
+        TensorInfo::builder(self).build()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::{Array2, Array3, s};
+    use ndarray::{Array2, Array3, ShapeBuilder, s};
 
     #[test]
     fn standard_layout() {
@@ -103,6 +108,74 @@ mod tests {
             "first element, not the lowest"
         );
         assert_eq!(r.data_ptr(), r.as_ptr().wrapping_sub(6).cast_mut().cast());
+    }
+
+    #[test]
+    fn any_description_of_an_array_has_its_layout() {
+        use crate::error::Contradiction;
+        // Fortran order: a description with no shape is the array's, not its memory order.
+        let f = Array2::<f32>::from_shape_vec((2, 3).f(), vec![0.0; 6]).unwrap();
+        let info = TensorInfo::builder(&f).build().unwrap();
+        assert_eq!(
+            (info.shape(), info.strides()),
+            (&[2i64, 3][..], &[1i64, 2][..])
+        );
+        // The same shape agrees; another is refused, never laid over memory order.
+        assert!(TensorInfo::builder(&f).shape([2usize, 3]).build().is_ok());
+        let err = TensorInfo::builder(&f).shape([6usize]).build().unwrap_err();
+        assert_eq!(
+            err,
+            DLPackError::Contradicts {
+                field: None,
+                what: Contradiction::Shape {
+                    memory: vec![2, 3],
+                    given: vec![6]
+                }
+            }
+        );
+        let err = TensorInfo::builder(&f)
+            .strides([3i64, 1])
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DLPackError::Contradicts {
+                    what: Contradiction::Strides { .. },
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // Reversed in place: negative strides from the array's first element.
+        let mut r = Array2::<i32>::from_shape_fn((2, 3), |(i, j)| (i * 3 + j) as i32);
+        r.invert_axis(ndarray::Axis(1));
+        let info = TensorInfo::builder(&r).build().unwrap();
+        assert_eq!(info.strides(), &[3, -1]);
+        assert_eq!(info.data_ptr(), r.as_ptr().cast_mut().cast());
+        let err = TensorInfo::builder(&r).byte_offset(0).build().unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DLPackError::Contradicts {
+                    what: Contradiction::ByteOffset {
+                        memory: 8,
+                        given: 0
+                    },
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // A slice of an owned array.
+        let mut s = Array3::<u8>::zeros((2, 4, 6));
+        s.slice_collapse(s![.., 1..3, ..;3]);
+        let info = TensorInfo::builder(&s).build().unwrap();
+        assert_eq!(
+            (info.shape(), info.strides()),
+            (&[2i64, 2, 2][..], &[24i64, 6, 3][..])
+        );
+        assert_eq!(info.data_ptr(), s.as_ptr().cast_mut().cast());
     }
 
     #[test]

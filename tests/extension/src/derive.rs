@@ -66,16 +66,60 @@ pub(crate) fn derived_raw(
     device_id: i32,
 ) -> PyResult<DerivedRaw> {
     let memory = AlignedBuffer::<u8>::zeroed(nbytes);
+    let device = Device::new(pyo3_dlpack::DeviceType::from_code(device_type), device_id);
     // SAFETY: the memory is stored in the same value as the RawBuffer, so it
-    // lives exactly as long; nothing else touches it.
-    let raw = unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), nbytes, Device::cpu()) };
+    // lives exactly as long; nothing else touches it. The device is the
+    // tests' claim: such a value is only described, never read as `device`'s.
+    let raw = unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), nbytes, device) };
     Ok(DerivedRaw {
         raw,
         shape,
         dtype: parse_dtype(dtype)?,
-        device: Device::new(pyo3_dlpack::DeviceType::from_code(device_type), device_id),
+        device,
         _memory: memory,
     })
+}
+
+/// An ndarray array as the data field: exported with its own layout.
+#[derive(IntoDLPack)]
+pub(crate) struct DerivedArray {
+    #[dlpack(data)]
+    values: ndarray::Array3<f32>,
+    _guard: DropGuard,
+}
+
+/// A `(2, 3, 4)` float32 array holding `100 i + 10 j + k` at `[i, j, k]`,
+/// laid out as `layout` says: `"c"`, `"f"` (Fortran order), `"reversed"`
+/// (its last axis inverted in place: negative strides from an offset) or
+/// `"sliced"` (every other element of a `(2, 3, 8)` array). Returns the
+/// value and the address of its `[0, 0, 0]` element.
+#[pyfunction]
+pub(crate) fn derived_array(layout: &str) -> PyResult<(DerivedArray, usize)> {
+    use ndarray::{Array3, Axis, ShapeBuilder, s};
+    let value = |(i, j, k): (usize, usize, usize)| (100 * i + 10 * j + k) as f32;
+    let values = match layout {
+        "c" => Array3::from_shape_fn((2, 3, 4), value),
+        "f" => Array3::from_shape_fn((2, 3, 4).f(), value),
+        "reversed" => {
+            let mut a = Array3::from_shape_fn((2, 3, 4), |(i, j, k)| value((i, j, 3 - k)));
+            a.invert_axis(Axis(2));
+            a
+        }
+        "sliced" => {
+            let mut a = Array3::from_shape_fn((2, 3, 8), |(i, j, k)| value((i, j, k / 2)));
+            a.slice_collapse(s![.., .., ..;2]);
+            a
+        }
+        other => return Err(PyValueError::new_err(format!("unknown layout {other:?}"))),
+    };
+    let first = values.as_ptr() as usize;
+    Ok((
+        DerivedArray {
+            values,
+            _guard: DropGuard::new(),
+        },
+        first,
+    ))
 }
 
 /// A derived importer with every constraint.

@@ -102,11 +102,13 @@ pub(crate) fn on_device(
     stream: Option<usize>,
 ) -> PyResult<DLPackTensor> {
     let memory = AlignedBuffer::<f32>::zeroed(n);
+    let device = Device::new(pyo3_dlpack::DeviceType::from_code(device_type), device_id);
     // SAFETY: the memory is the `AlignedBuffer` stored next to the RawBuffer in
     // the same value, so it lives exactly as long; nothing else touches it.
-    let mut raw =
-        unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), n * 4, Device::cpu()) }
-            .with_dtype(DataType::F32);
+    // The device is the tests' claim: such a value is exported to the
+    // stand-in driver or refused, and its memory is never read as `device`'s.
+    let mut raw = unsafe { RawBuffer::new(memory.as_ptr().cast_mut().cast(), n * 4, device) }
+        .with_dtype(DataType::F32);
     if let Some(stream) = stream {
         // SAFETY: the tests' promise: 1, 2 or a live stream of the memory's
         // device (the stand-in driver's, or a real one on a GPU machine).
@@ -114,19 +116,16 @@ pub(crate) fn on_device(
     }
     struct OnDevice {
         raw: RawBuffer,
-        device: Device,
         _memory: AlignedBuffer<f32>,
         _guard: DropGuard,
     }
     impl IntoDLPack for OnDevice {
         fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
-            TensorInfo::builder(&self.raw).device(self.device).build()
+            TensorInfo::builder(&self.raw).build()
         }
     }
-    let device = Device::new(pyo3_dlpack::DeviceType::from_code(device_type), device_id);
     Ok(DLPackTensor::new(OnDevice {
         raw,
-        device,
         _memory: memory,
         _guard: DropGuard::new(),
     })?)

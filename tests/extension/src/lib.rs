@@ -71,6 +71,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(consume_derived, m)?)?;
     m.add_function(wrap_pyfunction!(derived_image, m)?)?;
     m.add_function(wrap_pyfunction!(derived_raw, m)?)?;
+    m.add_function(wrap_pyfunction!(derived_array, m)?)?;
     m.add_function(wrap_pyfunction!(derived_mask, m)?)?;
     m.add_function(wrap_pyfunction!(mask_bits_set_at_drop, m)?)?;
     m.add_function(wrap_pyfunction!(vouched_mask, m)?)?;

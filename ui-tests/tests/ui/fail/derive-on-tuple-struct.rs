@@ -1,7 +1,0 @@
-#![allow(unused_imports, dead_code)]
-use pyo3_dlpack::{FromDLPack, IntoDLPack, PyTensor};
-
-#[derive(IntoDLPack)]
-struct Image(#[dlpack(data)] Vec<u8>);
-
-fn main() {}
