@@ -11,7 +11,7 @@
 //! thread is queued, and the outermost release empties the queue in a loop:
 //! the stack stays one link deep, whatever the chain's length.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use crate::import::protocols::view::BufferView;
 
@@ -33,41 +33,35 @@ impl Drop for KeptView {
 }
 
 thread_local! {
-    /// The views waiting to be released, while a release runs on this
-    /// thread (`None` when none runs).
-    static QUEUE: RefCell<Option<Vec<BufferView>>> = const { RefCell::new(None) };
+    /// Whether a release runs on this thread (views are queued meanwhile).
+    static RELEASING: Cell<bool> = const { Cell::new(false) };
+    /// How many views wait in [`QUEUE`] (read without touching the queue,
+    /// whose thread-local has a destructor and costs more to reach).
+    static WAITING: Cell<usize> = const { Cell::new(0) };
+    /// The views waiting to be released.
+    static QUEUE: RefCell<Vec<BufferView>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Releases `view` now, or queues it when a release already runs below on
 /// this thread (which then releases it, after its own).
 fn release(view: BufferView) {
-    let mut next = Some(view);
-    let outermost = QUEUE.try_with(|queue| {
-        let mut queue = queue.borrow_mut();
-        match queue.as_mut() {
-            Some(waiting) => {
-                waiting.extend(next.take());
-                false
-            }
-            None => {
-                *queue = Some(Vec::new());
-                true
-            }
+    if RELEASING.get() {
+        // If the queue is gone (the thread is exiting), the closure is
+        // dropped unrun and the view released here.
+        if QUEUE
+            .try_with(move |queue| queue.borrow_mut().push(view))
+            .is_ok()
+        {
+            WAITING.set(WAITING.get() + 1);
         }
-    });
-    if outermost != Ok(true) {
-        // Queued (`next` is empty), or the thread is exiting and its queue
-        // is gone: released here.
-        drop(next);
         return;
     }
-    while let Some(view) = next.take() {
+    RELEASING.set(true);
+    drop(view);
+    while WAITING.get() > 0 {
+        WAITING.set(WAITING.get() - 1);
         // Releasing may free a tensor whose own view is queued meanwhile.
-        drop(view);
-        next = QUEUE
-            .try_with(|queue| queue.borrow_mut().as_mut().and_then(Vec::pop))
-            .ok()
-            .flatten();
+        drop(QUEUE.try_with(|queue| queue.borrow_mut().pop()));
     }
-    let _ = QUEUE.try_with(|queue| queue.borrow_mut().take());
+    RELEASING.set(false);
 }
