@@ -255,6 +255,11 @@ pub use ::half;
 #[cfg_attr(docsrs, doc(cfg(feature = "memmap2")))]
 pub use ::memmap2;
 
+/// Re-exported so that users need no separate `bytes` dependency of a matching version.
+#[cfg(feature = "bytes")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
+pub use ::bytes;
+
 /// Re-exported so that users need no separate `safetensors` dependency of a matching version.
 #[cfg(feature = "safetensors")]
 #[cfg_attr(docsrs, doc(cfg(feature = "safetensors")))]

@@ -13,7 +13,8 @@ use crate::{DataType, Device, Element, Writability};
 /// [`AlignedBuffer<T>`](crate::AlignedBuffer),
 /// [`RawBuffer`](crate::RawBuffer) (any pointer on any device) and, with the
 /// `ndarray` feature, `ndarray::Array<T, D>`; with the `memmap2` feature,
-/// `memmap2::Mmap` (bytes, read-only).
+/// `memmap2::Mmap` (bytes, read-only); with the `bytes` feature,
+/// `bytes::Bytes` (read-only).
 ///
 /// Memory that is not owned by the value (`Rc<…>`, which cannot cross
 /// threads; `&[T]`, which a consumer may outlive) is none of these: own it
@@ -49,7 +50,7 @@ use crate::{DataType, Device, Element, Writability};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not tensor memory: it does not implement `TensorData`",
     label = "a #[dlpack(data)] field must hold the tensor's memory",
-    note = "TensorData is implemented for Vec<T>, Box<[T]>, Arc<[T]>, Arc<Vec<T>>, AlignedBuffer<T>, RawBuffer, ndarray::Array<T, D> and memmap2::Mmap (feature `memmap2`), with T an Element; for borrowed or Rc memory, own it instead"
+    note = "TensorData is implemented for Vec<T>, Box<[T]>, Arc<[T]>, Arc<Vec<T>>, AlignedBuffer<T>, RawBuffer, ndarray::Array<T, D>, memmap2::Mmap (feature `memmap2`) and bytes::Bytes (feature `bytes`), with T an Element; for borrowed or Rc memory, own it instead"
 )]
 pub unsafe trait TensorData {
     /// The element type every value of this type holds, when the type says
@@ -210,6 +211,28 @@ unsafe impl<T: Element> TensorData for Arc<Vec<T>> {
 // code may hold `&[u8]`s into it.
 #[cfg(feature = "memmap2")]
 unsafe impl TensorData for memmap2::Mmap {
+    const STATIC_DTYPE: Option<DataType> = Some(DataType::U8);
+    fn data_ptr(&self) -> *mut c_void {
+        self.as_ptr().cast_mut().cast()
+    }
+    fn byte_len(&self) -> Option<usize> {
+        Some(self.len())
+    }
+    fn dtype(&self) -> Option<DataType> {
+        Some(DataType::U8)
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+}
+
+// SAFETY: a `Bytes` points at memory it keeps alive (a shared, reference
+// counted or static buffer) until it is dropped, and moving the handle moves
+// no bytes: its `len` bytes stay at the same address. The memory is
+// immutable and may be shared with other `Bytes` clones, so it is exported
+// read-only.
+#[cfg(feature = "bytes")]
+unsafe impl TensorData for bytes::Bytes {
     const STATIC_DTYPE: Option<DataType> = Some(DataType::U8);
     fn data_ptr(&self) -> *mut c_void {
         self.as_ptr().cast_mut().cast()
@@ -390,6 +413,21 @@ mod tests {
             .unwrap();
         assert_eq!((info.shape(), info.is_read_only()), (&[4i64][..], true));
         assert_eq!(info.data_ptr(), map.as_ptr().cast_mut().cast());
+    }
+
+    #[cfg(feature = "bytes")]
+    #[test]
+    fn shared_bytes_are_read_only_bytes_of_any_dtype() {
+        let bytes = bytes::Bytes::from(2.5f32.to_le_bytes().repeat(3));
+        let clone = bytes.clone();
+        let info = crate::TensorInfo::builder(&bytes)
+            .dtype(DataType::F32)
+            .build()
+            .unwrap();
+        assert_eq!((info.shape(), info.is_read_only()), (&[3i64][..], true));
+        assert_eq!(info.data_ptr(), clone.as_ptr().cast_mut().cast());
+        let plain = crate::TensorInfo::builder(&bytes).build().unwrap();
+        assert_eq!((plain.shape(), plain.dtype()), (&[12i64][..], DataType::U8));
     }
 
     #[test]

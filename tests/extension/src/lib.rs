@@ -20,6 +20,7 @@ mod adapters;
 #[cfg(feature = "cudarc")]
 mod cudarc;
 mod derive;
+mod derive_shapes;
 mod exchange;
 mod export;
 mod import;
@@ -33,6 +34,7 @@ use adapters::*;
 #[cfg(feature = "cudarc")]
 use cudarc::*;
 use derive::*;
+use derive_shapes::*;
 use exchange::*;
 use export::*;
 use import::*;
@@ -73,6 +75,11 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(derived_raw, m)?)?;
     m.add_function(wrap_pyfunction!(derived_array, m)?)?;
     m.add_function(wrap_pyfunction!(derived_mask, m)?)?;
+    m.add_function(wrap_pyfunction!(shared_samples, m)?)?;
+    m.add_function(wrap_pyfunction!(hwc_image_fields, m)?)?;
+    m.add_function(wrap_pyfunction!(labelled_image, m)?)?;
+    m.add_function(wrap_pyfunction!(mapped_weights, m)?)?;
+    m.add_function(wrap_pyfunction!(received_floats, m)?)?;
     m.add_function(wrap_pyfunction!(mask_bits_set_at_drop, m)?)?;
     m.add_function(wrap_pyfunction!(vouched_mask, m)?)?;
     m.add_function(wrap_pyfunction!(typed_axpy, m)?)?;
