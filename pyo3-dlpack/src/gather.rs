@@ -8,8 +8,8 @@
 //!   `memcpy` per row;
 //! - anything else: the two innermost dimensions in square tiles, so that
 //!   the rows read and the rows written stay in the cache (a transpose reads
-//!   each cache line once), the inner loop running along the dimension whose
-//!   source stride is smallest.
+//!   each cache line once), each tile in 8 × 8 blocks (see [`MICRO`]), the
+//!   inner loop running along the dimension whose source stride is smallest.
 //!
 //! Dimensions of extent 1 are dropped and neighbours that are contiguous with
 //! each other merged first, so a slice of a contiguous array copies as rows.
@@ -30,6 +30,13 @@ use crate::layout::DimsBuf;
 /// (measured on float32 transposes: 32 beat 64 at 1, 64 and 400 MiB,
 /// `benchmarks/copies.py`).
 const TILE: usize = 32;
+
+/// Edge of the blocks a tile is copied in: the 8 lines a block reads and
+/// the 8 it writes fit in L1 even when a power-of-two row pitch maps every
+/// line of a tile's column to the same two cache sets (a 512-wide float32
+/// transpose: 2048-byte rows, 32 lines in 2 sets of 8 ways), where a whole
+/// tile's column missed L1 on every element.
+const MICRO: usize = 8;
 
 /// Copies the `shape`/`strides` tensor at `src` (strides in elements of
 /// `itemsize` bytes) into `dst` in row-major order.
@@ -210,18 +217,24 @@ unsafe fn tiles<T: Copy>(
         let r1 = (r0 + TILE).min(rows);
         for c0 in (0..cols).step_by(TILE) {
             let c1 = (c0 + TILE).min(cols);
-            if along_rows {
-                for c in c0..c1 {
-                    let to = dst.wrapping_add(r0 * cols + c);
-                    // SAFETY: elements (r0..r1, c) of the plane and of `dst`
-                    // (r1 <= rows, c < cols: the contract).
-                    unsafe { line::<T>(at(r0, c), row_step, to, cols, r1 - r0) };
-                }
-            } else {
-                for r in r0..r1 {
-                    let to = dst.wrapping_add(r * cols + c0);
-                    // SAFETY: elements (r, c0..c1), as above.
-                    unsafe { line::<T>(at(r, c0), col_step, to, 1, c1 - c0) };
+            for m0 in (r0..r1).step_by(MICRO) {
+                let m1 = (m0 + MICRO).min(r1);
+                for n0 in (c0..c1).step_by(MICRO) {
+                    let n1 = (n0 + MICRO).min(c1);
+                    if along_rows {
+                        for c in n0..n1 {
+                            let to = dst.wrapping_add(m0 * cols + c);
+                            // SAFETY: elements (m0..m1, c) of the plane and
+                            // of `dst` (m1 <= rows, c < cols: the contract).
+                            unsafe { line::<T>(at(m0, c), row_step, to, cols, m1 - m0) };
+                        }
+                    } else {
+                        for r in m0..m1 {
+                            let to = dst.wrapping_add(r * cols + n0);
+                            // SAFETY: elements (r, n0..n1), as above.
+                            unsafe { line::<T>(at(r, n0), col_step, to, 1, n1 - n0) };
+                        }
+                    }
                 }
             }
         }
