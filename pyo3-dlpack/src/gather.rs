@@ -355,6 +355,8 @@ mod tests {
         check(&v, 0, &[100, 100], &[100, 1]); // contiguous
         check(&v, 0, &[100, 100], &[1, 100]); // transposed: tiles, along rows
         check(&v, 0, &[70, 130], &[1, 70]); // ragged tiles
+        check(&v, 0, &[45, 37], &[1, 45]); // ragged 8 x 8 blocks, both edges
+        check(&v, 0, &[37, 45], &[90, 2]); // strided rows: blocks along columns
         check(&v, 0, &[10, 20, 30], &[1, 10, 200]); // column-major 3-D
         check(&v, 0, &[5, 1, 7], &[7, 99, 1]); // extent 1 dropped, merged
         check(&v, 0, &[4, 6], &[12, 2]); // strided rows
