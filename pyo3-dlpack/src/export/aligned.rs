@@ -33,6 +33,9 @@ pub const ALIGNMENT: usize = 64;
 pub struct AlignedBuffer<T: Element> {
     ptr: NonNull<T>,
     len: usize,
+    /// Bytes from the start of the allocation ([`storage`](Self::storage))
+    /// to `ptr`.
+    offset: usize,
 }
 
 // SAFETY: the buffer owns its elements like a `Vec<T>`; `Element` types are Send.
@@ -62,6 +65,19 @@ impl<T: Element> AlignedBuffer<T> {
             align
         };
         Layout::from_size_align(size, align).ok()
+    }
+
+    /// What is allocated for `layout`: its size plus its alignment, at the
+    /// allocator's plain alignment (16), the buffer starting at the first
+    /// aligned byte inside. An aligned allocation (glibc's
+    /// `posix_memalign`) asks for the size plus the alignment plus a
+    /// minimum chunk, more than the hole the previous buffer of the same
+    /// size left when freed, so in some processes every one was carved from
+    /// new pages at the top of the heap (a 1 MiB `copy=True`: 256 page
+    /// faults a call, 20 times the copy); a plain allocation of one size
+    /// reuses its hole. `None` when the size overflows.
+    fn storage(layout: Layout) -> Option<Layout> {
+        Layout::from_size_align(layout.size().checked_add(layout.align())?, 16).ok()
     }
 
     /// A 64-byte-aligned, never-dereferenced pointer for empty buffers.
@@ -120,18 +136,27 @@ impl<T: Element> AlignedBuffer<T> {
             return Some(Self {
                 ptr: Self::dangling(),
                 len,
+                offset: 0,
             });
         }
-        let raw = if zeroed {
-            // SAFETY: the layout has a non-zero size (checked above).
-            unsafe { alloc::alloc_zeroed(layout) }
+        let storage = Self::storage(layout)?;
+        let base = if zeroed {
+            // SAFETY: the storage has a non-zero size (at least the layout's).
+            unsafe { alloc::alloc_zeroed(storage) }
         } else {
             // SAFETY: as above; the caller initialises the memory.
-            unsafe { alloc::alloc(layout) }
+            unsafe { alloc::alloc(storage) }
         };
+        if base.is_null() {
+            return None;
+        }
+        // At most `layout.align() - 1`: the buffer's `layout.size()` bytes
+        // end inside the storage's `size + align`.
+        let offset = base.align_offset(layout.align());
+        let raw = base.wrapping_add(offset);
         let ptr = NonNull::new(raw.cast::<T>())?;
         crate::gather::advise_huge_pages(raw, layout.size());
-        Some(Self { ptr, len })
+        Some(Self { ptr, len, offset })
     }
 
     /// `len` elements, element `i` being `f(i)`.
@@ -170,9 +195,12 @@ impl<T: Element> Drop for AlignedBuffer<T> {
     fn drop(&mut self) {
         let layout = Self::layout(self.len);
         if layout.size() != 0 {
-            // SAFETY: `ptr` came from `alloc_zeroed` or `alloc` with this same layout
-            // (`layout` is a pure function of `len`, which never changes).
-            unsafe { alloc::dealloc(self.ptr.as_ptr().cast(), layout) };
+            let storage = Self::storage(layout).expect("allocated with this storage");
+            let base = self.ptr.as_ptr().cast::<u8>().wrapping_sub(self.offset);
+            // SAFETY: `base` is what `alloc_zeroed` or `alloc` returned for
+            // this same storage (`ptr` is `offset` bytes into it; `storage`
+            // is a pure function of `len`, which never changes).
+            unsafe { alloc::dealloc(base, storage) };
         }
     }
 }
