@@ -337,8 +337,10 @@ mod tests {
     fn every_layout_copies_as_the_element_walk_does() {
         let v: Vec<u32> = (0..10_000).collect();
         check(&v, 0, &[100, 100], &[100, 1]); // contiguous
-        check(&v, 0, &[100, 100], &[1, 100]); // transposed: tiles, along rows
+        check(&v, 0, &[100, 100], &[1, 100]); // transposed: tiles
         check(&v, 0, &[70, 130], &[1, 70]); // ragged tiles
+        check(&v, 0, &[45, 37], &[1, 45]); // ragged tiles, both edges
+        check(&v, 0, &[37, 45], &[90, 2]); // strided rows and columns
         check(&v, 0, &[10, 20, 30], &[1, 10, 200]); // column-major 3-D
         check(&v, 0, &[5, 1, 7], &[7, 99, 1]); // extent 1 dropped, merged
         check(&v, 0, &[4, 6], &[12, 2]); // strided rows

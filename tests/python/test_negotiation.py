@@ -130,6 +130,27 @@ def test_copy_true_copies_and_sets_is_copied(capsule_view):
     copied = capsule_view(t.__dlpack__(max_version=(1, 0), copy=True))
     assert copied.strides == (4, 1)
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's heap")
+def test_repeated_copies_reuse_their_memory_instead_of_faulting_new_pages():
+    """A 1 MiB copy=True freed and made again reuses the freed memory: its buffer was a
+    page-aligned posix_memalign, which asks for more than that hole, and with a small
+    allocation kept between calls each copy came from new pages (256 faults a call)."""
+    script = """
+import resource, numpy as np, dlpack_testext as ext
+t = ext.asdlpack(np.ones(1 << 18, dtype=np.float32))
+kept, faults = [], []
+for _ in range(30):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    c = t.__dlpack__(copy=True)
+    kept.append(object())
+    del c
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(sum(faults[5:]))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert int(out.stdout) < 256, f"{out.stdout.strip()} page faults in 25 copies of 1 MiB"
+
+
 
 @pytest.mark.parametrize("n", [3, 1 << 25])
 def test_a_copy_of_packed_sub_byte_elements_is_their_bytes(n, capsule_view):
