@@ -21,7 +21,13 @@ from conftest import run_fresh
 FORKS = int(os.environ.get("PYO3_DLPACK_FORKS", "60"))
 DEADLINE = 5.0
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+pytestmark = [
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform"),
+    # Forking is what these tests do; CPython warns about it in any process where JAX (imported
+    # by other test files) started threads.
+    pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning"),
+    pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning"),
+]
 
 
 def wait_or_kill(pid, deadline):
