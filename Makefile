@@ -128,13 +128,15 @@ test-matrix: $(VENV_STAMP)
 # build of both packaged crates (cargo's own verification would build them once more), in the
 # workspace's target directory (the packaged crates build apart, by their own paths; their
 # dependencies, locked alike and built without debug info as the workspace's dev profile
-# builds them, are reused).
+# builds them, are reused). The files are unpacked with the time of unpacking (`tar -m`): a
+# `.crate` stores one fixed old time, by which cargo would take the previous run's build of the
+# packaged crates for current and test the old code.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 package: $(VENV_STAMP)
 	rm -rf target/package
 	cargo package --allow-dirty --quiet --no-verify -p pyo3-dlpack-derive -p pyo3-dlpack
 	for crate in pyo3-dlpack-derive pyo3-dlpack; do \
-		tar -xzf target/package/$$crate-$(VERSION).crate -C target/package || exit 1; \
+		tar -xzmf target/package/$$crate-$(VERSION).crate -C target/package || exit 1; \
 	done
 	cd target/package/pyo3-dlpack-$(VERSION) && PYTHONPATH=$(VENV_SITE) \
 		CARGO_TARGET_DIR=$(abspath target) cargo test --doc --all-features --quiet \
