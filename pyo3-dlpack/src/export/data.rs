@@ -203,50 +203,52 @@ unsafe impl<T: Element> TensorData for Arc<Vec<T>> {
     }
 }
 
+/// `TensorData` for a handle to immutable host bytes, exported as `uint8`,
+/// read-only. Each use argues its own safety above it.
+macro_rules! read_only_host_bytes {
+    ($(#[$attr:meta])* $ty:ty) => {
+        $(#[$attr])*
+        // SAFETY: the argument above each use of this macro: the handle's
+        // `len()` bytes stay at `as_ptr()` until it is dropped, and they are
+        // never written (reported read-only).
+        unsafe impl TensorData for $ty {
+            const STATIC_DTYPE: Option<DataType> = Some(DataType::U8);
+            fn data_ptr(&self) -> *mut c_void {
+                self.as_ptr().cast_mut().cast()
+            }
+            fn byte_len(&self) -> Option<usize> {
+                Some(self.len())
+            }
+            fn dtype(&self) -> Option<DataType> {
+                Some(DataType::U8)
+            }
+            fn is_read_only(&self) -> bool {
+                true
+            }
+        }
+    };
+}
+
 // SAFETY: a read-only mapping stays at its address until the `Mmap` is
 // dropped; its `len` bytes are mapped. Creating an `Mmap` is `unsafe`: its
 // creator promised that the file is not modified while it is mapped (the
 // one promise about the memory this crate cannot check). It is exported
 // read-only: the mapping cannot be written (a write would fault), and Rust
 // code may hold `&[u8]`s into it.
-#[cfg(feature = "memmap2")]
-unsafe impl TensorData for memmap2::Mmap {
-    const STATIC_DTYPE: Option<DataType> = Some(DataType::U8);
-    fn data_ptr(&self) -> *mut c_void {
-        self.as_ptr().cast_mut().cast()
-    }
-    fn byte_len(&self) -> Option<usize> {
-        Some(self.len())
-    }
-    fn dtype(&self) -> Option<DataType> {
-        Some(DataType::U8)
-    }
-    fn is_read_only(&self) -> bool {
-        true
-    }
-}
+read_only_host_bytes!(
+    #[cfg(feature = "memmap2")]
+    memmap2::Mmap
+);
 
 // SAFETY: a `Bytes` points at memory it keeps alive (a shared, reference
 // counted or static buffer) until it is dropped, and moving the handle moves
 // no bytes: its `len` bytes stay at the same address. The memory is
 // immutable and may be shared with other `Bytes` clones, so it is exported
 // read-only.
-#[cfg(feature = "bytes")]
-unsafe impl TensorData for bytes::Bytes {
-    const STATIC_DTYPE: Option<DataType> = Some(DataType::U8);
-    fn data_ptr(&self) -> *mut c_void {
-        self.as_ptr().cast_mut().cast()
-    }
-    fn byte_len(&self) -> Option<usize> {
-        Some(self.len())
-    }
-    fn dtype(&self) -> Option<DataType> {
-        Some(DataType::U8)
-    }
-    fn is_read_only(&self) -> bool {
-        true
-    }
-}
+read_only_host_bytes!(
+    #[cfg(feature = "bytes")]
+    bytes::Bytes
+);
 
 /// A pointer to memory this crate does not own, on any device: a CUDA
 /// allocation, a pinned host buffer, memory owned by another library.
