@@ -128,6 +128,8 @@ def read_dumps(folder):
 
 def measure(marks_path):
     """One valgrind run of every path: {name: {metric, Ir, D1 and LL misses, cost} per call}."""
+    if shutil.which("valgrind") is None:
+        sys.exit("speed-check: valgrind is not installed (Debian: apt-get install valgrind)")
     env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                MKL_NUM_THREADS="1")
     # A fixed folder (a random name would change the client's memory layout, a little).
@@ -140,8 +142,8 @@ def measure(marks_path):
                f"--callgrind-out-file={folder}/callgrind.out", sys.executable,
                os.path.abspath(__file__), "--inner", os.path.abspath(marks_path)]
     # ASLR off, where the kernel lets us: the same addresses, so the same cache sets.
-    if subprocess.run(["setarch", platform.machine(), "-R", "true"],
-                      capture_output=True).returncode == 0:
+    if shutil.which("setarch") and subprocess.run(
+            ["setarch", platform.machine(), "-R", "true"], capture_output=True).returncode == 0:
         command = ["setarch", platform.machine(), "-R"] + command
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode != 0:
