@@ -14,7 +14,7 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test check-targets check-aarch64 package abi3-test abi3-venvs test-matrix abi3-bench bench copies-bench pickling-bench torch-checks-bench head-to-head sanitize fuzz coverage-cuda gpu-bundle venv lint rust-test py-test clean-venv
+.PHONY: demo test check-targets check-aarch64 package abi3-test abi3-venvs test-matrix abi3-bench bench copies-bench pickling-bench torch-checks-bench speed-check speed-baseline head-to-head sanitize fuzz coverage-cuda gpu-bundle venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
@@ -24,7 +24,7 @@ demo: $(VENV_STAMP)
 # lint compiles: lint needs only the venv's interpreter. Each one's output is shown when it ends.
 test:
 	$(MAKE) -j3 --output-sync=target venv abi3-venvs lint check-aarch64
-	$(MAKE) rust-test py-test abi3-test package
+	$(MAKE) rust-test py-test abi3-test package speed-check
 
 venv: $(VENV_STAMP)
 
@@ -261,6 +261,18 @@ torch-checks-bench: $(VENV_STAMP)
 	rm -f benchmarks/results-torch-checks.md
 	for run in 1 2; do OPENBLAS_NUM_THREADS=1 $(VENV_PY) benchmarks/torch_checks.py \
 		--output benchmarks/results-torch-checks.md || exit 1; done
+
+# Speed regressions counted, not timed (benchmarks/speed_check.py): the hot paths of the release
+# build of bench_ours under callgrind, instructions (and cache misses where memory moves) per call,
+# against benchmarks/speed-baseline.json; fails naming each path that grew past the tolerance.
+# `make speed-baseline` rewrites the file: commit it on its own, saying why (guide: testing).
+SPEED_MARKS := target/speed/libspeed_marks.so
+$(SPEED_MARKS): benchmarks/speed_marks.c
+	@mkdir -p $(@D)
+	cc -O2 -shared -fPIC -o $@ $<
+speed-check speed-baseline: $(VENV_STAMP) $(SPEED_MARKS)
+	cd benchmarks/bench_ours && maturin develop --release --quiet
+	$(VENV_PY) benchmarks/speed_check.py --marks $(SPEED_MARKS) $(if $(filter speed-baseline,$@),--update)
 
 # The head-to-head against dlpark, pyo3-dlpack 0.3 and nanobind (benchmarks/README.md):
 # release builds of the four modules, then two runs into benchmarks/results.md.

@@ -1,0 +1,235 @@
+"""Speed regressions caught by counting, not timing: `make speed-check`.
+
+Each hot path runs under `valgrind --tool=callgrind --cache-sim=yes` in one process (the release
+build of `bench_ours`, ASLR off, PYTHONHASHSEED fixed). Interpreter start-up and imports are not
+instrumented (`--instr-atstart=no`); each path is counted between callgrind client requests
+(benchmarks/speed_marks.c, called through ctypes): N calls, then 2N calls, after N warm-up
+calls, the garbage collector off (collected once before). The count of one call is
+(count(2N) - count(N)) / N, which cancels the client requests, the loop's set-up and whatever
+the first calls leave behind.
+
+A path's metric is either `Ir` (instructions) or `cost`, for the paths that move memory (the
+gather, the copies, in-band pickling): instructions + 10 x L1 data misses + 100 x last-level
+misses (reads and writes), so that a change of access pattern (a gather reading or writing
+across cache lines) counts even when the instruction count does not move.
+
+    python benchmarks/speed_check.py --marks LIB [--update]
+
+checks every path against benchmarks/speed-baseline.json and fails, naming each path that grew
+past the tolerance and by how much; `--update` rewrites that file instead (a deliberate commit:
+the guide's testing chapter).
+"""
+
+import argparse
+import glob
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BASELINE = os.path.join(HERE, "speed-baseline.json")
+TOLERANCE = 0.03
+KIB = 1024
+WEIGHTS = {"Ir": 1, "D1mr": 10, "D1mw": 10, "DLmr": 100, "DLmw": 100}
+COST = "Ir + 10 x (D1mr + D1mw) + 100 x (DLmr + DLmw)"
+
+
+# Each path: its metric and N (the calls of the shorter counted run).
+SPEC = {
+    "numpy import (PyTensor)": ("Ir", 200),
+    "numpy import (derived, FromDLPack)": ("Ir", 200),
+    "torch import (PyTensor)": ("Ir", 200),
+    "Native<Vec<f32>> return as numpy, 1 KiB": ("Ir", 200),
+    "__dlpack__() of a DLPackTensor": ("Ir", 200),
+    "__dlpack__(copy=True), 1 MiB contiguous": ("cost", 2),
+    "to_vec::<f32>() of a.T, 512 x 512 (gather)": ("cost", 2),
+    "pickle dumps + loads, protocol 5 out of band, 1 MiB": ("Ir", 50),
+    "pickle dumps + loads, protocol 5 in band, 1 MiB": ("cost", 2),
+    "pickle dumps + loads, protocol 4 in band, 1 MiB": ("cost", 2),
+}
+
+
+def calls():
+    """Each path's call, by name (SPEC's). Imported only inside valgrind."""
+    import pickle
+
+    import bench_ours as ours
+    import numpy as np
+    import torch
+
+    small = np.zeros(KIB, np.float32)
+    small_torch = torch.zeros(KIB)
+    exporter = ours.export_object(KIB)
+    mib = ours.export_object(256 * KIB)  # 1 MiB of float32
+    np.from_dlpack(mib)[:] = 1.0
+    square = np.arange(512 * 512, dtype=np.float32).reshape(512, 512)
+
+    def out_of_band():
+        buffers = []
+        data = pickle.dumps(mib, protocol=5, buffer_callback=buffers.append)
+        return pickle.loads(data, buffers=buffers)
+
+    return dict(zip(SPEC, [
+        lambda: ours.import_tensor(small),
+        lambda: ours.import_typed(small),
+        lambda: ours.import_tensor(small_torch),
+        lambda: ours.native_numpy(KIB),
+        exporter.__dlpack__,
+        lambda: mib.__dlpack__(copy=True),
+        lambda: ours.copy_to_vec(square.T),
+        out_of_band,
+        lambda: pickle.loads(pickle.dumps(mib, protocol=5)),
+        lambda: pickle.loads(pickle.dumps(mib, protocol=4)),
+    ]))
+
+
+def inner(marks_path):
+    """Inside valgrind: every path, N then 2N calls, each run dumped as `name|reps`."""
+    import ctypes
+    import gc
+
+    marks = ctypes.CDLL(marks_path)
+    table = calls()
+    gc.collect()
+    gc.disable()
+    marks.speed_start()
+    for name, call in table.items():
+        n = SPEC[name][1]
+        for _ in range(n):  # warm-up: whatever the first calls do once (caches, allocators)
+            call()
+        for reps in (n, 2 * n):
+            marks.speed_zero()
+            for _ in range(reps):
+                call()
+            marks.speed_dump(f"{name}|{reps}".encode())
+
+
+def read_dumps(folder):
+    """{(name, reps): {event: count}} from callgrind's dump files."""
+    runs = {}
+    for path in glob.glob(os.path.join(folder, "callgrind.out*")):
+        desc, events, totals = None, None, None
+        with open(path) as f:
+            for line in f:
+                if line.startswith("desc: Trigger: Client Request: "):
+                    desc = line.split(": ", 3)[3].strip()
+                elif line.startswith("events:"):
+                    events = line.split()[1:]
+                elif line.startswith(("totals:", "summary:")):
+                    totals = [int(x) for x in line.split()[1:]]
+        if desc and "|" in desc and events and totals:
+            name, reps = desc.rsplit("|", 1)
+            runs[(name, int(reps))] = dict(zip(events, totals + [0] * len(events)))
+    return runs
+
+
+def measure(marks_path):
+    """One valgrind run of every path: {name: {metric, Ir, D1 and LL misses, cost} per call}."""
+    if shutil.which("valgrind") is None:
+        sys.exit("speed-check: valgrind is not installed (Debian: apt-get install valgrind)")
+    env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               MKL_NUM_THREADS="1")
+    # A fixed folder (a random name would change the client's memory layout, a little).
+    folder = os.path.join(os.path.dirname(os.path.abspath(marks_path)), "callgrind")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    # The caches simulated are fixed (not the host's): the same counts on every machine.
+    command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--cache-sim=yes",
+               "--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64",
+               f"--callgrind-out-file={folder}/callgrind.out", sys.executable,
+               os.path.abspath(__file__), "--inner", os.path.abspath(marks_path)]
+    # ASLR off, where the kernel lets us: the same addresses, so the same cache sets.
+    if shutil.which("setarch") and subprocess.run(
+            ["setarch", platform.machine(), "-R", "true"], capture_output=True).returncode == 0:
+        command = ["setarch", platform.machine(), "-R"] + command
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"speed-check: the counted run failed ({done.returncode}):\n{done.stderr}")
+    runs = read_dumps(folder)
+    results = {}
+    metrics = {name: metric for name, (metric, _) in SPEC.items()}
+    for (name, reps), counts in runs.items():
+        if (name, 2 * reps) not in runs:
+            continue
+        twice = runs[(name, 2 * reps)]
+        per_call = {e: (twice.get(e, 0) - counts.get(e, 0)) / reps for e in WEIGHTS}
+        row = {"metric": metrics[name], "Ir": round(per_call["Ir"]),
+               "D1 misses": round(per_call["D1mr"] + per_call["D1mw"]),
+               "LL misses": round(per_call["DLmr"] + per_call["DLmw"]),
+               "cost": round(sum(w * per_call[e] for e, w in WEIGHTS.items()))}
+        results[name] = row
+    missing = set(metrics) - set(results)
+    if missing:
+        sys.exit(f"speed-check: no counts for {sorted(missing)}")
+    return {name: results[name] for name in metrics}
+
+
+def versions():
+    import numpy
+    import torch
+
+    return {"python": platform.python_version(), "numpy": numpy.__version__,
+            "torch": torch.__version__, "valgrind": subprocess.run(
+                ["valgrind", "--version"], capture_output=True, text=True).stdout.strip()}
+
+
+def table(results, baseline=None):
+    lines = []
+    for name, row in results.items():
+        value = row[row["metric"]]
+        line = (f"  {name:<52} {row['metric']:>4} {value:>12,}  (Ir {row['Ir']:,}, "
+                f"D1 misses {row['D1 misses']:,}, LL misses {row['LL misses']:,})")
+        if baseline and name in baseline:
+            old = baseline[name][row["metric"]]
+            line += f"  {(value - old) / old:+.2%}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--marks", help="the built benchmarks/speed_marks.c (a shared library)")
+    parser.add_argument("--update", action="store_true", help="rewrite the baseline file")
+    parser.add_argument("--inner", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.inner:
+        return inner(args.inner)
+    results = measure(args.marks)
+    if args.update:
+        with open(BASELINE, "w") as f:
+            json.dump({"tolerance": TOLERANCE, "cost": COST,
+                       "build": "bench_ours, release (benchmarks/Cargo.toml's profile)",
+                       "versions": versions(), "paths": results}, f, indent=2)
+            f.write("\n")
+        print(f"speed-baseline: wrote {os.path.relpath(BASELINE)}\n{table(results)}")
+        return 0
+    with open(BASELINE) as f:
+        saved = json.load(f)
+    tolerance, baseline = saved["tolerance"], saved["paths"]
+    print(table(results, baseline))
+    now = versions()
+    if now != saved["versions"]:
+        print(f"speed-check: note: measured with {now}, the baseline with {saved['versions']}")
+    failed = []
+    for name, row in results.items():
+        if name not in baseline:
+            failed.append(f"{name}: not in the baseline (make speed-baseline)")
+            continue
+        metric = row["metric"]
+        old, new = baseline[name][metric], row[metric]
+        if new > old * (1 + tolerance):
+            failed.append(f"{name}: {metric} grew {(new - old) / old:+.1%} ({old:,} -> {new:,} "
+                          f"per call; tolerance {tolerance:.0%})")
+    for line in failed:
+        print(f"speed-check: FAILED: {line}")
+    if failed:
+        return 1
+    print(f"speed-check: {len(results)} paths within {tolerance:.0%} of the baseline")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
