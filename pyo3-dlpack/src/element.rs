@@ -32,7 +32,8 @@ use crate::DataType;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a DLPack element type",
     label = "expected a scalar such as f32, i64, u8 or bool",
-    note = "Element is implemented for bool, i8-i64, u8-u64, isize, usize, f32, f64, half::f16/bf16 (feature `half`) and num_complex::Complex<f32/f64> (feature `num-complex`)"
+    note = "Element is implemented for bool, i8-i64, u8-u64, isize, usize, f32, f64, half::f16/bf16 (feature `half`) and num_complex::Complex<f32/f64> (feature `num-complex`)",
+    note = "if `{Self}` is a type parameter of your struct, bound it: `{Self}: pyo3_dlpack::Element` (which also makes it `Send + Sync`)"
 )]
 pub unsafe trait Element: Copy + Send + Sync + 'static {
     /// The DLPack type of this scalar.
