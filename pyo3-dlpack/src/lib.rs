@@ -68,8 +68,10 @@
 //! ```
 //!
 //! The memory can be any [`TensorData`]: `Vec<T>`, `Box<[T]>`, `Arc<[T]>`,
-//! [`AlignedBuffer<T>`], `ndarray` arrays (feature `ndarray`), or a
-//! [`RawBuffer`] around a pointer from any GPU API. Plain buffers are
+//! `Arc<Vec<T>>`, [`AlignedBuffer<T>`], `ndarray` arrays (feature `ndarray`,
+//! with their own shape and strides), a `memmap2::Mmap` or `bytes::Bytes`
+//! (features `memmap2`, `bytes`; read-only bytes), or a [`RawBuffer`] around
+//! a pointer from any GPU API. Plain buffers are
 //! `IntoDLPack` themselves, as 1-D tensors: `DLPackTensor::new(vec![1.0f32; 8])`.
 //!
 //! Host tensors also speak Python's buffer protocol (`memoryview(t)`,
