@@ -4,7 +4,9 @@ Rows: contiguous float32 copies of 1 MiB and 400 MiB through
 `PyTensor::to_vec` and through `__dlpack__(copy=True)`, against NumPy's
 `a.copy()`; transposed float32 squares gathered row-major (1, 64 and 400 MiB)
 through `to_vec`, against `np.ascontiguousarray(a.T)` and
-`a.T.astype("f4", order="C")`; with bench_ours built with its `candle` feature (as `make
+`a.T.astype("f4", order="C")`; the 1 MiB `copy=True` row again in fresh processes, each
+with another heap behind it (a buffer of 0 to 400 MiB allocated and freed first: the
+process-dependent page faults of 8cc07e4 showed in some processes only); with bench_ours built with its `candle` feature (as `make
 copies-bench` does), the contiguous rows add `PyTensor::to_candle_tensor`. Each cell is the best of `--repeat` timings of
 one call, the cells of a row timed round-robin; GB/s counts the bytes copied.
 
@@ -17,6 +19,7 @@ process, for a before/after column. `--output` appends the run's tables to FILE
 
 import argparse
 import gc
+import subprocess
 import importlib.machinery
 import importlib.util
 import sys
@@ -48,13 +51,49 @@ def row(lines, name, nbytes, cells, repeat):
     return speeds
 
 
+HEAPS_MIB = (0, 1, 4, 16, 64, 400)
+
+
+def child(heap_mib, repeat):
+    """In a fresh process: `copy=True` of 1 MiB against `a.copy()`, after a buffer of
+    `heap_mib` MiB was allocated, touched and freed. Prints both GB/s."""
+    import bench_ours as ours
+
+    if heap_mib:
+        scratch = np.ones(heap_mib * 2**18, np.float32)
+        del scratch
+    gc.disable()
+    a = np.ones(2**18, np.float32)
+    t = ours.export_object(a.size)
+    np.from_dlpack(t)[...] = 1
+    best = round_robin({"ours": lambda: t.__dlpack__(max_version=(1, 3), copy=True),
+                        "numpy": lambda: a.copy()}, repeat)
+    print(a.nbytes / best["ours"] / 1e9, a.nbytes / best["numpy"] / 1e9)
+
+
+def processes_table(lines, repeat):
+    """The 1 MiB `copy=True` row in one fresh process per heap history."""
+    emit(lines)
+    emit(lines, "| copy=True, 1 MiB, fresh process after freeing | ours copy=True | "
+         "NumPy a.copy() | ours ÷ NumPy |")
+    emit(lines, "|---|---:|---:|---:|")
+    for heap in HEAPS_MIB:
+        out = subprocess.run([sys.executable, __file__, "--child", str(heap), "--repeat",
+                              str(repeat)], check=True, capture_output=True, text=True).stdout
+        ours, numpy = (float(x) for x in out.split())
+        emit(lines, f"| {heap} MiB | {ours:.2f} | {numpy:.2f} | {ours / numpy:.2f}x |")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--before", help="another build of bench_ours.so, for a before column")
     parser.add_argument("--output", help="append the run's tables to this Markdown file")
     parser.add_argument("--fresh", action="store_true", help="start the --output file over")
     args = parser.parse_args()
+    if args.child is not None:
+        return child(args.child, args.repeat)
     import bench_ours as ours
 
     before = load(args.before) if args.before else None
@@ -104,6 +143,7 @@ def main():
         cells["NumPy astype(order=C)"] = lambda: at.astype("f4", order="C")
         row(lines, f"{side}² ({mib} MiB)", a.nbytes, cells, args.repeat)
         del a, at
+    processes_table(lines, args.repeat)
     if args.output:
         record.add_run(args.output, "Host copies", [
             "Written by `copies.py` (`make copies-bench`: two runs); see ../BENCHMARKS.md.",

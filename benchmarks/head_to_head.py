@@ -246,7 +246,8 @@ NB_SHORT = ["NumPy → PyTensor / ndarray<>", "NumPy → derived / typed ndarray
             "np.from_dlpack(exporter)", "jax (1000,) → argument", "jax (1000, 1000) → argument",
             "fresh 1K → jax.Array", "list of 100 NumPy, per tensor", "list of 1000 NumPy, per tensor",
             "list of 100 torch, per tensor", "list of 1000 torch, per tensor",
-            "NumPy → Tensor2<f32> / ndarray<float, ndim<2>>"]
+            "NumPy → Tensor2<f32> / ndarray<float, ndim<2>>",
+            "np.from_dlpack(derived exporter)"]
 
 
 def nanobind_rows():
@@ -337,6 +338,15 @@ def nanobind_rows():
          {"ours": lambda: cell("f(a)", f=bench_ours.import_typed2, a=a),
           "nanobind": lambda: cell("f(a)", f=bench_nanobind.import_typed2, a=a)},
          ("noop(a)", lambda: cell("f(a)", f=bench_ours.noop, a=a)), (1.0, "nanobind")),
+        # Row 6 with ours' exporter made by the derive (a user's `#[derive(IntoDLPack)]`
+        # struct returned from a `#[pyfunction]`) rather than `DLPackTensor::new`.
+        ("`np.from_dlpack(x)`, x a pre-made 1K exporter: a derived `IntoDLPack` struct returned "
+         "from a `#[pyfunction]` / `nb_ndarray`",
+         {"ours": lambda: cell("np.from_dlpack(x)", np=np, x=bench_ours.export_derived(1000)),
+          "nanobind": lambda: cell("np.from_dlpack(x)", np=np,
+                                   x=bench_nanobind.export_object(1000))},
+         ("np.from_dlpack(ndarray)", lambda: cell("np.from_dlpack(a1k)", np=np, a1k=a1k)),
+         (1.0, "nanobind")),
     ]
 
 

@@ -2,7 +2,8 @@
 
 Each hot path runs under `valgrind --tool=callgrind --cache-sim=yes` in one process (the release
 build of `bench_ours`, ASLR off, PYTHONHASHSEED fixed). Interpreter start-up and imports are not
-instrumented (`--instr-atstart=no`); each path is counted between callgrind client requests
+instrumented (`--instr-atstart=no`); only the main thread is counted (a framework's worker
+threads run on their own schedule); each path is counted between callgrind client requests
 (benchmarks/speed_marks.c, called through ctypes): N calls, then 2N calls, after N warm-up
 calls, the garbage collector off (collected once before). The count of one call is
 (count(2N) - count(N)) / N, which cancels the client requests, the loop's set-up and whatever
@@ -37,12 +38,19 @@ WEIGHTS = {"Ir": 1, "D1mr": 10, "D1mw": 10, "DLmr": 100, "DLmw": 100}
 COST = "Ir + 10 x (D1mr + D1mw) + 100 x (DLmr + DLmw)"
 
 
-# Each path: its metric and N (the calls of the shorter counted run).
+# Each path: its metric, N (the calls of the shorter counted run) and, where the path's own
+# count varies between runs, its tolerance (else TOLERANCE).
 SPEC = {
     "numpy import (PyTensor)": ("Ir", 200),
     "numpy import (derived, FromDLPack)": ("Ir", 200),
     "torch import (PyTensor)": ("Ir", 200),
+    "jax import (PyTensor)": ("Ir", 200),
     "Native<Vec<f32>> return as numpy, 1 KiB": ("Ir", 200),
+    "Native<Vec<f32>> return as torch, 1 KiB": ("Ir", 200),
+    # jaxlib's dispatch waits on its worker threads: the main thread's count varies by up
+    # to 7% between runs (36,746 to 39,435), so only a larger growth is caught here.
+    "Native<Vec<f32>> return as jax, 1 KiB": ("Ir", 400, 0.15),
+    "derived IntoDLPack struct returned, 1 KiB": ("Ir", 200),
     "__dlpack__() of a DLPackTensor": ("Ir", 200),
     "__dlpack__(copy=True), 1 MiB contiguous": ("cost", 2),
     "to_vec::<f32>() of a.T, 512 x 512 (gather)": ("cost", 2),
@@ -57,11 +65,13 @@ def calls():
     import pickle
 
     import bench_ours as ours
+    import jax.numpy as jnp
     import numpy as np
     import torch
 
     small = np.zeros(KIB, np.float32)
     small_torch = torch.zeros(KIB)
+    small_jax = jnp.zeros(KIB, jnp.float32).block_until_ready()
     exporter = ours.export_object(KIB)
     mib = ours.export_object(256 * KIB)  # 1 MiB of float32
     np.from_dlpack(mib)[:] = 1.0
@@ -76,7 +86,11 @@ def calls():
         lambda: ours.import_tensor(small),
         lambda: ours.import_typed(small),
         lambda: ours.import_tensor(small_torch),
+        lambda: ours.import_tensor(small_jax),
         lambda: ours.native_numpy(KIB),
+        lambda: ours.native_torch(KIB),
+        lambda: ours.native_jax(KIB),
+        lambda: ours.export_derived(KIB),
         exporter.__dlpack__,
         lambda: mib.__dlpack__(copy=True),
         lambda: ours.copy_to_vec(square.T),
@@ -108,9 +122,9 @@ def inner(marks_path):
 
 
 def read_dumps(folder):
-    """{(name, reps): {event: count}} from callgrind's dump files."""
+    """{(name, reps): {event: count}} from callgrind's dump files of the main thread."""
     runs = {}
-    for path in glob.glob(os.path.join(folder, "callgrind.out*")):
+    for path in glob.glob(os.path.join(folder, "callgrind.out*-01")):
         desc, events, totals = None, None, None
         with open(path) as f:
             for line in f:
@@ -138,7 +152,7 @@ def measure(marks_path):
     os.makedirs(folder)
     # The caches simulated are fixed (not the host's): the same counts on every machine.
     command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--cache-sim=yes",
-               "--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64",
+               "--separate-threads=yes", "--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64",
                f"--callgrind-out-file={folder}/callgrind.out", sys.executable,
                os.path.abspath(__file__), "--inner", os.path.abspath(marks_path)]
     # ASLR off, where the kernel lets us: the same addresses, so the same cache sets.
@@ -150,7 +164,7 @@ def measure(marks_path):
         sys.exit(f"speed-check: the counted run failed ({done.returncode}):\n{done.stderr}")
     runs = read_dumps(folder)
     results = {}
-    metrics = {name: metric for name, (metric, _) in SPEC.items()}
+    metrics = {name: spec[0] for name, spec in SPEC.items()}
     for (name, reps), counts in runs.items():
         if (name, 2 * reps) not in runs:
             continue
@@ -168,11 +182,12 @@ def measure(marks_path):
 
 
 def versions():
+    import jax
     import numpy
     import torch
 
     return {"python": platform.python_version(), "numpy": numpy.__version__,
-            "torch": torch.__version__, "valgrind": subprocess.run(
+            "torch": torch.__version__, "jax": jax.__version__, "valgrind": subprocess.run(
                 ["valgrind", "--version"], capture_output=True, text=True).stdout.strip()}
 
 
@@ -220,14 +235,16 @@ def main():
             continue
         metric = row["metric"]
         old, new = baseline[name][metric], row[metric]
-        if new > old * (1 + tolerance):
+        allowed = SPEC[name][2] if len(SPEC[name]) > 2 else tolerance
+        if new > old * (1 + allowed):
             failed.append(f"{name}: {metric} grew {(new - old) / old:+.1%} ({old:,} -> {new:,} "
-                          f"per call; tolerance {tolerance:.0%})")
+                          f"per call; tolerance {allowed:.0%})")
     for line in failed:
         print(f"speed-check: FAILED: {line}")
     if failed:
         return 1
-    print(f"speed-check: {len(results)} paths within {tolerance:.0%} of the baseline")
+    print(f"speed-check: {len(results)} paths within their tolerance of the baseline "
+          f"({tolerance:.0%} unless SPEC says otherwise)")
     return 0
 
 

@@ -5,7 +5,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use pyo3_dlpack::{CapsuleFormat, DLPackTensor, FromDLPack, Native, PyTensor};
+use pyo3_dlpack::{CapsuleFormat, DLPackTensor, FromDLPack, IntoDLPack, Native, PyTensor};
 
 fn to_py_err(e: pyo3_dlpack::DLPackError) -> PyErr {
     pyo3::exceptions::PyValueError::new_err(e.to_string())
@@ -16,6 +16,23 @@ fn to_py_err(e: pyo3_dlpack::DLPackError) -> PyErr {
 #[pyfunction]
 fn export_object(n: usize) -> PyResult<DLPackTensor> {
     DLPackTensor::new(vec![0f32; n]).map_err(to_py_err)
+}
+
+/// A user's tensor struct as the guide writes one: its own memory and shape, exported
+/// through the derive (returned from a `#[pyfunction]`, it becomes a `DLPackTensor`).
+#[derive(IntoDLPack)]
+struct Samples {
+    #[dlpack(data)]
+    values: Vec<f32>,
+    #[dlpack(shape)]
+    shape: [usize; 1],
+}
+
+/// `export_object` through the derive: `n` zeroed float32 elements in a derived
+/// `IntoDLPack` struct (the derived export row: `np.from_dlpack(export_derived(n))`).
+#[pyfunction]
+fn export_derived(n: usize) -> Samples {
+    Samples { values: vec![0f32; n], shape: [n] }
 }
 
 /// What `export_capsule*` takes: here the same exporter object.
@@ -277,6 +294,7 @@ fn bench_ours(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CRATE", "pyo3-dlpack (this repository, path dependency)")?;
     m.add("SOURCE", env!("BENCH_OURS_SOURCE"))?;
     m.add_function(wrap_pyfunction!(export_object, m)?)?;
+    m.add_function(wrap_pyfunction!(export_derived, m)?)?;
     m.add_function(wrap_pyfunction!(capsule_source, m)?)?;
     m.add_function(wrap_pyfunction!(export_capsule, m)?)?;
     m.add_function(wrap_pyfunction!(export_capsule_versioned, m)?)?;
