@@ -241,6 +241,7 @@ impl DLPackTensor {
 
     /// A bare capsule of the chosen format that shares ownership of the value
     /// (for consumers that take capsules, such as `torch.utils.dlpack.from_dlpack`).
+    #[inline]
     pub fn to_capsule<'py>(
         &self,
         py: Python<'py>,
