@@ -24,6 +24,10 @@ pub(crate) fn get_or_set<'a, T>(cell: &'a PyOnceLock<T>, py: Python<'_>, value: 
 }
 
 /// `cell`'s value, made by `init` (with no cell held) if it has none.
+///
+/// Inlined, the making apart: a value already made is one load and a
+/// compare in the caller (the torch import asks two such cells per call).
+#[inline]
 pub(crate) fn get_or_try_init<'a, T, E>(
     cell: &'a PyOnceLock<T>,
     py: Python<'_>,
@@ -31,8 +35,19 @@ pub(crate) fn get_or_try_init<'a, T, E>(
 ) -> Result<&'a T, E> {
     match cell.get(py) {
         Some(value) => Ok(value),
-        None => Ok(get_or_set(cell, py, init()?)),
+        None => make(cell, py, init),
     }
+}
+
+/// The first call's half of [`get_or_try_init`].
+#[cold]
+#[inline(never)]
+fn make<'a, T, E>(
+    cell: &'a PyOnceLock<T>,
+    py: Python<'_>,
+    init: impl FnOnce() -> Result<T, E>,
+) -> Result<&'a T, E> {
+    Ok(get_or_set(cell, py, init()?))
 }
 
 /// The type `module.name`, imported once (as `PyOnceLock::import`, with no

@@ -3,6 +3,7 @@
 import ctypes
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -266,8 +267,17 @@ def test_an_argument_that_cannot_be_printed_is_named_by_its_type():
 
 
 def test_the_method_is_a_method_of_dlpacktensor_only():
+    # CPython's descriptor checks the instance on every way in (the method
+    # does not check it again): called, bound, bound as a method of another.
+    method = type(ext.arange("float32", 2)).__dlpack__
     with pytest.raises(TypeError, match="doesn't apply to a 'int' object"):
-        type(ext.arange("float32", 2)).__dlpack__(3)
+        method(3)
+    with pytest.raises(TypeError, match="doesn't apply to a 'int' object"):
+        method.__get__(3)
+    with pytest.raises(TypeError, match="doesn't apply to a 'int' object"):
+        types.MethodType(method, 3)(max_version=(1, 0))
+    with pytest.raises(TypeError, match="doesn't apply to a 'str' object"):
+        method("x", max_version=(1, 0))
 
 
 def test_keywords_are_recognised_by_their_characters_too(capsule_view):

@@ -234,6 +234,12 @@ impl<'a> TensorInfo<'a> {
         self.dims.split()
     }
 
+    /// Extents then strides, one slice of `2 * ndim` (what an export's block
+    /// copies in one go).
+    pub(crate) fn dims_pair(&self) -> &[i64] {
+        self.dims.as_slice()
+    }
+
     /// Exports read-only from now on (a value shared through an `Arc`).
     pub(crate) fn force_read_only(&mut self) {
         self.writability = Writability::ReadOnly;

@@ -319,21 +319,21 @@ unsafe fn write_block<M: ManagedTensor, O: Send + 'static>(
     plan: &ExportPlan,
     owner: O,
 ) -> NonNull<M> {
-    let (shape_src, strides_src) = info.dims_slices();
-    let ndim = shape_src.len();
+    // Extents then strides, as the block holds them: one copy, not two
+    // (each a `memcpy` call of a few bytes; callgrind, BENCHMARKS.md).
+    let dims = info.dims_pair();
+    let ndim = dims.len() / 2;
     let (layout, tail) = block_layout::<M, O>(ndim);
     // Never zero-sized: the layout holds an `ExportBlock` and its non-zero-sized `M`.
     let block = spare::take(&SPARE_BLOCK, layout).cast::<ExportBlock<M, O>>();
     let raw = block.as_ptr().cast::<u8>();
     let shape = raw.wrapping_add(tail).cast::<i64>();
     let strides = shape.wrapping_add(ndim);
-    // SAFETY: `shape` and `strides` each start `ndim` i64s inside the
-    // allocation (`block_layout` reserved 2 * ndim from `tail`, which
-    // `Layout::extend` aligned for i64); the sources are `ndim` long and
-    // are a separate allocation.
-    unsafe { ptr::copy_nonoverlapping(shape_src.as_ptr(), shape, ndim) };
-    // SAFETY: as above.
-    unsafe { ptr::copy_nonoverlapping(strides_src.as_ptr(), strides, ndim) };
+    // SAFETY: `shape` starts 2 * ndim i64s inside the allocation
+    // (`block_layout` reserved them from `tail`, which `Layout::extend`
+    // aligned for i64); the source is 2 * ndim long (a pair: `dims.len()`
+    // is even) and a separate allocation.
+    unsafe { ptr::copy_nonoverlapping(dims.as_ptr(), shape, 2 * ndim) };
     let dl_tensor = DLTensor {
         data: info.data_ptr(),
         device: plan.device,
@@ -460,15 +460,9 @@ unsafe extern "C" fn capsule_destructor<M: ManagedTensor>(capsule: *mut ffi::PyO
     // fail or set an exception (CPython fails it only for non-capsules and
     // NULL pointers).
     let name = unsafe { ffi::PyCapsule_GetName(capsule) };
-    // A consumer that took the tensor renamed the capsule (`used_…`, the
-    // DLPack Python specification). Compared by content, as CPython compares
-    // capsule names: a constant's address is not unique (each codegen unit
-    // may hold its own copy of the string), so an address comparison could
-    // take an unconsumed capsule for a consumed one, and leak it.
-    // SAFETY: a non-NULL capsule name is a NUL-terminated string that
+    // SAFETY: a capsule's name is NULL or a NUL-terminated string that
     // outlives the capsule (CPython's contract for `PyCapsule_SetName`).
-    let unconsumed = !name.is_null() && unsafe { CStr::from_ptr(name) } == M::NAME;
-    if unconsumed {
+    if unsafe { unconsumed::<M>(name) } {
         // SAFETY: as above, and the name is the one we gave, so this returns
         // our pointer without setting an exception.
         let managed = unsafe { ffi::PyCapsule_GetPointer(capsule, M::NAME.as_ptr()) };
@@ -479,6 +473,40 @@ unsafe extern "C" fn capsule_destructor<M: ManagedTensor>(capsule: *mut ffi::PyO
         }
     }
     pending.restore();
+}
+
+/// Whether a capsule named `name` still has the unconsumed name `M::NAME`.
+///
+/// A consumer that took the tensor renamed the capsule (`used_…`, the
+/// DLPack Python specification). The name this crate gave is recognised by
+/// its address first (the capsule's own pointer, unchanged: no string to
+/// read); any other address is compared by content, as CPython compares
+/// capsule names: a constant's address is not unique (each codegen unit
+/// may hold its own copy of the string), so the address alone could take an
+/// unconsumed capsule for a consumed one, and leak it. The content is read
+/// byte by byte up to the first difference: a consumed name differs at its
+/// first byte (`u`), where a `strlen` would have read all of it.
+///
+/// # Safety
+///
+/// `name` is NULL or a NUL-terminated string (a capsule's name: CPython's
+/// contract for `PyCapsule_SetName` keeps it alive with the capsule).
+#[inline(always)]
+unsafe fn unconsumed<M: ManagedTensor>(name: *const std::ffi::c_char) -> bool {
+    if std::ptr::eq(name, M::NAME.as_ptr()) {
+        return true;
+    }
+    !name.is_null() && {
+        let ours = M::NAME.to_bytes_with_nul();
+        ours.iter().enumerate().all(|(i, &byte)| {
+            let at = name.wrapping_add(i);
+            // SAFETY: `name` is non-NULL here, so a NUL-terminated string
+            // (the caller's contract); bytes `0..i` equalled ours, none of
+            // them NUL (ours has its only NUL last), so byte `i` is still
+            // inside the string, at most its NUL.
+            unsafe { at.read() as u8 == byte }
+        })
+    }
 }
 
 /// The exception pending on this thread, held aside while a destructor works.
@@ -509,6 +537,12 @@ impl SavedException {
         #[cfg(not(Py_3_12))]
         {
             let mut parts = [std::ptr::null_mut(); 3];
+            // Most destructors run with none pending: asking is cheaper
+            // than a fetch (three out-pointers, three writes).
+            // SAFETY: called attached.
+            if unsafe { ffi::PyErr_Occurred() }.is_null() {
+                return Self { parts };
+            }
             let [kind, value, traceback] = &mut parts;
             // SAFETY: called attached; the three out-pointers are valid.
             unsafe { ffi::PyErr_Fetch(kind, value, traceback) };
@@ -666,6 +700,39 @@ mod tests {
         };
         // SAFETY: we own the struct; its single deleter call. Must not unwind.
         unsafe { call_deleter(managed) };
+    }
+
+    #[test]
+    fn a_capsule_name_is_unconsumed_only_when_it_is_ours_by_content() {
+        let legacy = |name: &CStr| {
+            // SAFETY: a NUL-terminated string.
+            unsafe { unconsumed::<DLManagedTensor>(name.as_ptr()) }
+        };
+        let versioned = |name: &CStr| {
+            // SAFETY: as above.
+            unsafe { unconsumed::<DLManagedTensorVersioned>(name.as_ptr()) }
+        };
+        // Ours at its own address, and the same characters elsewhere (another
+        // codegen unit's copy of the constant).
+        assert!(legacy(DLTENSOR));
+        assert!(legacy(&std::ffi::CString::new("dltensor").unwrap()));
+        assert!(versioned(DLTENSOR_VERSIONED));
+        assert!(versioned(
+            &std::ffi::CString::new("dltensor_versioned").unwrap()
+        ));
+        // A consumer's rename, the other struct's name, a prefix, nothing.
+        for name in [c"used_dltensor", c"dltensor_versioned", c"dltenso", c""] {
+            assert!(!legacy(name), "{name:?}");
+        }
+        for name in [
+            c"used_dltensor_versioned",
+            c"dltensor",
+            c"dltensor_versione",
+        ] {
+            assert!(!versioned(name), "{name:?}");
+        }
+        // SAFETY: NULL is allowed.
+        assert!(!unsafe { unconsumed::<DLManagedTensor>(std::ptr::null()) });
     }
 
     #[test]

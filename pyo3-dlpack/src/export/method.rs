@@ -23,12 +23,12 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyCapsule, PyInt, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyCapsule, PyInt, PyString, PyTuple};
 
 use crate::error::ArgumentError;
 use crate::export::plan::ExportRequest;
 use crate::python::int_in_range;
-use crate::{DLPackError, Device, DeviceType};
+use crate::{DLPackError, DLPackTensor, Device, DeviceType};
 
 /// `__dlpack__`'s keyword parameters, in the order of [`ExportRequest::from_python`].
 pub(crate) const NAMES: [&str; 4] = ["stream", "max_version", "dl_device", "copy"];
@@ -332,17 +332,43 @@ static DEFINITION: MethodDef = MethodDef(ffi::PyMethodDef {
     ml_doc: DOC.as_ptr(),
 });
 
-/// The method descriptor of `__dlpack__` for `class` (`DLPackTensor`): what
-/// CPython makes of a method defined in C, bound to instances of `class`
-/// and its subclasses, called without a bound-method object. Every build
-/// has this one definition, so the type and its stub have one `__dlpack__`.
-pub(crate) fn descriptor<'py>(class: &Bound<'py, PyType>) -> PyResult<Bound<'py, PyAny>> {
+/// The method descriptor of `__dlpack__` for `DLPackTensor` (and only it:
+/// [`receiver`] relies on it): what CPython makes of a method defined in C,
+/// bound to instances of the class and its subclasses, called without a
+/// bound-method object. Every build has this one definition, so the type
+/// and its stub have one `__dlpack__`.
+pub(crate) fn descriptor(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let class = py.get_type::<DLPackTensor>();
     let definition = std::ptr::from_ref(&DEFINITION.0).cast_mut();
     // SAFETY: attached; `class` is a live type; the definition is 'static
     // and never written (CPython only reads it despite the `*mut`).
     let descriptor = unsafe { ffi::PyDescr_NewMethod(class.as_type_ptr(), definition) };
     // SAFETY: a new reference, or NULL with an exception set.
     unsafe { Bound::from_owned_ptr_or_err(class.py(), descriptor) }
+}
+
+/// The `DLPackTensor` a call of the method was made on.
+///
+/// On CPython the method descriptor ([`descriptor`], made for
+/// `DLPackTensor` only) has checked it already: every way to call a method
+/// defined in C goes through the descriptor's `descr_check`
+/// (`PyObject_TypeCheck` against the class it was made for), when it is
+/// called with its instance and when it is bound to one, and a bound
+/// method's instance cannot be replaced. The check is not made twice (a
+/// look-up of the class object and a type walk, about 25 instructions of a
+/// `__dlpack__` call). Elsewhere (PyPy, GraalPy) it is made here.
+#[cfg_attr(all(Py_LIMITED_API, not(Py_3_10)), allow(dead_code))]
+fn receiver<'a, 'py>(slf: Borrowed<'a, 'py, PyAny>) -> PyResult<Borrowed<'a, 'py, DLPackTensor>> {
+    #[cfg(not(any(PyPy, GraalPy)))]
+    {
+        // SAFETY: an instance of `DLPackTensor` or a subclass, checked by
+        // CPython before the call (above).
+        Ok(unsafe { slf.cast_unchecked::<DLPackTensor>() })
+    }
+    #[cfg(any(PyPy, GraalPy))]
+    {
+        Ok(slf.cast::<DLPackTensor>()?)
+    }
 }
 
 /// What the C function returns for the call's `result`: the capsule, or
@@ -425,7 +451,6 @@ mod fastcall {
     use pyo3::sync::PyOnceLock;
     use pyo3::types::{PyCapsule, PyString, PyTuple};
 
-    use crate::DLPackTensor;
     use crate::export::plan::ExportRequest;
 
     /// The method: `slf` is a `DLPackTensor` (the descriptor checks), `args`
@@ -468,7 +493,7 @@ mod fastcall {
     ) -> PyResult<Bound<'py, PyCapsule>> {
         // SAFETY: `slf` is live for the call.
         let slf = unsafe { Borrowed::from_ptr(py, slf) };
-        let tensor = slf.cast::<DLPackTensor>()?;
+        let tensor = super::receiver(slf)?;
         let nargs = positional_count(nargsf);
         if nargs > 0 {
             return Err(positional(nargs));

@@ -241,6 +241,7 @@ impl DLPackTensor {
 
     /// A bare capsule of the chosen format that shares ownership of the value
     /// (for consumers that take capsules, such as `torch.utils.dlpack.from_dlpack`).
+    #[inline]
     pub fn to_capsule<'py>(
         &self,
         py: Python<'py>,
@@ -285,7 +286,7 @@ impl DLPackTensor {
     #[classattr]
     #[pyo3(name = "__dlpack__")]
     fn dlpack_method(py: Python<'_>) -> PyResult<Hinted<'_, DLPackMethod>> {
-        crate::export::method::descriptor(&py.get_type::<DLPackTensor>()).map(Hinted::new)
+        crate::export::method::descriptor(py).map(Hinted::new)
     }
 
     /// The DLPack C exchange API table of this type (DLPack 1.3): consumers

@@ -101,6 +101,7 @@ impl TorchChecks {
     }
 
     /// torch's answer for `obj`, directly where the function was found.
+    #[inline(always)]
     fn ask(&self, obj: &Bound<'_, PyAny>, question: Question) -> PyResult<bool> {
         #[cfg(not(any(Py_LIMITED_API, PyPy, GraalPy)))]
         if let Some(functions) = &self.direct {
@@ -188,6 +189,9 @@ mod direct {
         /// torch's answer, through its C function when `obj` is an instance
         /// of the class that owns the function's descriptor (else through
         /// Python, which raises what the descriptor raises).
+        // Inlined into `ask_all`'s three questions, each its own constant
+        // (one owner, one function, no dispatch on the question).
+        #[inline(always)]
         pub(super) fn ask(&self, obj: &Bound<'_, PyAny>, question: Question) -> PyResult<bool> {
             let owner = match question {
                 Question::RequiresGrad => self.requires_grad.2,
