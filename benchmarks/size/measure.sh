@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # The binary size of a minimal import + export extension (one function taking an
-# array, one returning a new one) over pyo3-dlpack (`ours/`, default features off)
-# and over rust-numpy (`numpy/`): both built with Cargo's default release profile,
-# then a stripped copy of each cdylib measured. Prints the bytes of each, ours'
-# largest symbols (unstripped build) and both builds' bytes of symbols by crate.
+# array, one returning a new one) over pyo3-dlpack (`ours/`) and over rust-numpy
+# (`numpy/`): each built with Cargo's default release profile, then a stripped copy
+# of each cdylib measured. `ours` is built twice: with pyo3-dlpack's default
+# features off (`size_ours`) and on (`size_ours_defaults`); then once with each
+# default feature alone, to say what each costs (its bytes over the no-default build).
+# Prints the bytes of each build and its ratio to rust-numpy's, the features' costs,
+# the largest symbols of the no-default build (unstripped) and the builds' bytes of
+# symbols by crate.
 #
-#   benchmarks/size/measure.sh            # top 25 symbols
+#   benchmarks/size/measure.sh              # top 25 symbols, every feature
 #   TOP=60 benchmarks/size/measure.sh
+#   FEATURES=0 benchmarks/size/measure.sh   # skip the one-feature builds
 #
 # PyO3 needs an interpreter to build against: PYO3_PYTHON, else `python3`.
 # The by-crate split is approximate: a symbol counts for the first path segment
@@ -18,31 +23,63 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 export CARGO_TARGET_DIR="$here/target"
 top=${TOP:-25}
-
-cargo build --quiet --release -p size-ours -p size-numpy
-
 release="$CARGO_TARGET_DIR/release"
-mkdir -p "$release/stripped"
-printf '%-12s %12s %12s\n' crate unstripped stripped
-for name in size_ours size_numpy; do
-    strip -o "$release/stripped/lib$name.so" "$release/lib$name.so"
-    printf '%-12s %12d %12d\n' "$name" \
-        "$(stat -c %s "$release/lib$name.so")" "$(stat -c %s "$release/stripped/lib$name.so")"
+kept="$release/measured"   # each build's cdylib, unstripped
+out="$release/stripped"
+mkdir -p "$kept" "$out"
+# pyo3-dlpack's default features, read from its manifest.
+defaults=$(sed -n 's/^default *= *\[\(.*\)\]/\1/p' ../../pyo3-dlpack/Cargo.toml | tr -d '" ' | tr ',' ' ')
+
+# build NAME PACKAGE CARGO_ARGS...: a release build, kept as $kept/libNAME.so
+# (unstripped) and $out/libNAME.so (stripped).
+build() {
+    local name=$1 package=$2
+    shift 2
+    cargo build --quiet --release -p "$package" "$@"
+    cp "$release/lib$(echo "$package" | tr - _).so" "$kept/lib$name.so"
+    strip -o "$out/lib$name.so" "$kept/lib$name.so"
+}
+bytes() { stat -c %s "$out/lib$1.so"; }
+
+build size_numpy size-numpy
+build size_ours_defaults size-ours --features defaults
+build size_ours size-ours
+
+numpy=$(bytes size_numpy)
+printf '%-20s %12s %12s %8s\n' build unstripped stripped x-numpy
+for name in size_numpy size_ours size_ours_defaults; do
+    printf '%-20s %12d %12d %7.2fx\n' "$name" "$(stat -c %s "$kept/lib$name.so")" \
+        "$(bytes "$name")" "$(echo "$(bytes "$name") / $numpy" | bc -l)"
 done
+
+if [ "${FEATURES:-1}" != 0 ]; then
+    base=$(bytes size_ours)
+    echo
+    echo "what each default feature costs: stripped bytes over the no-default build"
+    sum=0
+    for feature in $defaults; do
+        build "size_ours_$feature" size-ours --features "$feature"
+        cost=$(( $(bytes "size_ours_$feature") - base ))
+        sum=$(( sum + cost ))
+        printf '%-20s %+12d\n' "$feature" "$cost"
+    done
+    printf '%-20s %+12d\n' "(all, together)" $(( $(bytes size_ours_defaults) - base ))
+    printf '%-20s %+12d\n' "(sum of the above)" "$sum"
+fi
 
 echo
 echo "size_ours: the $top largest symbols (bytes, demangled)"
-nm --size-sort -S -t d -C "$release/libsize_ours.so" | tail -n "$top" | tac |
+nm --size-sort -S -t d -C "$kept/libsize_ours.so" | tail -n "$top" | tac |
     awk '{ size = $2 + 0; $1 = $2 = ""; sub(/^ +/, ""); printf "%8d  %s\n", size, $0 }'
 
-for name in size_ours size_numpy; do
+for name in size_ours size_ours_defaults size_numpy; do
     echo
     echo "$name: bytes of symbols by crate"
-    nm --size-sort -S -t d -C "$release/lib$name.so" |
+    nm --size-sort -S -t d -C "$kept/lib$name.so" |
         awk '{
             size = $2 + 0; $1 = $2 = $3 = ""; sub(/^ +/, "")
             sub(/^_?</, ""); crate = $0; sub(/::.*/, "", crate); sub(/[ <(].*/, "", crate)
-            if (crate !~ /^(pyo3_dlpack|numpy|ndarray|std|core|alloc|pyo3|pyo3_ffi|size_ours|size_numpy|gimli|addr2line|miniz_oxide|rustc_demangle|hashbrown)$/) crate = "(other)"
+            if (crate !~ /^(pyo3_dlpack|numpy|ndarray|std|core|alloc|pyo3|pyo3_ffi|size_ours|size_numpy|gimli|addr2line|miniz_oxide|rustc_demangle|hashbrown|cudarc|libloading)$/) crate = "(other)"
             total[crate] += size
         } END { for (c in total) printf "%8d  %s\n", total[c], c }' | sort -rn
 done

@@ -163,8 +163,12 @@ pub(crate) fn check_dims_into(
 }
 
 /// The checks of [`check_dims_into`] for any layout, the dtype already
-/// checked: the definition that [`check_row_major`] shortens.
-#[inline(always)]
+/// checked: the definition that [`check_row_major`] shortens. Out of line:
+/// [`check_dims_into`] is inlined into each import path that checks a
+/// tensor, and this, the less common and larger part, was copied into each
+/// (8 KB of a default build); a call costs what the general checks cost
+/// little beside.
+#[inline(never)]
 pub(crate) fn check_any_layout_into(
     tensor: &DLTensor,
     shape: &[i64],

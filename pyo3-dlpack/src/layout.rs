@@ -29,12 +29,7 @@ pub(crate) fn numel(shape: &[i64]) -> Result<usize, DLPackError> {
     let mut overflowed = false;
     for (dim, &extent) in shape.iter().enumerate() {
         let Ok(extent) = usize::try_from(extent) else {
-            return Err(LayoutError::NegativeExtent {
-                shape: shape.to_vec(),
-                dim,
-                extent,
-            }
-            .into());
+            return Err(negative_extent(shape, dim, extent));
         };
         // Keep going after an overflow: a negative extent later is the
         // better error, and a zero extent later makes the tensor empty.
@@ -48,12 +43,31 @@ pub(crate) fn numel(shape: &[i64]) -> Result<usize, DLPackError> {
         }
     }
     if overflowed && numel != 0 {
-        return Err(SizeOverflow::Elements {
-            shape: shape.to_vec(),
-        }
-        .into());
+        return Err(too_many_elements(shape));
     }
     Ok(numel)
+}
+
+// The errors of `numel`, out of line: `numel` is inlined into every check of
+// a shape, and each copy of the error's construction took more than its loop.
+#[cold]
+#[inline(never)]
+fn negative_extent(shape: &[i64], dim: usize, extent: i64) -> DLPackError {
+    LayoutError::NegativeExtent {
+        shape: shape.to_vec(),
+        dim,
+        extent,
+    }
+    .into()
+}
+
+#[cold]
+#[inline(never)]
+fn too_many_elements(shape: &[i64]) -> DLPackError {
+    SizeOverflow::Elements {
+        shape: shape.to_vec(),
+    }
+    .into()
 }
 
 /// Bytes one element occupies in storage: `itemsize` for byte-sized types,

@@ -348,8 +348,21 @@ fn mutable_from_python(ty: &Bound<'_, PyType>) -> bool {
     // SAFETY: attached; a live type object.
     let flags = unsafe { pyo3::ffi::PyType_GetFlags(ty.as_type_ptr()) };
     let heap = flags & pyo3::ffi::Py_TPFLAGS_HEAPTYPE != 0;
-    let immutable = flags & IMMUTABLE_TYPE != 0 && ty.py().version_info() >= (3, 10);
+    let immutable = flags & IMMUTABLE_TYPE != 0 && runs_3_10_or_later(ty.py());
     heap && !immutable
+}
+
+/// Whether the interpreter is Python 3.10 or later. Known when the extension
+/// was built, except in a limited-API build for a version before 3.10: a
+/// full-API build loads only in the version it was built for, and a
+/// limited-API one only in its version or later. Asked at run time there
+/// alone (so the version's parsing is no part of the other builds).
+fn runs_3_10_or_later(py: Python<'_>) -> bool {
+    if cfg!(any(Py_3_10, not(Py_LIMITED_API))) {
+        cfg!(Py_3_10)
+    } else {
+        py.version_info() >= (3, 10)
+    }
 }
 
 /// Whether `ty` behaves as `owner`, the class that defines its exchange
