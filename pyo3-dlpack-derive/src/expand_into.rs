@@ -17,11 +17,20 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
     let where_clause = exportable_where_clause(generics, &krate);
 
     // Every field travels with the value to whichever thread drops it: one
-    // error per field that cannot, on the field.
-    let thread_safe = plan.fields.iter().map(|field| {
+    // error per field that cannot, on the field. The data field is checked
+    // only once it is memory (`DataThreadSafety`), and an inner tensor not
+    // at all (`IntoDLPack` is `Send + Sync`): a type that is neither gets
+    // the one error that says what to write instead (`Arc` for `Rc`).
+    let thread_safe = plan.fields.iter().filter_map(|field| {
         let ty = field.ty;
         let private_at = respan(private.clone(), ty.span());
-        quote_spanned!(ty.span()=> #private_at::assert_send_sync_field::<#ty, _>();)
+        if !std::ptr::eq(field, plan.data) {
+            Some(quote_spanned!(ty.span()=> #private_at::assert_send_sync_field::<#ty, _>();))
+        } else if plan.inner {
+            None
+        } else {
+            Some(quote_spanned!(ty.span()=> #private_at::DataThreadSafety::<#ty>::new().check();))
+        }
     });
 
     if plan.inner {

@@ -238,6 +238,68 @@ impl<T: ?Sized + sealed::Impossible> SendSyncField<Unreachable> for T {}
 /// Compile-time check that a field of an exported value is [`SendSyncField`].
 pub fn assert_send_sync_field<T: ?Sized + SendSyncField<Why>, Why>() {}
 
+/// The [`SendSyncField`] check of a `#[dlpack(data)]` field, made only when
+/// the field's type is [`TensorData`]:
+/// `DataThreadSafety::<T>::new().check()`.
+///
+/// A data field that is not memory already fails with `TensorData`'s error,
+/// which says what to write instead (`Arc<Vec<T>>` for `Rc<Vec<T>>`); a
+/// second error saying the same `Rc` is not `Send + Sync` would only repeat
+/// it. So `check` is the inherent method below, which asserts
+/// [`SendSyncField`], when `T: TensorData`, and otherwise, through `Deref`,
+/// [`NotData::check`], which asserts nothing.
+pub struct DataThreadSafety<T: ?Sized> {
+    data: std::marker::PhantomData<fn(*const T)>,
+    not_data: NotData,
+}
+
+impl<T: ?Sized> DataThreadSafety<T> {
+    /// A probe for a data field of type `T`.
+    pub const fn new() -> Self {
+        Self {
+            data: std::marker::PhantomData,
+            not_data: NotData,
+        }
+    }
+}
+
+impl<T: ?Sized> Default for DataThreadSafety<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: ?Sized> std::fmt::Debug for DataThreadSafety<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DataThreadSafety")
+    }
+}
+
+impl<T: ?Sized + TensorData> DataThreadSafety<T> {
+    /// Requires the memory to be [`SendSyncField`] (an error on the field).
+    pub fn check<Why>(&self)
+    where
+        T: SendSyncField<Why>,
+    {
+    }
+}
+
+impl<T: ?Sized> std::ops::Deref for DataThreadSafety<T> {
+    type Target = NotData;
+    fn deref(&self) -> &NotData {
+        &self.not_data
+    }
+}
+
+/// See [`DataThreadSafety`]: a data field that is not [`TensorData`].
+#[derive(Debug)]
+pub struct NotData;
+
+impl NotData {
+    /// Checks nothing: `TensorData`'s error on the field says what to write.
+    pub fn check(&self) {}
+}
+
 /// The `IntoPyObject` of a derived type, which compiles whether or not the
 /// type is [`IntoDLPack`]: `IntoPyObjectProbe::<T>::new().convert(value, py)`.
 ///
