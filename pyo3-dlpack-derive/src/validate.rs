@@ -48,6 +48,8 @@ pub(crate) struct FromPlan<'i, 'a> {
     pub(crate) dtype: Option<&'i Field<'a>>,
     pub(crate) read_only: Option<&'i Field<'a>>,
     pub(crate) data: Option<&'i Field<'a>>,
+    /// The fields of `shape = [...]`, in order: each gets one extent.
+    pub(crate) extents: Option<Vec<&'i Field<'a>>>,
 }
 
 /// Checks `input` for `derive`: a plan, or `None` with the reasons recorded
@@ -267,14 +269,9 @@ fn from_dlpack<'i, 'a>(
             "`read_only` marks exports (#[derive(IntoDLPack)]); to require a writable input, write `writable`",
         ));
     }
-    if let Some(shape) = &input.attrs.shape {
-        ctxt.syn_error(syn::Error::new(
-            shape.span,
-            "`shape = [...]` describes an export (#[derive(IntoDLPack)]); an import's shape goes in a #[dlpack(shape)] field",
-        ));
-    }
     let tensor = unique(ctxt, fields, Role::Tensor);
     let shape = unique(ctxt, fields, Role::Shape);
+    let extents = extent_fields(ctxt, input, fields, shape);
     let strides = unique(ctxt, fields, Role::Strides);
     let device = unique(ctxt, fields, Role::Device);
     let dtype = unique(ctxt, fields, Role::Dtype);
@@ -293,6 +290,7 @@ fn from_dlpack<'i, 'a>(
         ));
     }
     check_ndim_against_shape(ctxt, input, shape);
+    check_ndim_against_extents(ctxt, input);
     check_strides_against_shape(ctxt, input, shape, strides);
     // Checked last, so a missing tensor field hides no other mistake.
     let Some(tensor) = tensor else {
@@ -312,6 +310,7 @@ fn from_dlpack<'i, 'a>(
         dtype,
         read_only,
         data,
+        extents,
     })
 }
 
@@ -387,6 +386,24 @@ fn check_ndim_against_shape(ctxt: &Ctxt, input: &Input<'_>, shape: Option<&Field
                 ),
             ));
         }
+    }
+}
+
+/// An import's `ndim = N` must count the fields of its `shape = [...]`,
+/// which already fixes the rank: otherwise every import fails.
+fn check_ndim_against_extents(ctxt: &Ctxt, input: &Input<'_>) {
+    let (Some(ndim), Some(shape)) = (&input.attrs.ndim, &input.attrs.shape) else {
+        return;
+    };
+    let len = shape.value.len();
+    if len != ndim.value {
+        ctxt.syn_error(syn::Error::new(
+            ndim.span,
+            format!(
+                "`ndim = {}` contradicts `shape = [...]`, which names {len} fields: the shape's fields fix the rank, so leave `ndim` out",
+                ndim.value
+            ),
+        ));
     }
 }
 

@@ -544,6 +544,11 @@ pub const fn check_static_dtype(data: Option<DataType>, declared: DataType) {
 pub trait ExtentField {
     /// The extent (`usize::MAX` for one past it, which the description refuses).
     fn extent(&self) -> usize;
+    /// The field for extent `dim` of an imported shape (FromDLPack), or an
+    /// `OverflowError` naming the field when the extent does not fit it.
+    fn from_extent(extent: i64, dim: usize, field: &'static str) -> Result<Self, DLPackError>
+    where
+        Self: Sized;
 }
 
 macro_rules! extent_field {
@@ -552,8 +557,21 @@ macro_rules! extent_field {
             fn extent(&self) -> usize {
                 usize::try_from(*self).unwrap_or(usize::MAX)
             }
+            fn from_extent(extent: i64, dim: usize, field: &'static str) -> Result<Self, DLPackError> {
+                <$t>::try_from(extent).map_err(|_| extent_out_of_range(extent, dim, field, i64::try_from(<$t>::MAX).unwrap_or(i64::MAX)))
+            }
         }
     )*};
+}
+
+#[cold]
+fn extent_out_of_range(extent: i64, dim: usize, field: &'static str, max: i64) -> DLPackError {
+    DLPackError::InvalidArgument(crate::error::ArgumentError::OutOfRange {
+        what: format!("extent {dim} of the imported shape, for the field `{field}`,"),
+        min: 0,
+        max,
+        found: extent.to_string(),
+    })
 }
 extent_field!(usize, u64, u32, u16, u8);
 

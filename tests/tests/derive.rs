@@ -507,6 +507,43 @@ fn a_shape_from_scalar_fields_in_the_order_given() {
     );
 }
 
+/// An import whose shape goes into scalar fields, as an image type keeps it.
+#[derive(FromDLPack)]
+#[dlpack(dtype = u8, shape = [height, width, channels])]
+struct PictureIn {
+    #[dlpack(tensor)]
+    pixels: PyTensor,
+    height: usize,
+    width: u32,
+    channels: u8,
+    label: Option<String>,
+}
+
+#[test]
+fn an_import_fills_the_scalar_fields_of_its_shape_in_order() {
+    Python::attach(|py| {
+        let array = numpy(py, "np.zeros((2, 4, 3), dtype='u1')");
+        let picture: PictureIn = array.extract().unwrap();
+        assert_eq!((picture.height, picture.width, picture.channels), (2, 4, 3));
+        assert_eq!(picture.pixels.shape(), [2, 4, 3]);
+        assert_eq!(picture.label, None);
+
+        let error = |code: &str| numpy(py, code).extract::<PictureIn>().err().unwrap();
+        let flat = error("np.zeros(24, dtype='u1')");
+        assert!(flat.is_instance_of::<pyo3::exceptions::PyTypeError>(py));
+        assert_eq!(
+            flat.value(py).to_string(),
+            "expected a 3-dimensional tensor, got 1 dimension"
+        );
+        let too_many_channels = error("np.zeros((1, 1, 256), dtype='u1')");
+        assert!(too_many_channels.is_instance_of::<pyo3::exceptions::PyOverflowError>(py));
+        assert_eq!(
+            too_many_channels.value(py).to_string(),
+            "extent 2 of the imported shape, for the field `channels`, must be an integer in range [0, 255], got 256"
+        );
+    });
+}
+
 /// A struct whose tensor is another derived value, with metadata beside it.
 #[derive(IntoDLPack)]
 struct Labelled {
