@@ -579,3 +579,47 @@ fn an_inner_value_is_the_tensor() {
         assert_eq!(info.shape(), &[2, 4, 3]);
     });
 }
+
+/// An imported tensor kept as an export's memory, with a shape field.
+#[derive(IntoDLPack)]
+struct Reexported {
+    #[dlpack(data)]
+    tensor: PyTensor,
+    #[dlpack(shape)]
+    shape: Vec<usize>,
+}
+
+#[test]
+fn an_imported_tensor_as_data_exports_its_own_layout() {
+    Python::attach(|py| {
+        let import = |code: &str| numpy(py, code).extract::<PyTensor>().unwrap();
+        let transposed = Reexported {
+            tensor: import("np.arange(6, dtype='f4').reshape(2, 3).T"),
+            shape: vec![3, 2],
+        };
+        let info = transposed.tensor_info().unwrap();
+        assert_eq!(
+            (info.shape(), info.strides()),
+            (&[3i64, 2][..], &[1i64, 3][..])
+        );
+        assert_eq!(info.data_ptr(), transposed.tensor.data_ptr());
+        let reversed = Reexported {
+            tensor: import("np.arange(4, dtype='f4')[::-1]"),
+            shape: vec![4],
+        };
+        let info = reversed.tensor_info().unwrap();
+        assert_eq!(
+            (info.strides(), info.data_ptr()),
+            (&[-1i64][..], reversed.tensor.data_ptr())
+        );
+        let permuted = Reexported {
+            shape: vec![2, 3],
+            ..transposed
+        };
+        assert_eq!(
+            permuted.tensor_info().unwrap_err().to_string(),
+            "the #[dlpack(shape)] field `shape` says shape [2, 3], but the data's own shape is [3, 2] \
+             (it brings its own layout: drop the shape or make it agree)"
+        );
+    });
+}
