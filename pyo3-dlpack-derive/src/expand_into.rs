@@ -11,10 +11,6 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
     let input = plan.input;
     let krate = krate(&input.attrs);
     let private = quote!(#krate::__private);
-    let ident = &input.original.ident;
-    let generics = &input.original.generics;
-    let (impl_generics, ty_generics, user_where_clause) = generics.split_for_impl();
-    let where_clause = exportable_where_clause(generics, &krate);
 
     // Every field travels with the value to whichever thread drops it: one
     // error per field that cannot, on the field. The data field is checked
@@ -102,13 +98,7 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
     if input.attrs.read_only.is_some() {
         steps.push(quote!(let #builder = #builder.read_only(true);));
     }
-    // The fields the value only keeps alive are read here (for nothing), so
-    // rustc's dead-code lint does not call them never read: the export
-    // holds them until a consumer frees it.
-    let kept = plan.fields.iter().filter(|f| !f.takes_part()).map(|field| {
-        let member = &field.member;
-        quote!(let _ = &self.#member;)
-    });
+    let kept = kept_fields(plan);
     // Each part a field gives, and the field's name, for an error that
     // names the field whose value contradicts the memory.
     let named_roles = plan
@@ -121,6 +111,61 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
             Some(quote!((#role, #name)))
         });
 
+    let body = quote! {
+        #(#thread_safe)*
+        #(#kept)*
+        #(#steps)*
+        #builder.build().map_err(|error| #private::name_field(error, &[#(#named_roles),*]))
+    };
+    impls(plan, &body, &TokenStream::new())
+}
+
+/// The impls for a struct whose `#[dlpack(inner)]` field is the tensor: its
+/// description and its synchronization are the inner value's.
+fn expand_inner(plan: &IntoPlan<'_, '_>, thread_safe: &[TokenStream]) -> TokenStream {
+    let krate = krate(&plan.input.attrs);
+    let private = quote!(#krate::__private);
+    let (member, ty) = (&plan.data.member, plan.data.ty);
+    let kept = kept_fields(plan);
+    let inner_trait = respan(quote!(#krate::IntoDLPack), ty.span());
+    let stream = local("__dlpack_stream");
+    let body = quote! {
+        #(#thread_safe)*
+        #(#kept)*
+        <#ty as #inner_trait>::tensor_info(&self.#member)
+    };
+    let synchronize = quote! {
+        fn synchronize(&self, #stream: i64) -> #private::core::result::Result<(), #krate::DLPackError> {
+            <#ty as #inner_trait>::synchronize(&self.#member, #stream)
+        }
+    };
+    impls(plan, &body, &synchronize)
+}
+
+/// The fields the value only keeps alive, read here (for nothing), so
+/// rustc's dead-code lint does not call them never read: the export holds
+/// them until a consumer frees it.
+fn kept_fields(plan: &IntoPlan<'_, '_>) -> Vec<TokenStream> {
+    plan.fields
+        .iter()
+        .filter(|f| !f.takes_part())
+        .map(|field| {
+            let member = &field.member;
+            quote!(let _ = &self.#member;)
+        })
+        .collect()
+}
+
+/// The `IntoDLPack` impl whose `tensor_info` is `body` (and whose other
+/// methods are `methods`), the `IntoPyObject` impl and the stub's type.
+fn impls(plan: &IntoPlan<'_, '_>, body: &TokenStream, methods: &TokenStream) -> TokenStream {
+    let input = plan.input;
+    let krate = krate(&input.attrs);
+    let private = quote!(#krate::__private);
+    let ident = &input.original.ident;
+    let generics = &input.original.generics;
+    let (impl_generics, ty_generics, user_where_clause) = generics.split_for_impl();
+    let where_clause = exportable_where_clause(generics, &krate);
     let mut py_generics = generics.clone();
     py_generics
         .params
@@ -135,11 +180,10 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
         #[automatically_derived]
         impl #impl_generics #krate::IntoDLPack for #ident #ty_generics #where_clause {
             fn tensor_info(&self) -> #private::core::result::Result<#krate::TensorInfo<'_>, #krate::DLPackError> {
-                #(#thread_safe)*
-                #(#kept)*
-                #(#steps)*
-                #builder.build().map_err(|error| #private::name_field(error, &[#(#named_roles),*]))
+                #body
             }
+
+            #methods
         }
 
         #[automatically_derived]
@@ -156,60 +200,6 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
         }
 
         // The stub's type (feature `stub-gen`; nothing without it).
-        #krate::__stub_type!(output [#impl_generics] #ident #ty_generics [#user_where_clause]);
-    }
-}
-
-/// The impls for a struct whose `#[dlpack(inner)]` field is the tensor: its
-/// description and its synchronization are the inner value's.
-fn expand_inner(plan: &IntoPlan<'_, '_>, thread_safe: &[TokenStream]) -> TokenStream {
-    let input = plan.input;
-    let krate = krate(&input.attrs);
-    let private = quote!(#krate::__private);
-    let ident = &input.original.ident;
-    let generics = &input.original.generics;
-    let (impl_generics, ty_generics, user_where_clause) = generics.split_for_impl();
-    let where_clause = exportable_where_clause(generics, &krate);
-    let (member, ty) = (&plan.data.member, plan.data.ty);
-    let kept = plan.fields.iter().filter(|f| !f.takes_part()).map(|field| {
-        let member = &field.member;
-        quote!(let _ = &self.#member;)
-    });
-    let inner_trait = respan(quote!(#krate::IntoDLPack), ty.span());
-    let mut py_generics = generics.clone();
-    py_generics
-        .params
-        .insert(0, syn::parse_quote!('__dlpack_py));
-    let (py_impl_generics, _, _) = py_generics.split_for_impl();
-    let pyo3 = quote!(#private::pyo3);
-    let py = local("__dlpack_python");
-    let stream = local("__dlpack_stream");
-    quote! {
-        #[automatically_derived]
-        impl #impl_generics #krate::IntoDLPack for #ident #ty_generics #where_clause {
-            fn tensor_info(&self) -> #private::core::result::Result<#krate::TensorInfo<'_>, #krate::DLPackError> {
-                #(#thread_safe)*
-                #(#kept)*
-                <#ty as #inner_trait>::tensor_info(&self.#member)
-            }
-
-            fn synchronize(&self, #stream: i64) -> #private::core::result::Result<(), #krate::DLPackError> {
-                <#ty as #inner_trait>::synchronize(&self.#member, #stream)
-            }
-        }
-
-        #[automatically_derived]
-        impl #py_impl_generics #pyo3::IntoPyObject<'__dlpack_py> for #ident #ty_generics #user_where_clause {
-            type Target = #krate::DLPackTensor;
-            type Output = #pyo3::Bound<'__dlpack_py, #krate::DLPackTensor>;
-            type Error = #pyo3::PyErr;
-            #krate::__output_type!();
-
-            fn into_pyobject(self, #py: #pyo3::Python<'__dlpack_py>) -> #private::core::result::Result<Self::Output, Self::Error> {
-                #private::IntoPyObjectProbe::<Self>::new().convert(self, #py)
-            }
-        }
-
         #krate::__stub_type!(output [#impl_generics] #ident #ty_generics [#user_where_clause]);
     }
 }
