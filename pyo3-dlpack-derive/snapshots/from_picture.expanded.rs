@@ -29,13 +29,15 @@ const _: () = {
             let __dlpack_field0: PyTensor = <PyTensor as ::pyo3_dlpack::__private::TensorField>::from_tensor(
                 __dlpack_tensor,
             );
-            ::pyo3_dlpack::__private::core::result::Result::Ok(Self {
+            let __dlpack_value = Self {
                 pixels: __dlpack_field0,
                 height: __dlpack_field1,
                 width: __dlpack_field2,
                 channels: __dlpack_field3,
                 label: <String as ::pyo3_dlpack::__private::core::default::Default>::default(),
-            })
+            };
+            let _ = &__dlpack_value.pixels;
+            ::pyo3_dlpack::__private::core::result::Result::Ok(__dlpack_value)
         }
     }
     #[automatically_derived]

@@ -135,6 +135,13 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
         quote_spanned!(ty.span()=> #member: <#ty as #private::core::default::Default>::default())
     });
 
+    // The tensor field keeps the imported memory alive, and may be read by
+    // nothing else (a struct that only uses its data pointer): read here,
+    // so rustc's dead-code lint does not call it never read.
+    let value = local("__dlpack_value");
+    let tensor_member = &plan.tensor.member;
+    let keep_tensor = quote!(let _ = &#value.#tensor_member;);
+
     let mut py_generics = input.original.generics.clone();
     py_generics
         .params
@@ -158,7 +165,9 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
             fn from_dlpack(#tensor: #krate::PyTensor) -> #private::core::result::Result<Self, #krate::DLPackError> {
                 #(#checks)*
                 #(#lets)*
-                #private::core::result::Result::Ok(Self { #(#assigned,)* #(#defaults,)* })
+                let #value = Self { #(#assigned,)* #(#defaults,)* };
+                #keep_tensor
+                #private::core::result::Result::Ok(#value)
             }
         }
 
