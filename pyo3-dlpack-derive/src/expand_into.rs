@@ -4,6 +4,7 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
+use crate::attr::Role;
 use crate::tokens::{exportable_where_clause, krate, local, respan};
 use crate::validate::IntoPlan;
 
@@ -35,8 +36,14 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
     let builder = local("__dlpack_builder");
     let data = &plan.data.member;
     let data_ty = plan.data.ty;
-    let mut steps =
-        vec![quote_spanned!(data_ty.span()=> let #builder = #private::builder(&self.#data);)];
+    let mut steps = Vec::new();
+    if plan.data.has_role(Role::Tensor) {
+        // The memory of a struct that derives both traits: its import's PyTensor.
+        let private_at = respan(private.clone(), data_ty.span());
+        steps
+            .push(quote_spanned!(data_ty.span()=> #private_at::assert_tensor_field::<#data_ty>();));
+    }
+    steps.push(quote_spanned!(data_ty.span()=> let #builder = #private::builder(&self.#data);));
     if let Some(shape) = plan.shape {
         let (member, ty) = (&shape.member, shape.ty);
         steps.push(quote_spanned!(ty.span()=>

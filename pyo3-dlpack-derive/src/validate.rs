@@ -135,12 +135,19 @@ fn into_dlpack<'i, 'a>(
             ));
         }
     }
-    for field in fields.iter().filter(|f| f.has_role(Role::Tensor)) {
+    // A struct that derives both traits keeps its memory in the PyTensor
+    // of its import: exported again, with the layout it came with.
+    let tensor = unique(ctxt, fields, Role::Tensor);
+    if let (Some(tensor), Some(data)) = (tensor, data) {
         ctxt.syn_error(role_error(
-            field,
-            "#[dlpack(tensor)] marks the PyTensor of a #[derive(FromDLPack)] struct; an export's memory is its #[dlpack(data)] field",
+            data,
+            &format!(
+                "an export has one memory: this #[dlpack(data)] field or the #[dlpack(tensor)] field `{}` (a PyTensor, exported again); keep one (a struct that derives FromDLPack too keeps the tensor: an import's data pointer cannot be exported)",
+                tensor.name()
+            ),
         ));
     }
+    let data = data.or(tensor);
     if let Some(lifetime) = input.original.generics.lifetimes().next() {
         ctxt.error_spanned_by(
             lifetime,

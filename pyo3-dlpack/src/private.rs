@@ -203,6 +203,10 @@ impl TensorField for PyTensor {
     }
 }
 
+/// Compile-time check that an export's `#[dlpack(tensor)]` field, its memory
+/// (a struct deriving both traits), is a [`TensorField`].
+pub fn assert_tensor_field<T: TensorField>() {}
+
 /// A type an exported value's fields may have: every field travels with the
 /// value to whichever thread frees it.
 ///

@@ -544,6 +544,49 @@ fn an_import_fills_the_scalar_fields_of_its_shape_in_order() {
     });
 }
 
+/// One struct both ways: the import's PyTensor is the export's memory.
+#[derive(IntoDLPack, FromDLPack)]
+#[dlpack(dtype = u8, shape = [height, width, channels])]
+struct PictureBoth {
+    #[dlpack(tensor)]
+    pixels: PyTensor,
+    height: usize,
+    width: u32,
+    channels: u8,
+}
+
+#[test]
+fn a_struct_deriving_both_exports_what_it_imported() {
+    Python::attach(|py| {
+        let array = numpy(
+            py,
+            "np.arange(24, dtype='u1').reshape(4, 2, 3).transpose(1, 0, 2)",
+        );
+        let picture: PictureBoth = array.extract().unwrap();
+        assert_eq!((picture.height, picture.width, picture.channels), (2, 4, 3));
+        let address = picture.pixels.data_ptr();
+        let info = picture.tensor_info().unwrap();
+        assert_eq!(
+            (info.shape(), info.strides(), info.data_ptr()),
+            (&[2i64, 4, 3][..], &[3i64, 6, 1][..], address)
+        );
+        let back = numpy(py, "np.from_dlpack")
+            .call1((picture.into_pyobject(py).unwrap(),))
+            .unwrap();
+        assert!(
+            back.call_method1("__eq__", (&array,))
+                .unwrap()
+                .call_method0("all")
+                .unwrap()
+                .is_truthy()
+                .unwrap()
+        );
+        let interface = back.getattr("__array_interface__").unwrap();
+        let data: (usize, bool) = interface.get_item("data").unwrap().extract().unwrap();
+        assert_eq!(data.0, address as usize);
+    });
+}
+
 /// A struct whose tensor is another derived value, with metadata beside it.
 #[derive(IntoDLPack)]
 struct Labelled {
