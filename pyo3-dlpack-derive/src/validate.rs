@@ -524,19 +524,17 @@ mod tests {
             struct S<'a> {
                 #[dlpack(strides)] s: Vec<i64>,
                 #[dlpack(dtype)] d: DataType,
-                #[dlpack(tensor)] t: PyTensor,
                 x: &'a u8,
             }"#,
         );
-        assert_eq!(found.len(), 6, "{found:#?}");
+        assert_eq!(found.len(), 5, "{found:#?}");
         assert!(found[0].starts_with("#[dlpack(strides)] needs a #[dlpack(shape)]"));
         assert!(
             found[1].starts_with("the struct's `dtype = …` and the #[dlpack(dtype)] field `d`")
         );
         assert!(found[2].starts_with("`ndim` constrains imports"));
-        assert!(found[3].starts_with("#[dlpack(tensor)] marks the PyTensor"));
-        assert!(found[4].contains("must be 'static"));
-        assert!(found[5].starts_with("#[derive(IntoDLPack)] needs a #[dlpack(data)] field"));
+        assert!(found[3].contains("must be 'static"));
+        assert!(found[4].starts_with("#[derive(IntoDLPack)] needs a #[dlpack(data)] field"));
     }
 
     #[test]
