@@ -54,7 +54,7 @@ const _: () = {
             let __dlpack_field0: PyTensor = <PyTensor as ::pyo3_dlpack::__private::TensorField>::from_tensor(
                 __dlpack_tensor,
             );
-            ::pyo3_dlpack::__private::core::result::Result::Ok(Self {
+            let __dlpack_value = Self {
                 tensor: __dlpack_field0,
                 shape: __dlpack_field1,
                 strides: __dlpack_field2,
@@ -65,7 +65,9 @@ const _: () = {
                 note: <Option<
                     String,
                 > as ::pyo3_dlpack::__private::core::default::Default>::default(),
-            })
+            };
+            let _ = &__dlpack_value.tensor;
+            ::pyo3_dlpack::__private::core::result::Result::Ok(__dlpack_value)
         }
     }
     #[automatically_derived]

@@ -13,7 +13,7 @@ const _: () = {
             crate::dl::TensorInfo<'_>,
             crate::dl::DLPackError,
         > {
-            crate::dl::__private::assert_send_sync_field::<RawBuffer, _>();
+            crate::dl::__private::DataThreadSafety::<RawBuffer>::new().check();
             crate::dl::__private::assert_send_sync_field::<Vec<i64>, _>();
             crate::dl::__private::assert_send_sync_field::<Option<Vec<i64>>, _>();
             crate::dl::__private::assert_send_sync_field::<Device, _>();

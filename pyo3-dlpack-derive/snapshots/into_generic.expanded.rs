@@ -15,7 +15,7 @@ const _: () = {
             ::pyo3_dlpack::TensorInfo<'_>,
             ::pyo3_dlpack::DLPackError,
         > {
-            ::pyo3_dlpack::__private::assert_send_sync_field::<S, _>();
+            ::pyo3_dlpack::__private::DataThreadSafety::<S>::new().check();
             let __dlpack_builder = ::pyo3_dlpack::__private::builder(&self.storage);
             ::pyo3_dlpack::__private::DtypeProbe::<S, f32>::new().dtype_check().check();
             const {

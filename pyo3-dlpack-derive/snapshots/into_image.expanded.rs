@@ -13,7 +13,8 @@ const _: () = {
             ::pyo3_dlpack::TensorInfo<'_>,
             ::pyo3_dlpack::DLPackError,
         > {
-            ::pyo3_dlpack::__private::assert_send_sync_field::<AlignedBuffer<u8>, _>();
+            ::pyo3_dlpack::__private::DataThreadSafety::<AlignedBuffer<u8>>::new()
+                .check();
             ::pyo3_dlpack::__private::assert_send_sync_field::<[usize; 3], _>();
             ::pyo3_dlpack::__private::assert_send_sync_field::<String, _>();
             let _ = &self.name;

@@ -46,8 +46,8 @@ pub(crate) struct ContainerAttrs {
     pub(crate) contiguous: Option<Span>,
     /// `writable` (FromDLPack).
     pub(crate) writable: Option<Span>,
-    /// `shape = [height, width, channels]` (IntoDLPack): the extents, one
-    /// scalar field each, in order.
+    /// `shape = [height, width, channels]`: the extents, one scalar field
+    /// each, in order (exported from them, imported into them).
     pub(crate) shape: Option<Spanned<Vec<syn::Member>>>,
 }
 

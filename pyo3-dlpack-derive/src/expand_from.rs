@@ -59,6 +59,20 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
         let ty = shape.ty;
         lets.push(typed(shape, quote_spanned!(ty.span()=> <#ty as #private::DimsField>::from_entries(#tensor.shape(), "shape")?)));
     }
+    if let Some(extents) = &plan.extents {
+        // The rank first, so a tensor of another rank is refused before an
+        // extent is read; then each extent into its field, in order.
+        let n = extents.len();
+        lets.push(quote!(#tensor.ensure_ndim(#n)?;));
+        for (dim, field) in extents.iter().enumerate() {
+            let (ty, name) = (field.ty, field.name());
+            lets.push(typed(
+                field,
+                quote_spanned!(ty.span()=>
+                <#ty as #private::ExtentField>::from_extent(#tensor.shape()[#dim], #dim, #name)?),
+            ));
+        }
+    }
     if let Some(strides) = plan.strides {
         let ty = strides.ty;
         lets.push(typed(strides, quote_spanned!(ty.span()=> <#ty as #private::StridesField>::from_entries(#tensor.strides())?)));
@@ -99,19 +113,34 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
         tensor_field,
         quote_spanned!(tensor_ty.span()=> <#tensor_ty as #private::TensorField>::from_tensor(#tensor)),
     ));
+    let filled = |field: &Field<'_>| {
+        field.takes_part()
+            || plan
+                .extents
+                .iter()
+                .flatten()
+                .any(|extent| extent.member == field.member)
+    };
     let assigned: Vec<_> = plan
         .fields
         .iter()
-        .filter(|f| f.takes_part())
+        .filter(|f| filled(f))
         .map(|field| {
             let (member, name) = (&field.member, field_local(field));
             quote!(#member: #name)
         })
         .collect();
-    let defaults = plan.fields.iter().filter(|f| !f.takes_part()).map(|field| {
+    let defaults = plan.fields.iter().filter(|f| !filled(f)).map(|field| {
         let (member, ty) = (&field.member, field.ty);
         quote_spanned!(ty.span()=> #member: <#ty as #private::core::default::Default>::default())
     });
+
+    // The tensor field keeps the imported memory alive, and may be read by
+    // nothing else (a struct that only uses its data pointer): read here,
+    // so rustc's dead-code lint does not call it never read.
+    let value = local("__dlpack_value");
+    let tensor_member = &plan.tensor.member;
+    let keep_tensor = quote!(let _ = &#value.#tensor_member;);
 
     let mut py_generics = input.original.generics.clone();
     py_generics
@@ -136,7 +165,9 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
             fn from_dlpack(#tensor: #krate::PyTensor) -> #private::core::result::Result<Self, #krate::DLPackError> {
                 #(#checks)*
                 #(#lets)*
-                #private::core::result::Result::Ok(Self { #(#assigned,)* #(#defaults,)* })
+                let #value = Self { #(#assigned,)* #(#defaults,)* };
+                #keep_tensor
+                #private::core::result::Result::Ok(#value)
             }
         }
 

@@ -4,6 +4,7 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
+use crate::attr::Role;
 use crate::tokens::{exportable_where_clause, krate, local, respan};
 use crate::validate::IntoPlan;
 
@@ -11,17 +12,22 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
     let input = plan.input;
     let krate = krate(&input.attrs);
     let private = quote!(#krate::__private);
-    let ident = &input.original.ident;
-    let generics = &input.original.generics;
-    let (impl_generics, ty_generics, user_where_clause) = generics.split_for_impl();
-    let where_clause = exportable_where_clause(generics, &krate);
 
     // Every field travels with the value to whichever thread drops it: one
-    // error per field that cannot, on the field.
-    let thread_safe = plan.fields.iter().map(|field| {
+    // error per field that cannot, on the field. The data field is checked
+    // only once it is memory (`DataThreadSafety`), and an inner tensor not
+    // at all (`IntoDLPack` is `Send + Sync`): a type that is neither gets
+    // the one error that says what to write instead (`Arc` for `Rc`).
+    let thread_safe = plan.fields.iter().filter_map(|field| {
         let ty = field.ty;
         let private_at = respan(private.clone(), ty.span());
-        quote_spanned!(ty.span()=> #private_at::assert_send_sync_field::<#ty, _>();)
+        if !std::ptr::eq(field, plan.data) {
+            Some(quote_spanned!(ty.span()=> #private_at::assert_send_sync_field::<#ty, _>();))
+        } else if plan.inner {
+            None
+        } else {
+            Some(quote_spanned!(ty.span()=> #private_at::DataThreadSafety::<#ty>::new().check();))
+        }
     });
 
     if plan.inner {
@@ -30,8 +36,14 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
     let builder = local("__dlpack_builder");
     let data = &plan.data.member;
     let data_ty = plan.data.ty;
-    let mut steps =
-        vec![quote_spanned!(data_ty.span()=> let #builder = #private::builder(&self.#data);)];
+    let mut steps = Vec::new();
+    if plan.data.has_role(Role::Tensor) {
+        // The memory of a struct that derives both traits: its import's PyTensor.
+        let private_at = respan(private.clone(), data_ty.span());
+        steps
+            .push(quote_spanned!(data_ty.span()=> #private_at::assert_tensor_field::<#data_ty>();));
+    }
+    steps.push(quote_spanned!(data_ty.span()=> let #builder = #private::builder(&self.#data);));
     if let Some(shape) = plan.shape {
         let (member, ty) = (&shape.member, shape.ty);
         steps.push(quote_spanned!(ty.span()=>
@@ -93,13 +105,7 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
     if input.attrs.read_only.is_some() {
         steps.push(quote!(let #builder = #builder.read_only(true);));
     }
-    // The fields the value only keeps alive are read here (for nothing), so
-    // rustc's dead-code lint does not call them never read: the export
-    // holds them until a consumer frees it.
-    let kept = plan.fields.iter().filter(|f| !f.takes_part()).map(|field| {
-        let member = &field.member;
-        quote!(let _ = &self.#member;)
-    });
+    let kept = kept_fields(plan);
     // Each part a field gives, and the field's name, for an error that
     // names the field whose value contradicts the memory.
     let named_roles = plan
@@ -112,6 +118,61 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
             Some(quote!((#role, #name)))
         });
 
+    let body = quote! {
+        #(#thread_safe)*
+        #(#kept)*
+        #(#steps)*
+        #builder.build().map_err(|error| #private::name_field(error, &[#(#named_roles),*]))
+    };
+    impls(plan, &body, &TokenStream::new())
+}
+
+/// The impls for a struct whose `#[dlpack(inner)]` field is the tensor: its
+/// description and its synchronization are the inner value's.
+fn expand_inner(plan: &IntoPlan<'_, '_>, thread_safe: &[TokenStream]) -> TokenStream {
+    let krate = krate(&plan.input.attrs);
+    let private = quote!(#krate::__private);
+    let (member, ty) = (&plan.data.member, plan.data.ty);
+    let kept = kept_fields(plan);
+    let inner_trait = respan(quote!(#krate::IntoDLPack), ty.span());
+    let stream = local("__dlpack_stream");
+    let body = quote! {
+        #(#thread_safe)*
+        #(#kept)*
+        <#ty as #inner_trait>::tensor_info(&self.#member)
+    };
+    let synchronize = quote! {
+        fn synchronize(&self, #stream: i64) -> #private::core::result::Result<(), #krate::DLPackError> {
+            <#ty as #inner_trait>::synchronize(&self.#member, #stream)
+        }
+    };
+    impls(plan, &body, &synchronize)
+}
+
+/// The fields the value only keeps alive, read here (for nothing), so
+/// rustc's dead-code lint does not call them never read: the export holds
+/// them until a consumer frees it.
+fn kept_fields(plan: &IntoPlan<'_, '_>) -> Vec<TokenStream> {
+    plan.fields
+        .iter()
+        .filter(|f| !f.takes_part())
+        .map(|field| {
+            let member = &field.member;
+            quote!(let _ = &self.#member;)
+        })
+        .collect()
+}
+
+/// The `IntoDLPack` impl whose `tensor_info` is `body` (and whose other
+/// methods are `methods`), the `IntoPyObject` impl and the stub's type.
+fn impls(plan: &IntoPlan<'_, '_>, body: &TokenStream, methods: &TokenStream) -> TokenStream {
+    let input = plan.input;
+    let krate = krate(&input.attrs);
+    let private = quote!(#krate::__private);
+    let ident = &input.original.ident;
+    let generics = &input.original.generics;
+    let (impl_generics, ty_generics, user_where_clause) = generics.split_for_impl();
+    let where_clause = exportable_where_clause(generics, &krate);
     let mut py_generics = generics.clone();
     py_generics
         .params
@@ -126,11 +187,10 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
         #[automatically_derived]
         impl #impl_generics #krate::IntoDLPack for #ident #ty_generics #where_clause {
             fn tensor_info(&self) -> #private::core::result::Result<#krate::TensorInfo<'_>, #krate::DLPackError> {
-                #(#thread_safe)*
-                #(#kept)*
-                #(#steps)*
-                #builder.build().map_err(|error| #private::name_field(error, &[#(#named_roles),*]))
+                #body
             }
+
+            #methods
         }
 
         #[automatically_derived]
@@ -147,60 +207,6 @@ pub(crate) fn expand(plan: &IntoPlan<'_, '_>) -> TokenStream {
         }
 
         // The stub's type (feature `stub-gen`; nothing without it).
-        #krate::__stub_type!(output [#impl_generics] #ident #ty_generics [#user_where_clause]);
-    }
-}
-
-/// The impls for a struct whose `#[dlpack(inner)]` field is the tensor: its
-/// description and its synchronization are the inner value's.
-fn expand_inner(plan: &IntoPlan<'_, '_>, thread_safe: &[TokenStream]) -> TokenStream {
-    let input = plan.input;
-    let krate = krate(&input.attrs);
-    let private = quote!(#krate::__private);
-    let ident = &input.original.ident;
-    let generics = &input.original.generics;
-    let (impl_generics, ty_generics, user_where_clause) = generics.split_for_impl();
-    let where_clause = exportable_where_clause(generics, &krate);
-    let (member, ty) = (&plan.data.member, plan.data.ty);
-    let kept = plan.fields.iter().filter(|f| !f.takes_part()).map(|field| {
-        let member = &field.member;
-        quote!(let _ = &self.#member;)
-    });
-    let inner_trait = respan(quote!(#krate::IntoDLPack), ty.span());
-    let mut py_generics = generics.clone();
-    py_generics
-        .params
-        .insert(0, syn::parse_quote!('__dlpack_py));
-    let (py_impl_generics, _, _) = py_generics.split_for_impl();
-    let pyo3 = quote!(#private::pyo3);
-    let py = local("__dlpack_python");
-    let stream = local("__dlpack_stream");
-    quote! {
-        #[automatically_derived]
-        impl #impl_generics #krate::IntoDLPack for #ident #ty_generics #where_clause {
-            fn tensor_info(&self) -> #private::core::result::Result<#krate::TensorInfo<'_>, #krate::DLPackError> {
-                #(#thread_safe)*
-                #(#kept)*
-                <#ty as #inner_trait>::tensor_info(&self.#member)
-            }
-
-            fn synchronize(&self, #stream: i64) -> #private::core::result::Result<(), #krate::DLPackError> {
-                <#ty as #inner_trait>::synchronize(&self.#member, #stream)
-            }
-        }
-
-        #[automatically_derived]
-        impl #py_impl_generics #pyo3::IntoPyObject<'__dlpack_py> for #ident #ty_generics #user_where_clause {
-            type Target = #krate::DLPackTensor;
-            type Output = #pyo3::Bound<'__dlpack_py, #krate::DLPackTensor>;
-            type Error = #pyo3::PyErr;
-            #krate::__output_type!();
-
-            fn into_pyobject(self, #py: #pyo3::Python<'__dlpack_py>) -> #private::core::result::Result<Self::Output, Self::Error> {
-                #private::IntoPyObjectProbe::<Self>::new().convert(self, #py)
-            }
-        }
-
         #krate::__stub_type!(output [#impl_generics] #ident #ty_generics [#user_where_clause]);
     }
 }

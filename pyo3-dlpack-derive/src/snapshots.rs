@@ -72,6 +72,36 @@ fn into_dlpack_generic_with_container_dtype() {
 }
 
 #[test]
+fn into_dlpack_inner() {
+    check(
+        "into_inner",
+        Derive::IntoDLPack,
+        r#"
+        struct Labelled {
+            #[dlpack(inner)] pixels: Pixels,
+            label: String,
+        }"#,
+    );
+}
+
+#[test]
+fn from_dlpack_shape_list() {
+    check(
+        "from_picture",
+        Derive::FromDLPack,
+        r#"
+        #[dlpack(dtype = u8, shape = [height, width, channels])]
+        struct Picture {
+            #[dlpack(tensor)] pixels: PyTensor,
+            height: usize,
+            width: u32,
+            channels: u8,
+            label: String,
+        }"#,
+    );
+}
+
+#[test]
 fn from_dlpack_matrix() {
     check(
         "from_matrix",

@@ -48,6 +48,8 @@ pub(crate) struct FromPlan<'i, 'a> {
     pub(crate) dtype: Option<&'i Field<'a>>,
     pub(crate) read_only: Option<&'i Field<'a>>,
     pub(crate) data: Option<&'i Field<'a>>,
+    /// The fields of `shape = [...]`, in order: each gets one extent.
+    pub(crate) extents: Option<Vec<&'i Field<'a>>>,
 }
 
 /// Checks `input` for `derive`: a plan, or `None` with the reasons recorded
@@ -133,12 +135,19 @@ fn into_dlpack<'i, 'a>(
             ));
         }
     }
-    for field in fields.iter().filter(|f| f.has_role(Role::Tensor)) {
+    // A struct that derives both traits keeps its memory in the PyTensor
+    // of its import: exported again, with the layout it came with.
+    let tensor = unique(ctxt, fields, Role::Tensor);
+    if let (Some(tensor), Some(data)) = (tensor, data) {
         ctxt.syn_error(role_error(
-            field,
-            "#[dlpack(tensor)] marks the PyTensor of a #[derive(FromDLPack)] struct; an export's memory is its #[dlpack(data)] field",
+            data,
+            &format!(
+                "an export has one memory: this #[dlpack(data)] field or the #[dlpack(tensor)] field `{}` (a PyTensor, exported again); keep one (a struct that derives FromDLPack too keeps the tensor: an import's data pointer cannot be exported)",
+                tensor.name()
+            ),
         ));
     }
+    let data = data.or(tensor);
     if let Some(lifetime) = input.original.generics.lifetimes().next() {
         ctxt.error_spanned_by(
             lifetime,
@@ -267,14 +276,9 @@ fn from_dlpack<'i, 'a>(
             "`read_only` marks exports (#[derive(IntoDLPack)]); to require a writable input, write `writable`",
         ));
     }
-    if let Some(shape) = &input.attrs.shape {
-        ctxt.syn_error(syn::Error::new(
-            shape.span,
-            "`shape = [...]` describes an export (#[derive(IntoDLPack)]); an import's shape goes in a #[dlpack(shape)] field",
-        ));
-    }
     let tensor = unique(ctxt, fields, Role::Tensor);
     let shape = unique(ctxt, fields, Role::Shape);
+    let extents = extent_fields(ctxt, input, fields, shape);
     let strides = unique(ctxt, fields, Role::Strides);
     let device = unique(ctxt, fields, Role::Device);
     let dtype = unique(ctxt, fields, Role::Dtype);
@@ -293,6 +297,7 @@ fn from_dlpack<'i, 'a>(
         ));
     }
     check_ndim_against_shape(ctxt, input, shape);
+    check_ndim_against_extents(ctxt, input);
     check_strides_against_shape(ctxt, input, shape, strides);
     // Checked last, so a missing tensor field hides no other mistake.
     let Some(tensor) = tensor else {
@@ -312,6 +317,7 @@ fn from_dlpack<'i, 'a>(
         dtype,
         read_only,
         data,
+        extents,
     })
 }
 
@@ -387,6 +393,24 @@ fn check_ndim_against_shape(ctxt: &Ctxt, input: &Input<'_>, shape: Option<&Field
                 ),
             ));
         }
+    }
+}
+
+/// An import's `ndim = N` must count the fields of its `shape = [...]`,
+/// which already fixes the rank: otherwise every import fails.
+fn check_ndim_against_extents(ctxt: &Ctxt, input: &Input<'_>) {
+    let (Some(ndim), Some(shape)) = (&input.attrs.ndim, &input.attrs.shape) else {
+        return;
+    };
+    let len = shape.value.len();
+    if len != ndim.value {
+        ctxt.syn_error(syn::Error::new(
+            ndim.span,
+            format!(
+                "`ndim = {}` contradicts `shape = [...]`, which names {len} fields: the shape's fields fix the rank, so leave `ndim` out",
+                ndim.value
+            ),
+        ));
     }
 }
 
@@ -500,19 +524,17 @@ mod tests {
             struct S<'a> {
                 #[dlpack(strides)] s: Vec<i64>,
                 #[dlpack(dtype)] d: DataType,
-                #[dlpack(tensor)] t: PyTensor,
                 x: &'a u8,
             }"#,
         );
-        assert_eq!(found.len(), 6, "{found:#?}");
+        assert_eq!(found.len(), 5, "{found:#?}");
         assert!(found[0].starts_with("#[dlpack(strides)] needs a #[dlpack(shape)]"));
         assert!(
             found[1].starts_with("the struct's `dtype = …` and the #[dlpack(dtype)] field `d`")
         );
         assert!(found[2].starts_with("`ndim` constrains imports"));
-        assert!(found[3].starts_with("#[dlpack(tensor)] marks the PyTensor"));
-        assert!(found[4].contains("must be 'static"));
-        assert!(found[5].starts_with("#[derive(IntoDLPack)] needs a #[dlpack(data)] field"));
+        assert!(found[3].contains("must be 'static"));
+        assert!(found[4].starts_with("#[derive(IntoDLPack)] needs a #[dlpack(data)] field"));
     }
 
     #[test]

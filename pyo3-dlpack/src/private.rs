@@ -203,6 +203,10 @@ impl TensorField for PyTensor {
     }
 }
 
+/// Compile-time check that an export's `#[dlpack(tensor)]` field, its memory
+/// (a struct deriving both traits), is a [`TensorField`].
+pub fn assert_tensor_field<T: TensorField>() {}
+
 /// A type an exported value's fields may have: every field travels with the
 /// value to whichever thread frees it.
 ///
@@ -237,6 +241,68 @@ impl<T: ?Sized + sealed::Impossible> SendSyncField<Unreachable> for T {}
 
 /// Compile-time check that a field of an exported value is [`SendSyncField`].
 pub fn assert_send_sync_field<T: ?Sized + SendSyncField<Why>, Why>() {}
+
+/// The [`SendSyncField`] check of a `#[dlpack(data)]` field, made only when
+/// the field's type is [`TensorData`]:
+/// `DataThreadSafety::<T>::new().check()`.
+///
+/// A data field that is not memory already fails with `TensorData`'s error,
+/// which says what to write instead (`Arc<Vec<T>>` for `Rc<Vec<T>>`); a
+/// second error saying the same `Rc` is not `Send + Sync` would only repeat
+/// it. So `check` is the inherent method below, which asserts
+/// [`SendSyncField`], when `T: TensorData`, and otherwise, through `Deref`,
+/// [`NotData::check`], which asserts nothing.
+pub struct DataThreadSafety<T: ?Sized> {
+    data: std::marker::PhantomData<fn(*const T)>,
+    not_data: NotData,
+}
+
+impl<T: ?Sized> DataThreadSafety<T> {
+    /// A probe for a data field of type `T`.
+    pub const fn new() -> Self {
+        Self {
+            data: std::marker::PhantomData,
+            not_data: NotData,
+        }
+    }
+}
+
+impl<T: ?Sized> Default for DataThreadSafety<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: ?Sized> std::fmt::Debug for DataThreadSafety<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DataThreadSafety")
+    }
+}
+
+impl<T: ?Sized + TensorData> DataThreadSafety<T> {
+    /// Requires the memory to be [`SendSyncField`] (an error on the field).
+    pub fn check<Why>(&self)
+    where
+        T: SendSyncField<Why>,
+    {
+    }
+}
+
+impl<T: ?Sized> std::ops::Deref for DataThreadSafety<T> {
+    type Target = NotData;
+    fn deref(&self) -> &NotData {
+        &self.not_data
+    }
+}
+
+/// See [`DataThreadSafety`]: a data field that is not [`TensorData`].
+#[derive(Debug)]
+pub struct NotData;
+
+impl NotData {
+    /// Checks nothing: `TensorData`'s error on the field says what to write.
+    pub fn check(&self) {}
+}
 
 /// The `IntoPyObject` of a derived type, which compiles whether or not the
 /// type is [`IntoDLPack`]: `IntoPyObjectProbe::<T>::new().convert(value, py)`.
@@ -482,6 +548,11 @@ pub const fn check_static_dtype(data: Option<DataType>, declared: DataType) {
 pub trait ExtentField {
     /// The extent (`usize::MAX` for one past it, which the description refuses).
     fn extent(&self) -> usize;
+    /// The field for extent `dim` of an imported shape (FromDLPack), or an
+    /// `OverflowError` naming the field when the extent does not fit it.
+    fn from_extent(extent: i64, dim: usize, field: &'static str) -> Result<Self, DLPackError>
+    where
+        Self: Sized;
 }
 
 macro_rules! extent_field {
@@ -490,8 +561,21 @@ macro_rules! extent_field {
             fn extent(&self) -> usize {
                 usize::try_from(*self).unwrap_or(usize::MAX)
             }
+            fn from_extent(extent: i64, dim: usize, field: &'static str) -> Result<Self, DLPackError> {
+                <$t>::try_from(extent).map_err(|_| extent_out_of_range(extent, dim, field, i64::try_from(<$t>::MAX).unwrap_or(i64::MAX)))
+            }
         }
     )*};
+}
+
+#[cold]
+fn extent_out_of_range(extent: i64, dim: usize, field: &'static str, max: i64) -> DLPackError {
+    DLPackError::InvalidArgument(crate::error::ArgumentError::OutOfRange {
+        what: format!("extent {dim} of the imported shape, for the field `{field}`,"),
+        min: 0,
+        max,
+        found: extent.to_string(),
+    })
 }
 extent_field!(usize, u64, u32, u16, u8);
 

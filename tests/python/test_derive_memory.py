@@ -90,6 +90,28 @@ def test_shape_from_scalar_fields_is_height_width_channels(drops):
     assert (drops.created, drops.dropped) == (1, 1)
 
 
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+def test_a_struct_deriving_both_exports_its_import_as_it_came(library):
+    # Transposed: the export keeps the import's strides, at the same address.
+    stored = np.arange(24, dtype="u1").reshape(4, 2, 3)
+    if library == "numpy":
+        src = stored.transpose(1, 0, 2)
+    else:
+        src = torch.from_numpy(stored).permute(1, 0, 2)
+    address = src.ctypes.data if library == "numpy" else src.data_ptr()
+    x, extents = ext.hwc_frame_roundtrip(src)
+    assert extents == (2, 4, 3)
+    assert (x.shape, x.dtype, x.data_ptr) == ((2, 4, 3), "uint8", address)
+    a = np.from_dlpack(x)
+    assert a.__array_interface__["data"][0] == address
+    np.testing.assert_array_equal(a, np.asarray(src))
+    with pytest.raises(TypeError, match="expected a 3-dimensional tensor, got 2 dimensions"):
+        ext.hwc_frame_roundtrip(np.zeros((2, 4), dtype="u1"))
+    overflow = r"extent 2 of the imported shape, for the field `channels`, must be an integer in range \[0, 255\], got 256"
+    with pytest.raises(OverflowError, match=overflow):
+        ext.hwc_frame_roundtrip(np.zeros((1, 1, 256), dtype="u1"))
+
+
 def test_an_inner_field_is_the_tensor_and_is_dropped_once(drops):
     x, address = ext.labelled_image(3, 2, "cat")
     assert (x.shape, x.dtype, x.data_ptr, x.read_only) == ((3, 2, 3), "uint8", address, False)

@@ -507,6 +507,86 @@ fn a_shape_from_scalar_fields_in_the_order_given() {
     );
 }
 
+/// An import whose shape goes into scalar fields, as an image type keeps it.
+#[derive(FromDLPack)]
+#[dlpack(dtype = u8, shape = [height, width, channels])]
+struct PictureIn {
+    #[dlpack(tensor)]
+    pixels: PyTensor,
+    height: usize,
+    width: u32,
+    channels: u8,
+    label: Option<String>,
+}
+
+#[test]
+fn an_import_fills_the_scalar_fields_of_its_shape_in_order() {
+    Python::attach(|py| {
+        let array = numpy(py, "np.zeros((2, 4, 3), dtype='u1')");
+        let picture: PictureIn = array.extract().unwrap();
+        assert_eq!((picture.height, picture.width, picture.channels), (2, 4, 3));
+        assert_eq!(picture.pixels.shape(), [2, 4, 3]);
+        assert_eq!(picture.label, None);
+
+        let error = |code: &str| numpy(py, code).extract::<PictureIn>().err().unwrap();
+        let flat = error("np.zeros(24, dtype='u1')");
+        assert!(flat.is_instance_of::<pyo3::exceptions::PyTypeError>(py));
+        assert_eq!(
+            flat.value(py).to_string(),
+            "expected a 3-dimensional tensor, got 1 dimension"
+        );
+        let too_many_channels = error("np.zeros((1, 1, 256), dtype='u1')");
+        assert!(too_many_channels.is_instance_of::<pyo3::exceptions::PyOverflowError>(py));
+        assert_eq!(
+            too_many_channels.value(py).to_string(),
+            "extent 2 of the imported shape, for the field `channels`, must be an integer in range [0, 255], got 256"
+        );
+    });
+}
+
+/// One struct both ways: the import's PyTensor is the export's memory.
+#[derive(IntoDLPack, FromDLPack)]
+#[dlpack(dtype = u8, shape = [height, width, channels])]
+struct PictureBoth {
+    #[dlpack(tensor)]
+    pixels: PyTensor,
+    height: usize,
+    width: u32,
+    channels: u8,
+}
+
+#[test]
+fn a_struct_deriving_both_exports_what_it_imported() {
+    Python::attach(|py| {
+        let array = numpy(
+            py,
+            "np.arange(24, dtype='u1').reshape(4, 2, 3).transpose(1, 0, 2)",
+        );
+        let picture: PictureBoth = array.extract().unwrap();
+        assert_eq!((picture.height, picture.width, picture.channels), (2, 4, 3));
+        let address = picture.pixels.data_ptr();
+        let info = picture.tensor_info().unwrap();
+        assert_eq!(
+            (info.shape(), info.strides(), info.data_ptr()),
+            (&[2i64, 4, 3][..], &[3i64, 6, 1][..], address)
+        );
+        let back = numpy(py, "np.from_dlpack")
+            .call1((picture.into_pyobject(py).unwrap(),))
+            .unwrap();
+        assert!(
+            back.call_method1("__eq__", (&array,))
+                .unwrap()
+                .call_method0("all")
+                .unwrap()
+                .is_truthy()
+                .unwrap()
+        );
+        let interface = back.getattr("__array_interface__").unwrap();
+        let data: (usize, bool) = interface.get_item("data").unwrap().extract().unwrap();
+        assert_eq!(data.0, address as usize);
+    });
+}
+
 /// A struct whose tensor is another derived value, with metadata beside it.
 #[derive(IntoDLPack)]
 struct Labelled {
@@ -540,5 +620,49 @@ fn an_inner_value_is_the_tensor() {
             "the inner value lies inside the exported one"
         );
         assert_eq!(info.shape(), &[2, 4, 3]);
+    });
+}
+
+/// An imported tensor kept as an export's memory, with a shape field.
+#[derive(IntoDLPack)]
+struct Reexported {
+    #[dlpack(data)]
+    tensor: PyTensor,
+    #[dlpack(shape)]
+    shape: Vec<usize>,
+}
+
+#[test]
+fn an_imported_tensor_as_data_exports_its_own_layout() {
+    Python::attach(|py| {
+        let import = |code: &str| numpy(py, code).extract::<PyTensor>().unwrap();
+        let transposed = Reexported {
+            tensor: import("np.arange(6, dtype='f4').reshape(2, 3).T"),
+            shape: vec![3, 2],
+        };
+        let info = transposed.tensor_info().unwrap();
+        assert_eq!(
+            (info.shape(), info.strides()),
+            (&[3i64, 2][..], &[1i64, 3][..])
+        );
+        assert_eq!(info.data_ptr(), transposed.tensor.data_ptr());
+        let reversed = Reexported {
+            tensor: import("np.arange(4, dtype='f4')[::-1]"),
+            shape: vec![4],
+        };
+        let info = reversed.tensor_info().unwrap();
+        assert_eq!(
+            (info.strides(), info.data_ptr()),
+            (&[-1i64][..], reversed.tensor.data_ptr())
+        );
+        let permuted = Reexported {
+            shape: vec![2, 3],
+            ..transposed
+        };
+        assert_eq!(
+            permuted.tensor_info().unwrap_err().to_string(),
+            "the #[dlpack(shape)] field `shape` says shape [2, 3], but the data's own shape is [3, 2] \
+             (it brings its own layout: drop the shape or make it agree)"
+        );
     });
 }

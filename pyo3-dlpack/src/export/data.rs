@@ -50,7 +50,8 @@ use crate::{DataType, Device, Element, Writability};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not tensor memory: it does not implement `TensorData`",
     label = "a #[dlpack(data)] field must hold the tensor's memory",
-    note = "TensorData is implemented for Vec<T>, Box<[T]>, Arc<[T]>, Arc<Vec<T>>, AlignedBuffer<T>, RawBuffer, ndarray::Array<T, D>, memmap2::Mmap (feature `memmap2`) and bytes::Bytes (feature `bytes`), with T an Element; for borrowed or Rc memory, own it instead"
+    note = "TensorData is implemented for Vec<T>, Box<[T]>, Arc<[T]>, Arc<Vec<T>>, AlignedBuffer<T> and RawBuffer, with T an Element, and with pyo3-dlpack's features for ndarray::Array<T, D> (`ndarray`), memmap2::Mmap (`memmap2`) and bytes::Bytes (`bytes`)",
+    note = "write `Arc<Vec<T>>` or `Arc<[T]>` for `Rc<Vec<T>>` or `Rc<[T]>` (an export is freed on whichever thread lets go of it last), and own borrowed memory (`Vec<T>` for `&[T]`, or `Arc<[T]>` to share it)"
 )]
 pub unsafe trait TensorData {
     /// The element type every value of this type holds, when the type says

@@ -28,6 +28,7 @@ use crate::{DLPackError, Element};
 /// | `#[dlpack(dtype)]` | [`DataType`](crate::DataType) | runtime dtype, for untyped memory only |
 /// | `#[dlpack(read_only)]` | `bool` | export read-only when true |
 /// | `#[dlpack(inner)]` | any `IntoDLPack` | the tensor is this value's (instead of a data field) |
+/// | `#[dlpack(tensor)]` | [`PyTensor`](crate::PyTensor) | the memory of a struct that derives `FromDLPack` too, with its own layout (instead of a data field) |
 /// | `#[dlpack(skip)]` | any | no part of the tensor (a field named like one) |
 ///
 /// Struct attributes: `#[dlpack(dtype = T)]` (an [`Element`] type, checked at

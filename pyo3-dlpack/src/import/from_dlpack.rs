@@ -16,6 +16,7 @@ use crate::import::tensor::PyTensor;
 /// | struct `device = "cpu"`, `"cuda"`, `"cuda:1"`, … | device type, and index when given |
 /// | struct `contiguous` | row-major contiguous |
 /// | struct `writable` | not read-only |
+/// | struct `shape = [height, width, channels]` | that many dimensions, each extent into its unsigned scalar field, in order |
 /// | struct `crate = "path"` | the runtime crate's path, when renamed |
 /// | field `#[dlpack(tensor)]` | the [`PyTensor`] (required: it owns the memory) |
 /// | field `#[dlpack(shape)]`, `#[dlpack(strides)]` | `[usize; N]`, `Vec<i64>`, … (strides may be an `Option`) |

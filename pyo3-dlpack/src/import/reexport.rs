@@ -5,7 +5,7 @@
 use std::ffi::c_void;
 
 use crate::error::{ExportError, LayoutError};
-use crate::export::{IntoDLPack, TensorData, TensorInfo};
+use crate::export::{IntoDLPack, OwnLayout, TensorData, TensorInfo};
 use crate::import::tensor::PyTensor;
 use crate::{DLPackError, DataType, Device, Writability};
 
@@ -38,6 +38,22 @@ unsafe impl TensorData for PyTensor {
     }
     fn writability(&self) -> Writability {
         PyTensor::writability(self)
+    }
+    /// Its shape, strides and first element, as imported: a `#[dlpack(data)]`
+    /// field holding a transposed import is never described in memory order.
+    /// Sub-byte dtypes, which travel packed and without strides (see
+    /// `tensor_info` below), describe themselves as a flat buffer.
+    fn own_layout(&self) -> Option<OwnLayout<'_>> {
+        if !self.dtype().is_byte_sized() {
+            return None;
+        }
+        let first = PyTensor::data_ptr(self) as usize;
+        let lowest = TensorData::data_ptr(self) as usize;
+        Some(OwnLayout {
+            shape: self.shape().into(),
+            strides: self.strides().into(),
+            byte_offset: first.wrapping_sub(lowest),
+        })
     }
 }
 

@@ -31,6 +31,24 @@ pub(crate) fn shared_samples(n: usize) -> (SharedSamples, usize) {
     (value, address)
 }
 
+/// An image both ways: the import's PyTensor is the export's memory.
+#[derive(IntoDLPack, FromDLPack)]
+#[dlpack(dtype = u8, shape = [height, width, channels])]
+pub(crate) struct HwcFrame {
+    #[dlpack(tensor)]
+    pixels: PyTensor,
+    height: usize,
+    width: usize,
+    channels: u8,
+}
+
+/// The frame as imported, exported back as it came, with its extents.
+#[pyfunction]
+pub(crate) fn hwc_frame_roundtrip(frame: HwcFrame) -> (HwcFrame, (usize, usize, u8)) {
+    let extents = (frame.height, frame.width, frame.channels);
+    (frame, extents)
+}
+
 /// An image type keeping its extents as scalars, in its own field order.
 #[derive(IntoDLPack)]
 #[dlpack(shape = [height, width, channels])]

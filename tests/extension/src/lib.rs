@@ -77,6 +77,7 @@ fn dlpack_testext(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(derived_mask, m)?)?;
     m.add_function(wrap_pyfunction!(shared_samples, m)?)?;
     m.add_function(wrap_pyfunction!(hwc_image_fields, m)?)?;
+    m.add_function(wrap_pyfunction!(hwc_frame_roundtrip, m)?)?;
     m.add_function(wrap_pyfunction!(labelled_image, m)?)?;
     m.add_function(wrap_pyfunction!(mapped_weights, m)?)?;
     m.add_function(wrap_pyfunction!(received_floats, m)?)?;

@@ -1,12 +1,11 @@
 use pyo3_dlpack::{FromDLPack, PyTensor};
 
 #[derive(FromDLPack)]
-#[dlpack(shape = [height, width])]
 struct Input {
     #[dlpack(tensor)]
     tensor: PyTensor,
-    height: usize,
-    width: usize,
+    #[dlpack(inner)]
+    inner: Vec<f32>,
 }
 
 fn main() {}
