@@ -7,7 +7,9 @@
 //! `PickleBuffer` over the tensor's own memory, out of band when the
 //! pickler asks; older protocols: `bytes`), never the Rust value that owned
 //! them. Unpickling ([`restore`]) keeps an out-of-band buffer as the new
-//! tensor's memory when it is aligned for the dtype, else copies it once;
+//! tensor's memory when it is aligned for the dtype, and the `bytes` of
+//! older protocols as NumPy keeps them (writable, when no one else holds
+//! them), else copies once;
 //! device tensors pickle as host copies and are uploaded again. How a
 //! pickle finds this crate's code in another process: [`reconstructor`].
 

@@ -1,6 +1,7 @@
 //! Unpickling: a `DLPackTensor` rebuilt from a checked payload, its bytes
 //! kept in place when they may be (an out-of-band buffer aligned for the
-//! dtype, such as Ray's object store hands out), else copied once into an
+//! dtype, such as Ray's object store hands out; the `bytes` object an
+//! in-band pickle made, as NumPy keeps it), else copied once into an
 //! aligned buffer; device tensors uploaded to their device.
 
 use pyo3::prelude::*;
@@ -262,12 +263,7 @@ fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
 /// of an in-band pickle (protocols before 5, or 5 without out-of-band
 /// buffers) are kept writable when [`adoptable`], as NumPy keeps them
 /// (its unpickled arrays are writable), else a writable tensor copies them.
-fn kept(
-    data: &Bound<'_, PyAny>,
-    header: &Header,
-    read_only: bool,
-    ptr: *const u8,
-) -> Option<bool> {
+fn kept(data: &Bound<'_, PyAny>, header: &Header, read_only: bool, ptr: *const u8) -> Option<bool> {
     let aligned = (ptr as usize) % alignment(header.dtype) == 0 || header.nbytes == 0;
     if !aligned {
         return None;
