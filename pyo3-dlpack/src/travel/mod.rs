@@ -28,6 +28,13 @@ use crate::export::DLPackTensor;
 use bytes::TensorBytes;
 use payload::Header;
 
+/// The tensor a pickled state describes, as a Python object (what every
+/// reconstructor returns).
+pub(crate) fn restore_pickled(py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let tensor = restore::restore(py, state)?;
+    Ok(Bound::new(py, tensor)?.into_any().unbind())
+}
+
 /// `DLPackTensor.__reduce_ex__(protocol)`: `(reconstructor, (state,))`.
 pub(crate) fn reduce<'py>(
     tensor: &Bound<'py, DLPackTensor>,
