@@ -38,7 +38,6 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyTuple};
 
-
 /// The symbol pickles name: this crate's 0.4 series and payload format 1.
 /// (`export_name` takes a literal; a test keeps it in step with the version.)
 const SYMBOL: &str = "pyo3_dlpack_0_4_install_v1";
@@ -219,8 +218,12 @@ pub(crate) fn restorer(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 fn class_restorer(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
     let class = py.get_type::<crate::export::DLPackTensor>();
     let (Ok(module), Ok(qualname)) = (
-        class.getattr(pyo3::intern!(py, "__module__"))?.extract::<String>(),
-        class.getattr(pyo3::intern!(py, "__qualname__"))?.extract::<String>(),
+        class
+            .getattr(pyo3::intern!(py, "__module__"))?
+            .extract::<String>(),
+        class
+            .getattr(pyo3::intern!(py, "__qualname__"))?
+            .extract::<String>(),
     ) else {
         return Ok(None);
     };
