@@ -95,6 +95,12 @@ class DLPackTensor:
         restored on their device.
         """
     def __repr__(self, /) -> str: ...
+    @classmethod
+    def _pyo3_dlpack_0_4_restore_v1(cls, /, state: Any) -> Any:
+        """
+        Unpickling's entry point where pickle finds this class by its name
+        (after `add_to_module`): the tensor a pickled state describes.
+        """
     @property
     def data_ptr(self, /) -> int:
         """

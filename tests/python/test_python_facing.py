@@ -51,7 +51,10 @@ def test_the_stub_lists_exactly_the_public_members():
             declared.add(node.target.id)
     # Everything `object` has (`__repr__` included), and the class's own bookkeeping.
     inherited = set(dir(object)) | {"__module__", "__dict__", "__weakref__"}
-    public = {name for name in dir(ext.DLPackTensor) if name not in inherited}
+    # Private: the class method pickles name (`_pyo3_dlpack_<series>_restore_v<format>`).
+    private = {name for name in dir(ext.DLPackTensor) if name.startswith("_pyo3_dlpack_")}
+    assert private == {"_pyo3_dlpack_0_4_restore_v1"}
+    public = {name for name in dir(ext.DLPackTensor) if name not in inherited | private}
     # What the class overrides of `object`'s and its users call: pickling.
     public |= {"__reduce__", "__reduce_ex__"} & set(vars(ext.DLPackTensor))
     assert {"__reduce__", "__reduce_ex__"} <= public

@@ -143,6 +143,59 @@ def test_older_protocols_carry_the_bytes_once_and_restore_writable_copies():
         assert read_float32(t, 0) == 0
 
 
+def bytes_address(b):
+    return ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p).value
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4])
+def test_in_band_bytes_become_the_writable_tensors_memory_as_numpys_do(protocol):
+    # Found measuring the worker path: protocol 4 (multiprocessing's default) copied the
+    # unpickled bytes once more than NumPy, which keeps them as a writable array's memory.
+    import tracemalloc
+
+    n = 1 << 16
+    t = ext.arange("float32", n)
+    data = pickle.dumps(t, protocol=protocol)
+    tracemalloc.start()
+    try:
+        u = pickle.loads(data)
+        kept, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert kept >= 4 * n, "the unpickled bytes object is the tensor's memory"
+    assert not u.read_only and u.data_ptr % 16 == 0
+    write_float32(u, 0, 42)
+    assert (read_float32(u, 0), read_float32(t, 0)) == (42, 0)
+    # The same, by address: the state's bytes object (held by the state tuple only).
+    reducer, (state,) = t.__reduce_ex__(protocol)
+    address = bytes_address(state[-1])
+    u = reducer(state)
+    assert u.data_ptr == address and not u.read_only
+
+
+def test_bytes_held_elsewhere_small_or_for_a_read_only_tensor_are_not_written():
+    n = 1 << 16
+    t = ext.arange("float32", n)
+    reducer, (state,) = t.__reduce_ex__(4)
+    # Held by two more than the state tuple (the unpickler's memo is one, and the most a
+    # genuine pickle's bytes have): copied for a writable tensor.
+    held, also = state[-1], [state[-1]]
+    u = reducer(state)
+    assert u.data_ptr != bytes_address(held) and u.data_ptr % 64 == 0 and not u.read_only
+    write_float32(u, 0, 42)
+    assert held[:4] == bytes(4) and also[0] is held
+    del held, also
+    small = ext.arange("float32", 250)  # 1000 bytes: copied, as NumPy copies them
+    reducer, (state,) = small.__reduce_ex__(4)
+    address = bytes_address(state[-1])
+    assert reducer(state).data_ptr != address
+    frozen = ext.from_bytes(bytes(4 * n), "float32", [n], read_only=True)
+    reducer, (state,) = frozen.__reduce_ex__(4)
+    held = state[-1]  # kept without a copy, read-only
+    r = reducer(state)
+    assert r.read_only and r.data_ptr == bytes_address(held)
+
+
 def test_a_strided_view_is_gathered_once_and_restored_row_major():
     values = np.arange(12, dtype=np.int32)
     # (4, 3) with element strides (1, 4): the transpose of a row-major (3, 4).
@@ -222,6 +275,20 @@ def test_ten_thousand_round_trips_leak_nothing(drops):
     assert rss() - before < 16 << 20
     del t
     assert (drops.created, drops.dropped) == (1, 1)
+
+
+def test_a_class_in_its_module_is_the_pickles_reconstructor_and_no_lookup_runs():
+    # Found measuring the worker path: out-of-band loads spent 17,000 of its 49,000
+    # instructions on the lookup of the module's reconstructor (importlib, ctypes), which a
+    # class pickle finds by name (dlpack_testext calls DLPackTensor::add_to_module) needs not.
+    t = ext.arange("float32", 4)
+    reducer, _ = t.__reduce_ex__(5)
+    assert reducer.__self__ is ext.DLPackTensor and reducer.__name__ == "_pyo3_dlpack_0_4_restore_v1"
+    for protocol in PROTOCOLS:
+        data = pickle.dumps(t, protocol=protocol)
+        assert b"ctypes" not in data and b"install" not in data and b"importlib" not in data
+        assert b"DLPackTensor" in data and b"_pyo3_dlpack_0_4_restore_v1" in data
+        assert np.from_dlpack(pickle.loads(data)).tolist() == [0, 1, 2, 3]
 
 
 def test_a_pickle_of_many_tensors_names_the_reconstructor_once():

@@ -295,6 +295,9 @@ fn bench_ours(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SOURCE", env!("BENCH_OURS_SOURCE"))?;
     m.add_function(wrap_pyfunction!(export_object, m)?)?;
     m.add_function(wrap_pyfunction!(export_derived, m)?)?;
+    // The class in its module, as an extension exposes it (the guide's examples do): pickles
+    // name it as NumPy's name `ndarray` (benchmarks/pickling.py).
+    DLPackTensor::add_to_module(m)?;
     m.add_function(wrap_pyfunction!(capsule_source, m)?)?;
     m.add_function(wrap_pyfunction!(export_capsule, m)?)?;
     m.add_function(wrap_pyfunction!(export_capsule_versioned, m)?)?;

@@ -362,6 +362,17 @@ impl DLPackTensor {
         crate::travel::reduce_ex(slf, protocol).map(Hinted::new)
     }
 
+    /// Unpickling's entry point where pickle finds this class by its name
+    /// (after `add_to_module`): the tensor a pickled state describes.
+    #[classmethod]
+    #[pyo3(name = "_pyo3_dlpack_0_4_restore_v1")]
+    fn restore_pickled(
+        cls: &Bound<'_, pyo3::types::PyType>,
+        state: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        crate::travel::restore_pickled(cls.py(), state)
+    }
+
     /// As `__reduce_ex__(2)`.
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
         crate::travel::reduce(slf, 2)

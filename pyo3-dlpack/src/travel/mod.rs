@@ -7,7 +7,9 @@
 //! `PickleBuffer` over the tensor's own memory, out of band when the
 //! pickler asks; older protocols: `bytes`), never the Rust value that owned
 //! them. Unpickling ([`restore`]) keeps an out-of-band buffer as the new
-//! tensor's memory when it is aligned for the dtype, else copies it once;
+//! tensor's memory when it is aligned for the dtype, and the `bytes` of
+//! older protocols as NumPy keeps them (writable, when no one else holds
+//! them), else copies once;
 //! device tensors pickle as host copies and are uploaded again. How a
 //! pickle finds this crate's code in another process: [`reconstructor`].
 
@@ -25,6 +27,13 @@ use pyo3::types::PyTuple;
 use crate::export::DLPackTensor;
 use bytes::TensorBytes;
 use payload::Header;
+
+/// The tensor a pickled state describes, as a Python object (what every
+/// reconstructor returns).
+pub(crate) fn restore_pickled(py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let tensor = restore::restore(py, state)?;
+    Ok(Bound::new(py, tensor)?.into_any().unbind())
+}
 
 /// `DLPackTensor.__reduce_ex__(protocol)`: `(reconstructor, (state,))`.
 pub(crate) fn reduce<'py>(

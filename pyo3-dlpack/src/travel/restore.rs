@@ -1,6 +1,7 @@
 //! Unpickling: a `DLPackTensor` rebuilt from a checked payload, its bytes
 //! kept in place when they may be (an out-of-band buffer aligned for the
-//! dtype, such as Ray's object store hands out), else copied once into an
+//! dtype, such as Ray's object store hands out; the `bytes` object an
+//! in-band pickle made, as NumPy keeps it), else copied once into an
 //! aligned buffer; device tensors uploaded to their device.
 
 use pyo3::prelude::*;
@@ -203,8 +204,7 @@ fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
     }
     let (ptr, len) = (raw.buf.cast::<u8>(), raw.len as usize);
     check_length(len, header).map_err(|err| unpickling_error(py, err))?;
-    let read_only = raw.readonly != 0;
-    if keeps(data, header, read_only, ptr) {
+    if let Some(read_only) = kept(data, header, raw.readonly != 0, ptr) {
         let keep = Keep::View(super::chain::KeptView::new(view));
         return Ok(HostBytes {
             ptr,
@@ -245,27 +245,62 @@ fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
     };
     let slice = bytes.as_bytes();
     check_length(slice.len(), header).map_err(|err| unpickling_error(py, err))?;
-    if keeps(data, header, true, slice.as_ptr()) {
+    if let Some(read_only) = kept(data, header, true, slice.as_ptr()) {
         return Ok(HostBytes {
             ptr: slice.as_ptr().cast_mut(),
             len: slice.len(),
-            read_only: true,
+            read_only,
             keep: Keep::Bytes(Some(bytes.into_any().unbind())),
         });
     }
     copied(slice, header.read_only)
 }
 
-/// Whether the payload's buffer becomes the tensor's memory: when it is
-/// aligned for the dtype, unless the tensor was writable and the buffer is
-/// the read-only `bytes` of an in-band pickle (protocols before 5, whose
-/// unpickled NumPy arrays are writable copies too). An out-of-band buffer
-/// that is read-only (Ray's object store) is kept: a read-only tensor.
-fn keeps(data: &Bound<'_, PyAny>, header: &Header, read_only: bool, ptr: *const u8) -> bool {
+/// Whether the payload's buffer becomes the tensor's memory, and then
+/// whether that memory is read-only: it is kept when aligned for the dtype.
+/// An out-of-band buffer keeps its own writability (Ray's object store
+/// hands out read-only memory: a read-only tensor). The read-only `bytes`
+/// of an in-band pickle (protocols before 5, or 5 without out-of-band
+/// buffers) are kept writable when [`adoptable`], as NumPy keeps them
+/// (its unpickled arrays are writable), else a writable tensor copies them.
+fn kept(data: &Bound<'_, PyAny>, header: &Header, read_only: bool, ptr: *const u8) -> Option<bool> {
     let aligned = (ptr as usize) % alignment(header.dtype) == 0 || header.nbytes == 0;
-    let in_band_copy =
-        read_only && !header.read_only && data.is_exact_instance_of::<pyo3::types::PyBytes>();
-    aligned && !in_band_copy
+    if !aligned {
+        return None;
+    }
+    if !read_only || header.read_only {
+        return Some(read_only || header.read_only);
+    }
+    if !data.is_exact_instance_of::<pyo3::types::PyBytes>() {
+        return Some(true);
+    }
+    adoptable(data, header.nbytes).then_some(false)
+}
+
+/// More bytes than this are kept writable in place; fewer are copied (NumPy's
+/// threshold: the copy costs less than the `bytes` object kept alive, and
+/// the interpreter shares its empty and one-byte `bytes` objects).
+const ADOPT_ABOVE: usize = 1000;
+
+/// Whether a `bytes` object of `len` bytes may become a writable tensor's
+/// memory: it is large, and held by no more than the state tuple and one
+/// other (in a pickle, the unpickler's memo), as an unpickled `bytes`
+/// object is. One held more widely (by two variables or containers, the
+/// interpreter's caches, an immortal object) is copied instead, so that
+/// no one else sees its bytes change. Writing into a `bytes` object's own
+/// storage is sound: heap memory the object owns for its lifetime (never
+/// a read-only mapping), kept alive by the tensor's reference to it; only
+/// its immutability as a Python value is given up, as NumPy's
+/// `ndarray.__setstate__` gives it up (a direct call of the reconstructor
+/// with one's own `bytes` gives them to the tensor, as that call does).
+fn adoptable(bytes: &Bound<'_, PyAny>, len: usize) -> bool {
+    // Two references are ours while this runs: the state's item, and the
+    // view (or `bytes`) `take_bytes` holds; two more may be the state
+    // tuple's and the memo's. Tests pin the count both ways.
+    const OURS_AND_THE_PICKLES: isize = 4;
+    // SAFETY: `bytes` is a live object (the borrow holds a reference).
+    let count = unsafe { pyo3::ffi::Py_REFCNT(bytes.as_ptr()) };
+    len > ADOPT_ABOVE && count <= OURS_AND_THE_PICKLES
 }
 
 fn check_length(len: usize, header: &Header) -> Result<(), PayloadError> {
