@@ -88,5 +88,5 @@ const _: () = {
             ::pyo3_dlpack::__private::extract(&__dlpack_obj)
         }
     }
-    ::pyo3_dlpack::__stub_type!(input[] Matrix[] f32);
+    ::pyo3_dlpack::__stub_type!(derived_input[] Matrix[] f32);
 };

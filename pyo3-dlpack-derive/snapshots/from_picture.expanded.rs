@@ -58,5 +58,5 @@ const _: () = {
             ::pyo3_dlpack::__private::extract(&__dlpack_obj)
         }
     }
-    ::pyo3_dlpack::__stub_type!(input[] Picture[] u8);
+    ::pyo3_dlpack::__stub_type!(derived_input[] Picture[] u8);
 };

@@ -156,7 +156,7 @@ pub(crate) fn expand(plan: &FromPlan<'_, '_>) -> TokenStream {
     // The stub's type (feature `stub-gen`; nothing without it).
     let element = attrs.dtype.iter();
     let stub_type = quote! {
-        #krate::__stub_type!(input [#impl_generics] #ident #ty_generics [#where_clause] #(#element)*);
+        #krate::__stub_type!(derived_input [#impl_generics] #ident #ty_generics [#where_clause] #(#element)*);
     };
 
     quote! {

@@ -181,6 +181,15 @@ fn impls(plan: &IntoPlan<'_, '_>, body: &TokenStream, methods: &TokenStream) -> 
     let pyo3 = quote!(#private::pyo3);
     let py = local("__dlpack_python");
 
+    // The stub's type (feature `stub-gen`; nothing without it). A struct
+    // whose memory is its `#[dlpack(tensor)]` field derives `FromDLPack` too,
+    // whose one `PyStubType` impl gives both directions' types.
+    let stub_type = if plan.data.has_role(Role::Tensor) {
+        TokenStream::new()
+    } else {
+        quote!(#krate::__stub_type!(output [#impl_generics] #ident #ty_generics [#user_where_clause]);)
+    };
+
     // `IntoPyObject` holds even when `IntoDLPack` does not (a field that is
     // not `Send + Sync`): see `IntoPyObjectProbe`.
     quote! {
@@ -206,7 +215,6 @@ fn impls(plan: &IntoPlan<'_, '_>, body: &TokenStream, methods: &TokenStream) -> 
             }
         }
 
-        // The stub's type (feature `stub-gen`; nothing without it).
-        #krate::__stub_type!(output [#impl_generics] #ident #ty_generics [#user_where_clause]);
+        #stub_type
     }
 }

@@ -117,7 +117,8 @@ mod typed_arguments {
 /// `PyStubType` for a derived type or an
 /// [`impl_from_pyobject!`](crate::impl_from_pyobject) one: `input` (of
 /// elements `$element` when given: what a `PyTensor` argument accepts
-/// otherwise) or `output` (a `DLPackTensor`), in brackets the impl's
+/// otherwise), `derived_input` (the same, and a `DLPackTensor` as an output)
+/// or `output` (a `DLPackTensor`), in brackets the impl's
 /// generics (`<T: Element>`, or nothing) and its where clause. Expands to
 /// nothing without the feature, so generated code compiles either way.
 #[doc(hidden)]
@@ -126,6 +127,20 @@ macro_rules! __stub_type {
     (input [$($generics:tt)*] $ty:ty [$($where:tt)*] $($element:ty)?) => {
         impl $($generics)* $crate::__private::pyo3_stub_gen::PyStubType for $ty $($where)* {
             fn type_output() -> $crate::__private::pyo3_stub_gen::TypeInfo {
+                $crate::__stub_type!(@input $($element)?)
+            }
+        }
+    };
+    // A derived `FromDLPack` type: its input as `input`'s, and as an output a
+    // `DLPackTensor`, for the struct that derives `IntoDLPack` too (whose
+    // derive then leaves this one impl to this derive); a type that derives
+    // only `FromDLPack` is never returned, so its output is never asked.
+    (derived_input [$($generics:tt)*] $ty:ty [$($where:tt)*] $($element:ty)?) => {
+        impl $($generics)* $crate::__private::pyo3_stub_gen::PyStubType for $ty $($where)* {
+            fn type_output() -> $crate::__private::pyo3_stub_gen::TypeInfo {
+                $crate::stub_gen::dlpack_tensor()
+            }
+            fn type_input() -> $crate::__private::pyo3_stub_gen::TypeInfo {
                 $crate::__stub_type!(@input $($element)?)
             }
         }
@@ -242,6 +257,12 @@ mod tests {
             "numpy.typing.NDArray[numpy.float32] | torch.Tensor | jax.Array"
         );
         assert_eq!(Export::<u8>::type_output().name, "DLPackTensor");
+        // A struct that derives both traits: its import's hint as an argument,
+        // a `DLPackTensor` as a return.
+        struct Both;
+        crate::__stub_type!(derived_input [] Both [] f32);
+        assert_eq!(input::<Both>(), input::<Typed<u8>>());
+        assert_eq!(Both::type_output().name, "DLPackTensor");
     }
 
     #[cfg(feature = "derive")]
