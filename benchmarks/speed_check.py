@@ -48,8 +48,10 @@ SPEC = {
     "Native<Vec<f32>> return as numpy, 1 KiB": ("Ir", 200),
     "Native<Vec<f32>> return as torch, 1 KiB": ("Ir", 200),
     # jaxlib's dispatch waits on its worker threads: the main thread's count varies by up
-    # to 7% between runs (36,746 to 39,435), so only a larger growth is caught here.
-    "Native<Vec<f32>> return as jax, 1 KiB": ("Ir", 400, 0.15),
+    # to 18% between runs (36,746 to 43,151 in six), so only a larger growth is caught here
+    # (the route this path exists to keep, jaxlib's capsule import, is 5x cheaper than the
+    # public one it would fall back to).
+    "Native<Vec<f32>> return as jax, 1 KiB": ("Ir", 400, 0.25),
     "derived IntoDLPack struct returned, 1 KiB": ("Ir", 200),
     "__dlpack__() of a DLPackTensor": ("Ir", 200),
     "torch.from_dlpack(DLPackTensor)": ("Ir", 200),
