@@ -2,7 +2,7 @@
     "unknown dlpack attribute `pixels` on a field; expected one of: data, shape, strides, device, dtype, read_only, tensor, byte_offset, inner, skip"
 }
 ::core::compile_error! {
-    "#[derive(IntoDLPack)] needs a #[dlpack(data)] field: mark the field that holds the tensor's memory (a Vec<T>, AlignedBuffer<T>, RawBuffer, …), or a #[dlpack(inner)] field that is itself an IntoDLPack value"
+    "#[derive(IntoDLPack)] needs a #[dlpack(data)] field: mark the field that holds the tensor's memory (a Vec<T>, AlignedBuffer<T>, RawBuffer, …), or a #[dlpack(inner)] field that is itself an IntoDLPack value (a struct deriving FromDLPack too exports its #[dlpack(tensor)] PyTensor)"
 }
 #[doc(hidden)]
 #[allow(non_upper_case_globals, unused_qualifications, clippy::needless_lifetimes)]

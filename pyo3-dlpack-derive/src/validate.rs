@@ -173,7 +173,7 @@ fn into_dlpack<'i, 'a>(
     let Some(data) = data else {
         ctxt.error_spanned_by(
             &input.original.ident,
-            "#[derive(IntoDLPack)] needs a #[dlpack(data)] field: mark the field that holds the tensor's memory (a Vec<T>, AlignedBuffer<T>, RawBuffer, …), or a #[dlpack(inner)] field that is itself an IntoDLPack value",
+            "#[derive(IntoDLPack)] needs a #[dlpack(data)] field: mark the field that holds the tensor's memory (a Vec<T>, AlignedBuffer<T>, RawBuffer, …), or a #[dlpack(inner)] field that is itself an IntoDLPack value (a struct deriving FromDLPack too exports its #[dlpack(tensor)] PyTensor)",
         );
         return None;
     };
