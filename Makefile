@@ -14,7 +14,7 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # The embedded interpreter of `cargo test` does not know it is in a venv.
 VENV_SITE = $(shell $(VENV_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: demo test check-targets check-aarch64 package abi3-test abi3-venvs test-matrix abi3-bench bench copies-bench pickling-bench torch-checks-bench speed-check speed-baseline head-to-head sanitize fuzz coverage-cuda gpu-bundle venv lint rust-test py-test clean-venv
+.PHONY: demo test check-targets check-aarch64 package abi3-test abi3-venvs test-matrix abi3-bench bench copies-bench pickling-bench torch-checks-bench speed-check speed-baseline size-check size-baseline head-to-head sanitize fuzz coverage-cuda gpu-bundle venv lint rust-test py-test clean-venv
 
 demo: $(VENV_STAMP)
 	maturin develop --release --quiet -m examples/image-buffer/Cargo.toml
@@ -22,12 +22,12 @@ demo: $(VENV_STAMP)
 
 # The downloads of the main venv's packages and of the abi3 venvs' (network, mostly) run while
 # lint compiles: lint needs only the venv's interpreter. Each one's output is shown when it ends.
-# The speed check counts instructions and simulated cache misses, not time, so it runs beside
-# the Python tests, which leave a core mostly idle.
+# The speed check counts instructions and simulated cache misses, not time, and the size check
+# counts bytes, so they run beside the Python tests, which leave a core mostly idle.
 test:
 	$(MAKE) -j3 --output-sync=target venv abi3-venvs lint check-aarch64
 	$(MAKE) rust-test
-	$(MAKE) -j2 --output-sync=target py-test speed-check
+	$(MAKE) -j2 --output-sync=target py-test speed-check size-check
 	$(MAKE) abi3-test package
 
 venv: $(VENV_STAMP)
@@ -277,6 +277,15 @@ $(SPEED_MARKS): benchmarks/speed_marks.c
 speed-check speed-baseline: $(VENV_STAMP) $(SPEED_MARKS)
 	cd benchmarks/bench_ours && maturin develop --release --quiet
 	$(VENV_PY) benchmarks/speed_check.py --marks $(SPEED_MARKS) $(if $(filter speed-baseline,$@),--update)
+
+# Size regressions counted in bytes (benchmarks/size/check.sh): the minimal extension of
+# benchmarks/size, without and with the default features, stripped, against
+# benchmarks/size/baseline.txt; fails past 1% growth. `make size-baseline` rewrites the file:
+# commit it on its own, saying why. `benchmarks/size/measure.sh` shows where the bytes go.
+size-check:
+	benchmarks/size/check.sh
+size-baseline:
+	benchmarks/size/check.sh --update
 
 # The head-to-head against dlpark, pyo3-dlpack 0.3 and nanobind (benchmarks/README.md):
 # release builds of the four modules, then two runs into benchmarks/results.md.

@@ -19,27 +19,11 @@
 # generic std code instantiated for our types is std's), and data without a
 # symbol (string literals, most of .rodata) is not counted.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+source "$(dirname "$0")/build.sh"
 cd "$here"
-export CARGO_TARGET_DIR="$here/target"
 top=${TOP:-25}
-release="$CARGO_TARGET_DIR/release"
-kept="$release/measured"   # each build's cdylib, unstripped
-out="$release/stripped"
-mkdir -p "$kept" "$out"
 # pyo3-dlpack's default features, read from its manifest.
 defaults=$(sed -n 's/^default *= *\[\(.*\)\]/\1/p' ../../pyo3-dlpack/Cargo.toml | tr -d '" ' | tr ',' ' ')
-
-# build NAME PACKAGE CARGO_ARGS...: a release build, kept as $kept/libNAME.so
-# (unstripped) and $out/libNAME.so (stripped).
-build() {
-    local name=$1 package=$2
-    shift 2
-    cargo build --quiet --release -p "$package" "$@"
-    cp "$release/lib$(echo "$package" | tr - _).so" "$kept/lib$name.so"
-    strip -o "$out/lib$name.so" "$kept/lib$name.so"
-}
-bytes() { stat -c %s "$out/lib$1.so"; }
 
 build size_numpy size-numpy
 build size_ours_defaults size-ours --features defaults
