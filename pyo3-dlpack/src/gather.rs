@@ -8,13 +8,20 @@
 //!   `memcpy` per row;
 //! - anything else: the two innermost dimensions in tiles, so that the rows
 //!   read and the rows written stay in the cache, the inner loop writing one
-//!   destination row's part of the tile in order.
+//!   destination row's part of the tile in order (a single strided
+//!   dimension: as rows of one tile's width).
 //!
 //! Dimensions of extent 1 are dropped and neighbours that are contiguous with
 //! each other merged first, so a slice of a contiguous array copies as rows.
+//! The two innermost dimensions are a plane, copied by one function chosen
+//! once per copy ([`Plane`]); the outer dimensions are walked around it.
 //!
-//! Only the strided copy (tiles and lines) is instantiated per element size
-//! (1, 2, 4, 8 and 16 bytes); the row copy is shared by every size.
+//! Only the tiled plane copy ([`tiles`]) is instantiated per element size
+//! (1, 2, 4, 8 and 16 bytes), and it is short: its rows are moved by
+//! fixed-length, unrolled lines, so the compiler has no loop of a variable
+//! count to vectorize and unroll again for every size (it did: 17.5 KB of
+//! machine code for the five sizes, now about 5.7 KB). The walk, the row
+//! copy and the copy of other element sizes are shared.
 //!
 //! Destinations of 4 MiB and more are advised to use huge pages before they
 //! are first written ([`advise_huge_pages`]), as NumPy does for its arrays:
@@ -56,37 +63,38 @@ pub(crate) unsafe fn to_row_major(
     if shape.contains(&0) {
         return;
     }
-    let dims = coalesce(shape, strides);
+    let (dims, n) = coalesce(shape, strides);
     let (shape, strides) = dims.split();
-    if strides.last() == Some(&1) {
-        // SAFETY: the contract; the innermost dimension is contiguous.
-        unsafe { copy_rows(src, shape, strides, itemsize, dst) };
-        return;
-    }
-    // SAFETY (every arm): the caller's contract, each element moved as a `T`
-    // of `itemsize` bytes; coalescing keeps the same elements in the same
-    // row-major order.
-    match itemsize {
-        // SAFETY: as above.
-        1 => unsafe { copy_typed::<u8>(src, shape, strides, dst) },
-        // SAFETY: as above.
-        2 => unsafe { copy_typed::<u16>(src, shape, strides, dst) },
-        // SAFETY: as above.
-        4 => unsafe { copy_typed::<u32>(src, shape, strides, dst) },
-        // SAFETY: as above.
-        8 => unsafe { copy_typed::<u64>(src, shape, strides, dst) },
-        // SAFETY: as above.
-        16 => unsafe { copy_typed::<u128>(src, shape, strides, dst) },
-        // SAFETY: as above, byte by byte.
-        _ => unsafe { copy_bytes(src, shape, strides, itemsize, dst) },
-    }
+    let (shape, strides) = (&shape[..n], &strides[..n]);
+    let plane: Plane = match (strides, itemsize) {
+        // One element (a 0-d tensor, or every extent 1), or contiguous.
+        ([] | [1], _) => {
+            let bytes = shape.first().map_or(1, |&e| e as usize) * itemsize;
+            // SAFETY: the contract: `numel` readable elements from `src`, in
+            // order, and as many writable from `dst`.
+            return unsafe { ptr::copy_nonoverlapping(src, dst, bytes) };
+        }
+        ([.., 1], _) => rows,
+        (_, 4) => tiles::<u32>,
+        (_, 8) => tiles::<u64>,
+        (_, 1) => tiles::<u8>,
+        (_, 2) => tiles::<u16>,
+        (_, 16) => tiles::<u128>,
+        _ => tiles_bytes,
+    };
+    // SAFETY: the contract, with at least one dimension and `plane` one that
+    // moves elements of `itemsize` bytes (`rows` only when the innermost
+    // dimension is contiguous); coalescing keeps the same elements in the
+    // same row-major order.
+    unsafe { copy_planes(src, shape, strides, itemsize, dst, plane) };
 }
 
 /// The same elements, in the same row-major order, in fewer dimensions:
 /// extent-1 dimensions dropped, and each dimension merged into the one
 /// outside it when the outer stride is the inner one times the inner extent.
-/// Never more than the input's dimensions (so inline up to 4).
-fn coalesce(shape: &[i64], strides: &[i64]) -> DimsBuf {
+/// The first `n` of each half of the buffer (`n` returned) are the result,
+/// never more than the input's dimensions (so inline up to 4).
+fn coalesce(shape: &[i64], strides: &[i64]) -> (DimsBuf, usize) {
     let mut out = DimsBuf::pair(shape.len());
     let (out_shape, out_strides) = out.split_mut();
     let mut n = 0;
@@ -103,70 +111,65 @@ fn coalesce(shape: &[i64], strides: &[i64]) -> DimsBuf {
             n += 1;
         }
     }
-    let mut trimmed = DimsBuf::pair(n);
-    let (shape, strides) = trimmed.split_mut();
-    shape.copy_from_slice(&out_shape[..n]);
-    strides.copy_from_slice(&out_strides[..n]);
-    trimmed
+    (out, n)
 }
 
-/// [`to_row_major`] when the innermost dimension is contiguous: one `memcpy`
-/// per row, whatever the element's size (so one instance, not one per size).
+/// A plane copy: `(rows, cols)` elements of `size` bytes, the source's steps
+/// between rows and between columns in bytes, into row-major `dst`:
+/// [`rows`] when the rows are contiguous, else [`tiles`] for one element
+/// size, or [`tiles_bytes`].
+type Plane = unsafe fn(*const u8, (usize, usize), (isize, isize), *mut u8, usize);
+
+/// [`to_row_major`] past its one-`memcpy` case: the two innermost
+/// dimensions are planes copied by `plane`, the outer ones walked in
+/// row-major order. A single (strided) dimension is a plane of rows of
+/// [`TILE_COLS`] elements and a last, shorter row (a contiguous one is
+/// `to_row_major`'s one `memcpy`, never [`rows`] of 16 elements).
 ///
 /// # Safety
 ///
-/// As [`to_row_major`], with at least one dimension, the innermost of
-/// stride 1.
-unsafe fn copy_rows(src: *const u8, shape: &[i64], strides: &[i64], itemsize: usize, dst: *mut u8) {
+/// As [`to_row_major`], with at least one dimension (after [`coalesce`]),
+/// and `plane` one that moves elements of `itemsize` bytes ([`rows`] only
+/// when the innermost dimension is contiguous).
+unsafe fn copy_planes(
+    src: *const u8,
+    shape: &[i64],
+    strides: &[i64],
+    itemsize: usize,
+    dst: *mut u8,
+    plane: Plane,
+) {
     let n = shape.len();
-    let row = shape[n - 1] as usize * itemsize;
+    let size = itemsize as isize;
+    let (cols, col_step) = (shape[n - 1] as usize, strides[n - 1] as isize * size);
+    if n == 1 {
+        let (rows, tail) = (cols / TILE_COLS, cols % TILE_COLS);
+        let done = rows * TILE_COLS;
+        let steps = (TILE_COLS as isize * col_step, col_step);
+        let from = src.wrapping_offset(done as isize * col_step);
+        let to = dst.wrapping_add(done * itemsize);
+        // SAFETY: the line's first `done` elements as rows of `TILE_COLS`
+        // to the first `done` of `dst` (the contract).
+        unsafe { plane(src, (rows, TILE_COLS), steps, dst, itemsize) };
+        // SAFETY: its last `tail` elements, to the rest of `dst`.
+        unsafe { plane(from, (1, tail), steps, to, itemsize) };
+        return;
+    }
+    let (rows, row_step) = (shape[n - 2] as usize, strides[n - 2] as isize * size);
+    let bytes = rows * cols * itemsize;
+    let outer = n - 2;
     for_each_outer(
-        &shape[..n - 1],
-        &strides[..n - 1],
+        &shape[..outer],
+        &strides[..outer],
         itemsize,
         |from, index| {
-            let to = dst.wrapping_add(index * row);
-            // SAFETY: each row is `row` contiguous readable bytes from `from`;
-            // the rows of `dst` follow each other, `numel * itemsize` bytes in
-            // all (the contract).
-            unsafe { ptr::copy_nonoverlapping(src.wrapping_offset(from), to, row) };
+            let (from, to) = (src.wrapping_offset(from), dst.wrapping_add(index * bytes));
+            // SAFETY: the plane at `from` is part of the layout (readable), and
+            // its `rows * cols` elements go to the plane's own part of `dst`
+            // (the contract).
+            unsafe { plane(from, (rows, cols), (row_step, col_step), to, itemsize) };
         },
     );
-}
-
-/// [`to_row_major`] for elements moved as one `T` each (unaligned reads and
-/// writes: `T` only gives the size), when no dimension is contiguous: the
-/// only code instantiated per element size.
-///
-/// # Safety
-///
-/// As [`to_row_major`], with `itemsize == size_of::<T>()`, every extent
-/// above 1 (after [`coalesce`]), and the innermost stride not 1.
-unsafe fn copy_typed<T: Copy>(src: *const u8, shape: &[i64], strides: &[i64], dst: *mut u8) {
-    let size = size_of::<T>();
-    let n = shape.len();
-    if n == 0 {
-        // SAFETY: one element, readable and writable (the contract).
-        unsafe { ptr::copy_nonoverlapping(src, dst, size) };
-        return;
-    }
-    if n == 1 {
-        let step = strides[0] as isize * size as isize;
-        // SAFETY: as the contract: every offset is an element's.
-        unsafe { line::<T>(src, step, dst.cast(), 1, shape[0] as usize) };
-        return;
-    }
-    let (rows, cols) = (shape[n - 2] as usize, shape[n - 1] as usize);
-    let (row_stride, col_stride) = (strides[n - 2], strides[n - 1]);
-    let plane = rows * cols * size;
-    for_each_outer(&shape[..n - 2], &strides[..n - 2], size, |from, index| {
-        let to = dst.wrapping_add(index * plane).cast();
-        let plane_src = src.wrapping_offset(from);
-        // SAFETY: the plane at `from` is part of the layout (readable), and
-        // its `rows * cols` elements go to the plane's own part of `dst`
-        // (the contract).
-        unsafe { tiles::<T>(plane_src, (rows, cols), (row_stride, col_stride), to) };
-    });
 }
 
 /// Calls `f(byte offset of the block's first element, block index)` for
@@ -193,75 +196,142 @@ fn for_each_outer(shape: &[i64], strides: &[i64], size: usize, mut f: impl FnMut
     }
 }
 
-/// A `rows × cols` plane (source strides in elements) into row-major `dst`,
-/// tile by tile; inside a tile each destination row's part is written in
-/// order (see [`TILE_ROWS`]).
+/// [`Plane`] for contiguous rows: one `memcpy` per row, whatever the
+/// element's size (so one instance, not one per size).
+///
+/// # Safety
+///
+/// As [`tiles`], with elements of `size` bytes and each row's `cols`
+/// elements contiguous (`col_step == size`).
+unsafe fn rows(
+    src: *const u8,
+    (rows, cols): (usize, usize),
+    (row_step, _): (isize, isize),
+    dst: *mut u8,
+    size: usize,
+) {
+    let row = cols * size;
+    for r in 0..rows {
+        let from = src.wrapping_offset(r as isize * row_step);
+        // SAFETY: row `r`'s `row` contiguous readable bytes, to its own
+        // part of `dst` (the contract).
+        unsafe { ptr::copy_nonoverlapping(from, dst.wrapping_add(r * row), row) };
+    }
+}
+
+/// A `rows × cols` plane (source steps in bytes) into row-major `dst`, tile
+/// by tile, each element moved as one `T` (unaligned reads and writes: `T`
+/// only gives the size); inside a tile each destination row's part is
+/// written in order (see [`TILE_ROWS`]). The only code instantiated per
+/// element size: every row's part is moved by fixed-length, unrolled lines
+/// ([`TILE_COLS`] in a whole tile, at most one each of 8, 4, 2 and 1 at the
+/// ragged right edge), no loop of a variable count that the compiler would
+/// unroll and vectorize again per size.
 ///
 /// # Safety
 ///
 /// Every element of the plane is readable; `dst` is writable for
-/// `rows * cols` elements.
+/// `rows * cols` elements of `size_of::<T>()` bytes.
 unsafe fn tiles<T: Copy>(
     src: *const u8,
     (rows, cols): (usize, usize),
-    (row_stride, col_stride): (i64, i64),
-    dst: *mut T,
+    (row_step, col_step): (isize, isize),
+    dst: *mut u8,
+    _size: usize,
 ) {
-    let size = size_of::<T>() as isize;
-    let (row_step, col_step) = (row_stride as isize * size, col_stride as isize * size);
-    let at =
-        |r: usize, c: usize| src.wrapping_offset(r as isize * row_step + c as isize * col_step);
+    let dst = dst.cast::<T>();
+    let whole = cols - cols % TILE_COLS;
     for r0 in (0..rows).step_by(TILE_ROWS) {
         let r1 = (r0 + TILE_ROWS).min(rows);
-        for c0 in (0..cols).step_by(TILE_COLS) {
-            let c1 = (c0 + TILE_COLS).min(cols);
+        let mut c0 = 0;
+        while c0 < cols {
+            let width = if c0 < whole { TILE_COLS } else { cols - whole };
             for r in r0..r1 {
+                let from = src.wrapping_offset(r as isize * row_step + c0 as isize * col_step);
                 let to = dst.wrapping_add(r * cols + c0);
-                // SAFETY: elements (r, c0..c1) of the plane and of `dst`
-                // (r < rows, c1 <= cols: the contract).
-                unsafe { line::<T>(at(r, c0), col_step, to, 1, c1 - c0) };
+                // SAFETY: elements (r, c0..c0 + width) of the plane and of
+                // `dst` (r < rows, c0 + width <= cols: the contract).
+                unsafe { row_part::<T>(from, col_step, to, width) };
             }
+            c0 += width;
         }
     }
 }
 
-/// `len` elements `from_step` bytes apart from `from`, to `to`, `to_step`
-/// elements apart (both any alignment).
+/// `width` (at most [`TILE_COLS`]) elements `step` bytes apart from `from`
+/// to consecutive elements from `to`, as fixed-length lines.
 ///
 /// # Safety
 ///
-/// The `len` source elements are readable and the `len` destination
+/// As [`line`], for `width` elements.
+#[inline(always)]
+unsafe fn row_part<T: Copy>(from: *const u8, step: isize, to: *mut T, width: usize) {
+    if width == TILE_COLS {
+        // SAFETY: the caller's `width` elements.
+        return unsafe { line::<T, TILE_COLS>(from, step, to) };
+    }
+    let (mut from, mut to) = (from, to);
+    for chunk in [8, 4, 2, 1] {
+        if width & chunk != 0 {
+            // SAFETY (every arm): the next `chunk` of the caller's `width`
+            // elements.
+            match chunk {
+                // SAFETY: as above.
+                8 => unsafe { line::<T, 8>(from, step, to) },
+                // SAFETY: as above.
+                4 => unsafe { line::<T, 4>(from, step, to) },
+                // SAFETY: as above.
+                2 => unsafe { line::<T, 2>(from, step, to) },
+                // SAFETY: as above.
+                _ => unsafe { line::<T, 1>(from, step, to) },
+            }
+            from = from.wrapping_offset(chunk as isize * step);
+            to = to.wrapping_add(chunk);
+        }
+    }
+}
+
+/// `LEN` elements `from_step` bytes apart from `from`, to consecutive
+/// elements from `to` (both any alignment); unrolled.
+///
+/// # Safety
+///
+/// The `LEN` source elements are readable and the `LEN` destination
 /// elements writable.
 #[inline(always)]
-unsafe fn line<T: Copy>(from: *const u8, from_step: isize, to: *mut T, to_step: usize, len: usize) {
-    for k in 0..len {
+unsafe fn line<T: Copy, const LEN: usize>(from: *const u8, from_step: isize, to: *mut T) {
+    for k in 0..LEN {
         let element = from.wrapping_offset(k as isize * from_step).cast::<T>();
         // SAFETY: source element `k` (the contract).
         let value = unsafe { element.read_unaligned() };
         // SAFETY: destination element `k` (the contract).
-        unsafe { to.wrapping_add(k * to_step).write_unaligned(value) };
+        unsafe { to.wrapping_add(k).write_unaligned(value) };
     }
 }
 
-/// [`to_row_major`] for element sizes without a `T` (3, 5, 6, … bytes).
+/// [`Plane`] for element sizes without a `T` (3, 5, 6, … bytes): each
+/// element copied as `size` bytes, row by row.
 ///
 /// # Safety
 ///
-/// As [`to_row_major`].
-unsafe fn copy_bytes(
+/// As [`tiles`], with elements of `size` bytes.
+unsafe fn tiles_bytes(
     src: *const u8,
-    shape: &[i64],
-    strides: &[i64],
-    itemsize: usize,
+    (rows, cols): (usize, usize),
+    (row_step, col_step): (isize, isize),
     dst: *mut u8,
+    size: usize,
 ) {
-    let mut out = dst;
-    for offset in crate::layout::offsets(shape, strides) {
-        let from = src.wrapping_offset(offset * itemsize as isize);
-        // SAFETY: `offset` is one of the layout's elements (readable), `out`
-        // the next of the `numel` elements of `dst`.
-        unsafe { ptr::copy_nonoverlapping(from, out, itemsize) };
-        out = out.wrapping_add(itemsize);
+    let mut to = dst;
+    for r in 0..rows {
+        let mut from = src.wrapping_offset(r as isize * row_step);
+        for _ in 0..cols {
+            // SAFETY: element (r, c) of the plane (readable) and the next of
+            // `dst`'s `rows * cols` elements (writable): the contract.
+            unsafe { ptr::copy_nonoverlapping(from, to, size) };
+            from = from.wrapping_offset(col_step);
+            to = to.wrapping_add(size);
+        }
     }
 }
 
@@ -333,39 +403,123 @@ mod tests {
         assert_eq!(out, expected, "shape {shape:?} strides {strides:?}");
     }
 
+    /// Layouts over 10,000 elements: (start, shape, strides), each reaching
+    /// only elements inside them.
+    const LAYOUTS: &[(usize, &[i64], &[i64])] = &[
+        (0, &[100, 100], &[100, 1]),                        // contiguous
+        (0, &[100, 100], &[1, 100]),                        // transposed: whole tiles
+        (0, &[70, 130], &[1, 70]),                          // ragged tiles
+        (0, &[45, 37], &[1, 45]),                           // ragged tiles, both edges
+        (0, &[37, 45], &[90, 2]),                           // strided rows and columns
+        (0, &[10, 20, 30], &[1, 10, 200]),                  // column-major 3-D
+        (0, &[5, 1, 7], &[7, 99, 1]),                       // extent 1 dropped, merged
+        (0, &[4, 6], &[12, 2]),                             // strided rows
+        (7, &[100], &[3]),      // a strided line: rows of a tile and a tail
+        (7, &[16], &[3]),       // a line of one tile row, no tail
+        (7, &[15], &[5]),       // a line shorter than a tile row
+        (9_000, &[70], &[-13]), // a line backwards
+        (9_999, &[100, 50], &[-100, -2]), // negative strides
+        (5, &[3, 4], &[0, 1]),  // broadcast rows (row copies)
+        (5, &[40, 3], &[1, 0]), // broadcast columns (tiles)
+        (5, &[33], &[0]),       // one element broadcast
+        (0, &[], &[]),          // 0-d
+        (0, &[1, 1], &[5, 7]),  // one element, every extent 1
+        (0, &[0, 5], &[5, 1]),  // empty
+        (0, &[5, 0], &[1, 5]),  // empty, strided
+        (0, &[2, 3, 4, 5], &[60, 1, 3, 12]), // permuted 4-D
+        (0, &[2, 2, 3, 2, 2, 3], &[1, 2, 4, 12, 24, 48]), // 6-D, column-major
+        (0, &[2, 2, 3, 2, 2, 3], &[144, 72, 24, 12, 6, 2]), // 6-D, strided
+    ];
+
+    /// Every layout of [`LAYOUTS`], and planes of every width and height
+    /// around the tile's (every ragged edge), for elements of one type.
+    fn every_layout<T: Copy + PartialEq + std::fmt::Debug>(element: impl Fn(usize) -> T) {
+        let values: Vec<T> = (0..10_000).map(element).collect();
+        for &(start, shape, strides) in LAYOUTS {
+            check(&values, start, shape, strides);
+        }
+        for rows in [1, 2, 31, 32, 33, 70] {
+            for cols in (1..=34).chain([47, 48, 49]) {
+                check(&values, 3, &[rows, cols], &[1, rows]); // transposed
+                check(&values, 3, &[rows, cols], &[2 * cols, 2]); // strided
+            }
+        }
+    }
+
     #[test]
-    fn every_layout_copies_as_the_element_walk_does() {
-        let v: Vec<u32> = (0..10_000).collect();
-        check(&v, 0, &[100, 100], &[100, 1]); // contiguous
-        check(&v, 0, &[100, 100], &[1, 100]); // transposed: tiles
-        check(&v, 0, &[70, 130], &[1, 70]); // ragged tiles
-        check(&v, 0, &[45, 37], &[1, 45]); // ragged tiles, both edges
-        check(&v, 0, &[37, 45], &[90, 2]); // strided rows and columns
-        check(&v, 0, &[10, 20, 30], &[1, 10, 200]); // column-major 3-D
-        check(&v, 0, &[5, 1, 7], &[7, 99, 1]); // extent 1 dropped, merged
-        check(&v, 0, &[4, 6], &[12, 2]); // strided rows
-        check(&v, 7, &[100], &[3]); // a strided line, longer than a tile
-        check(&v, 9_000, &[70], &[-13]); // a line backwards
-        check(&v, 9_999, &[100, 50], &[-100, -2]); // negative strides
-        check(&v, 5, &[3, 4], &[0, 1]); // broadcast rows
-        check(&v, 0, &[], &[]); // 0-d
-        check(&v, 0, &[0, 5], &[5, 1]); // empty
-        check(&v, 0, &[2, 3, 4, 5], &[60, 1, 3, 12]); // permuted 4-D
-        let b: Vec<u8> = (0..=255).cycle().take(5000).collect();
-        check(&b, 1, &[50, 60], &[1, 50]); // bytes, odd start
-        let w: Vec<[u8; 3]> = (0..1000u32).map(|i| [i as u8, (i >> 8) as u8, 7]).collect();
-        check(&w, 0, &[20, 30], &[1, 20]); // 3-byte elements
-        let q: Vec<u128> = (0..900).collect();
-        check(&q, 0, &[30, 30], &[1, 30]);
+    fn every_layout_copies_as_the_element_walk_does_for_every_element_size() {
+        every_layout(|i| i as u8); // bool, int8
+        every_layout(|i| i as u16); // float16
+        every_layout(|i| i as u32); // float32
+        every_layout(|i| i as u64); // float64
+        every_layout(|i| i as u128 * 0x1_0000_0001_0000_0001); // complex128
+        every_layout(|i| [i as u8, (i >> 8) as u8, 7]); // no `T`: bytes
+        every_layout(|i| [i as u16, (i >> 3) as u16, 9]); // 6 bytes
+        every_layout(|i| [i as u64, 1, 2, 3, 4]); // 40 bytes
+    }
+
+    #[test]
+    fn unaligned_elements_copy_as_the_element_walk_does() {
+        // Bytes from an odd start read as `u32`s and `u64`s: any alignment.
+        let bytes: Vec<u8> = (0..=255).cycle().take(50_000).collect();
+        for size in [2usize, 4, 8, 16] {
+            let (shape, strides) = ([37i64, 41], [1i64, 37]);
+            let numel = 37 * 41;
+            let src = bytes[1..].as_ptr();
+            let mut out = vec![0u8; numel * size + 1];
+            // SAFETY: elements of `size` bytes at offsets below 37 * 41 from
+            // `src`, inside `bytes`; `out[1..]` holds `numel` of them.
+            unsafe { to_row_major(src, &shape, &strides, size, out[1..].as_mut_ptr()) };
+            let expected: Vec<u8> = crate::layout::offsets(&shape, &strides)
+                .flat_map(|o| &bytes[1 + o as usize * size..][..size])
+                .copied()
+                .collect();
+            assert_eq!(out[1..], expected[..], "size {size}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any layout of up to 4 dimensions (zero, negative and broadcast
+        /// strides; the two inner extents 0 to 40, past a tile's width and
+        /// height; outer ones 0 to 3) and any element size copies as the
+        /// element-by-element walk does.
+        #[test]
+        fn any_layout_and_element_size_copies_as_the_element_walk_does(
+            size in proptest::sample::select(vec![1usize, 2, 3, 4, 8, 12, 16]),
+            outer in proptest::collection::vec((0i64..4, -50i64..50), 0..3),
+            inner in proptest::collection::vec((0i64..41, -50i64..50), 0..3),
+        ) {
+            let dims: Vec<(i64, i64)> = outer.into_iter().chain(inner).collect();
+            let shape: Vec<i64> = dims.iter().map(|d| d.0).collect();
+            let strides: Vec<i64> = dims.iter().map(|d| d.1).collect();
+            let reach = |sign: i64| -> i64 {
+                dims.iter().filter(|d| d.0 > 0 && d.1.signum() == sign).map(|d| (d.0 - 1) * d.1).sum()
+            };
+            let (low, high) = (reach(-1), reach(1));
+            let bytes: Vec<u8> = (0..(high - low + 1) as usize * size).map(|i| (i * 7 + i / 251) as u8).collect();
+            let start = (-low) as usize * size;
+            let numel: usize = shape.iter().map(|&e| e as usize).product();
+            let mut out = vec![0u8; numel * size];
+            // SAFETY: every offset lies between `low` and `high` elements
+            // from `start`, inside `bytes`; `out` holds `numel` elements.
+            unsafe { to_row_major(bytes[start..].as_ptr(), &shape, &strides, size, out.as_mut_ptr()) };
+            let expected: Vec<u8> = crate::layout::offsets(&shape, &strides)
+                .flat_map(|o| &bytes[(start as isize + o * size as isize) as usize..][..size])
+                .copied()
+                .collect();
+            proptest::prop_assert_eq!(out, expected);
+        }
     }
 
     #[test]
     fn coalescing_merges_contiguous_neighbours_and_drops_ones() {
-        let c = coalesce(&[2, 1, 3, 4], &[12, 99, 4, 1]);
-        assert_eq!(c.split(), (&[24i64][..], &[1i64][..]));
-        let c = coalesce(&[3, 4], &[1, 3]);
-        assert_eq!(c.split(), (&[3i64, 4][..], &[1i64, 3][..]));
-        let c = coalesce(&[1, 1], &[5, 7]);
-        assert_eq!(c.split(), (&[][..], &[][..]));
+        let merged = |shape: &[i64], strides: &[i64]| {
+            let (dims, n) = coalesce(shape, strides);
+            let (shape, strides) = dims.split();
+            (shape[..n].to_vec(), strides[..n].to_vec())
+        };
+        assert_eq!(merged(&[2, 1, 3, 4], &[12, 99, 4, 1]), (vec![24], vec![1]));
+        assert_eq!(merged(&[3, 4], &[1, 3]), (vec![3, 4], vec![1, 3]));
+        assert_eq!(merged(&[1, 1], &[5, 7]), (vec![], vec![]));
     }
 }

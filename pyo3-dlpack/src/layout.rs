@@ -204,7 +204,9 @@ pub(crate) fn row_major(shape: &[i64], out: &mut [i64]) {
 }
 
 /// The offsets, in elements from the first element, of every element in
-/// row-major index order: the one strided walk (copies, `to_vec`).
+/// row-major index order: the element-by-element walk that tests hold the
+/// copy routine (`gather`) to.
+#[cfg(test)]
 pub(crate) fn offsets<'a>(shape: &'a [i64], strides: &'a [i64]) -> Offsets<'a> {
     let numel = shape.iter().product::<i64>().max(0) as usize;
     Offsets {
@@ -217,6 +219,7 @@ pub(crate) fn offsets<'a>(shape: &'a [i64], strides: &'a [i64]) -> Offsets<'a> {
 }
 
 /// Iterator of [`offsets`].
+#[cfg(test)]
 pub(crate) struct Offsets<'a> {
     shape: &'a [i64],
     strides: &'a [i64],
@@ -225,6 +228,7 @@ pub(crate) struct Offsets<'a> {
     left: usize,
 }
 
+#[cfg(test)]
 impl Iterator for Offsets<'_> {
     type Item = isize;
 
@@ -254,6 +258,7 @@ impl Iterator for Offsets<'_> {
     }
 }
 
+#[cfg(test)]
 impl ExactSizeIterator for Offsets<'_> {}
 
 /// A list of extents or strides, borrowed from the value being exported or
