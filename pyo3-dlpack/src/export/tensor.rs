@@ -21,7 +21,11 @@ use crate::export::hinted::{Memo, Reduction, Tensor};
 use crate::export::info::TensorInfo;
 use crate::export::into::IntoDLPack;
 use crate::export::plan::{CapsuleFormat, ExportRequest};
+#[cfg(not(feature = "pickle"))]
+use crate::export::unpicklable as pickling;
 use crate::export::{Described, export_shared};
+#[cfg(feature = "pickle")]
+use crate::travel as pickling;
 
 /// A tensor exported from Rust, shared with NumPy, PyTorch, JAX, CuPy and every
 /// other DLPack consumer without a copy.
@@ -381,9 +385,12 @@ impl DLPackTensor {
     }
 
     /// As `__reduce_ex__(2)`.
-    #[cfg(feature = "pickle")]
+    // Both builds: without feature `pickle` it raises a `TypeError` naming
+    // the feature, which pickling and copies all reach (`unpicklable.rs`).
+    // One method, not one of each build: PyO3's introspection lists the
+    // methods compiled out too, so a stub would show both.
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
-        crate::travel::reduce(slf, 2)
+        pickling::reduce(slf, 2)
     }
 
     /// `copy.copy(t)`: an independent copy (dtype, shape, device and
@@ -402,14 +409,6 @@ impl DLPackTensor {
         // Nothing inside a tensor is shared with other objects: the memo
         // serves a subclass's own reduction only.
         crate::travel::copy(slf, Some(memo.object())).map(Hinted::new)
-    }
-
-    /// Raises `TypeError`: pickling, `copy.copy` and `copy.deepcopy` need
-    /// pyo3-dlpack's feature `pickle`, which this extension was built without.
-    // (`unpicklable.rs`: why this one method serves all three.)
-    #[cfg(not(feature = "pickle"))]
-    fn __reduce__(&self) -> PyResult<Py<PyTuple>> {
-        Err(crate::export::unpicklable::without_pickle())
     }
 
     /// `numpy.asarray(t)` and `numpy.array(t)` where the buffer protocol

@@ -12,12 +12,23 @@
 //! module (`add_to_module`), make a pickle whose loading fails
 //! ("object.__new__(DLPackTensor) is not safe").
 
-use pyo3::PyErr;
 use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::export::DLPackTensor;
+
+/// `DLPackTensor.__reduce__` of this build: [`without_pickle`].
+pub(crate) fn reduce<'py>(
+    _tensor: &Bound<'py, DLPackTensor>,
+    _protocol: i32,
+) -> PyResult<Bound<'py, PyTuple>> {
+    Err(without_pickle())
+}
 
 /// What pickling or copying a tensor raises in this build.
 #[cold]
-pub(crate) fn without_pickle() -> PyErr {
+fn without_pickle() -> PyErr {
     PyTypeError::new_err(
         "cannot pickle or copy a DLPackTensor: pickle, copy.copy and copy.deepcopy need \
          pyo3-dlpack's feature `pickle` (on by default), which this extension was built \
