@@ -162,6 +162,7 @@ mod spare;
 #[cfg(feature = "stub-gen")]
 #[doc(hidden)]
 pub mod stub_gen;
+#[cfg(feature = "pickle")]
 mod travel;
 mod wrap;
 

@@ -15,7 +15,6 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyType;
 
 /// `cell`'s value, storing `value` first if it has none (else dropping it).
 pub(crate) fn get_or_set<'a, T>(cell: &'a PyOnceLock<T>, py: Python<'_>, value: T) -> &'a T {
@@ -52,18 +51,23 @@ fn make<'a, T, E>(
 
 /// The type `module.name`, imported once (as `PyOnceLock::import`, with no
 /// cell held while importing).
-#[cfg_attr(all(Py_LIMITED_API, not(Py_3_11)), allow(dead_code))] // its users need `Py_buffer`
+// Its users: the torch import's method check, and pickling's `PickleBuffer`
+// (which needs `Py_buffer`).
+#[cfg(any(
+    not(any(Py_LIMITED_API, PyPy, GraalPy)),
+    all(feature = "pickle", any(not(Py_LIMITED_API), Py_3_11))
+))]
 pub(crate) fn import_type<'py>(
-    cell: &'static PyOnceLock<Py<PyType>>,
+    cell: &'static PyOnceLock<Py<pyo3::types::PyType>>,
     py: Python<'py>,
     module: &str,
     name: &str,
-) -> PyResult<&'py Bound<'py, PyType>> {
+) -> PyResult<&'py Bound<'py, pyo3::types::PyType>> {
     let ty = get_or_try_init(cell, py, || {
         Ok::<_, PyErr>(
             py.import(module)?
                 .getattr(name)?
-                .cast_into::<PyType>()?
+                .cast_into::<pyo3::types::PyType>()?
                 .unbind(),
         )
     })?;

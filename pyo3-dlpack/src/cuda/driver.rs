@@ -61,6 +61,7 @@ pub(crate) trait Cuda: Sync {
     /// Allocates `src.len()` (> 0) bytes of `kind` with device `device`'s
     /// context and copies `src` there; returns the pointer once the bytes
     /// are there (the copy is synchronous: nothing else is ordered after it).
+    #[cfg(feature = "pickle")]
     fn upload(&self, kind: Memory, device: i32, src: &[u8]) -> Result<u64, InterfaceError>;
     /// Frees memory [`upload`](Self::upload) allocated.
     ///
@@ -68,10 +69,12 @@ pub(crate) trait Cuda: Sync {
     ///
     /// `ptr` came from `upload` with the same `kind` and `device`, is freed
     /// once, and nothing uses it afterwards.
+    #[cfg(feature = "pickle")]
     unsafe fn free(&self, kind: Memory, device: i32, ptr: u64) -> Result<(), InterfaceError>;
 }
 
 /// The kinds of CUDA memory the crate allocates (restoring pickled tensors).
+#[cfg(feature = "pickle")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Memory {
     /// Device memory (`cuMemAlloc_v2`): `cuda:N`.

@@ -97,6 +97,7 @@ impl HostTensor {
     }
 }
 
+#[cfg(feature = "pickle")]
 impl HostTensor {
     /// The elements' bytes, row-major (packed sub-byte types: their storage).
     pub(crate) fn bytes(&self) -> &[u8] {

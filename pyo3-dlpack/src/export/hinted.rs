@@ -24,6 +24,7 @@ impl<'py, H: Hint> Hinted<'py, H> {
     }
 
     /// The object.
+    #[cfg(any(feature = "pickle", feature = "non-dlpack-export"))]
     pub(crate) fn object(&self) -> &Bound<'py, PyAny> {
         &self.0
     }
@@ -74,12 +75,15 @@ hints! {
     JaxArray = pyo3::type_hint_identifier!("jax", "Array");
     /// `dict`: `copy.deepcopy`'s memo (any object is taken, as NumPy's
     /// `__deepcopy__` takes one).
+    #[cfg(any(feature = "pickle", feature = "experimental-inspect"))]
     Memo = pyo3::type_hint_identifier!("builtins", "dict");
     /// The class itself: what `copy.copy` and `copy.deepcopy` return (a
     /// subclass's own reduction makes an instance of the subclass).
+    #[cfg(any(feature = "pickle", feature = "experimental-inspect"))]
     Tensor = <crate::DLPackTensor as pyo3::PyTypeInfo>::TYPE_HINT;
     /// `str | tuple`: what `__reduce_ex__` returns (a subclass's own
     /// `__reduce__` may return a global's name).
+    #[cfg(any(feature = "pickle", feature = "experimental-inspect"))]
     Reduction = pyo3::inspect::PyStaticExpr::BinOp {
         left: &pyo3::type_hint_identifier!("builtins", "str"),
         op: pyo3::inspect::PyStaticOperator::BitOr,

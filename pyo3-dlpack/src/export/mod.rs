@@ -22,6 +22,8 @@ mod method;
 mod ndarray;
 pub(crate) mod plan;
 mod tensor;
+#[cfg(not(feature = "pickle"))]
+mod unpicklable;
 
 pub use aligned::{ALIGNMENT, AlignedBuffer};
 #[doc(hidden)]

@@ -14,11 +14,18 @@ use crate::DLPackError;
 use crate::export::hinted::DLPackMethod;
 #[cfg(feature = "non-dlpack-export")]
 use crate::export::hinted::{DTypeLike, NumpyArray};
-use crate::export::hinted::{Hinted, JaxArray, Memo, Reduction, Tensor};
+use crate::export::hinted::{Hinted, JaxArray};
+// (PyO3's introspection names the types of methods compiled out, too.)
+#[cfg(any(feature = "pickle", feature = "experimental-inspect"))]
+use crate::export::hinted::{Memo, Reduction, Tensor};
 use crate::export::info::TensorInfo;
 use crate::export::into::IntoDLPack;
 use crate::export::plan::{CapsuleFormat, ExportRequest};
+#[cfg(not(feature = "pickle"))]
+use crate::export::unpicklable as pickling;
 use crate::export::{Described, export_shared};
+#[cfg(feature = "pickle")]
+use crate::travel as pickling;
 
 /// A tensor exported from Rust, shared with NumPy, PyTorch, JAX, CuPy and every
 /// other DLPack consumer without a copy.
@@ -184,7 +191,9 @@ impl DLPackTensor {
     ///
     /// `make test` checks it with stubtest, mypy and pyright (`tests/typing`).
     /// It declares `__array__`, `__cuda_array_interface__` and `__buffer__`,
-    /// which exist with feature `non-dlpack-export` (on by default). Its text:
+    /// which exist with feature `non-dlpack-export` (on by default), and
+    /// `__copy__` and `__deepcopy__`, which exist with feature `pickle` (on
+    /// by default; without it pickling raises `TypeError`). Its text:
     ///
     #[doc = concat!("```python\n", include_str!("tensor.pyi"), "```")]
     pub const PYI: &'static str = STUB;
@@ -355,6 +364,7 @@ impl DLPackTensor {
     /// out-of-band buffer kept without a copy), in any process that can
     /// import this module. Device tensors travel as host copies and are
     /// restored on their device.
+    #[cfg(feature = "pickle")]
     fn __reduce_ex__<'py>(
         slf: &Bound<'py, Self>,
         protocol: i32,
@@ -364,6 +374,7 @@ impl DLPackTensor {
 
     /// Unpickling's entry point where pickle finds this class by its name
     /// (after `add_to_module`): the tensor a pickled state describes.
+    #[cfg(feature = "pickle")]
     #[classmethod]
     #[pyo3(name = "_pyo3_dlpack_0_4_restore_v1")]
     fn restore_pickled(
@@ -374,17 +385,23 @@ impl DLPackTensor {
     }
 
     /// As `__reduce_ex__(2)`.
+    // Both builds: without feature `pickle` it raises a `TypeError` naming
+    // the feature, which pickling and copies all reach (`unpicklable.rs`).
+    // One method, not one of each build: PyO3's introspection lists the
+    // methods compiled out too, so a stub would show both.
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
-        crate::travel::reduce(slf, 2)
+        pickling::reduce(slf, 2)
     }
 
     /// `copy.copy(t)`: an independent copy (dtype, shape, device and
     /// read-only flag kept), as NumPy's.
+    #[cfg(feature = "pickle")]
     fn __copy__<'py>(slf: &Bound<'py, Self>) -> PyResult<Hinted<'py, Tensor>> {
         crate::travel::copy(slf, None).map(Hinted::new)
     }
 
     /// `copy.deepcopy(t)`: as `copy.copy(t)`.
+    #[cfg(feature = "pickle")]
     fn __deepcopy__<'py>(
         slf: &Bound<'py, Self>,
         memo: Hinted<'py, Memo>,

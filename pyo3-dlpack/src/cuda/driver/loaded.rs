@@ -4,7 +4,9 @@
 use std::ffi::{CStr, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{Cuda, Memory, library};
+#[cfg(feature = "pickle")]
+use super::Memory;
+use super::{Cuda, library};
 use crate::error::InterfaceError;
 
 type CuResult = c_int;
@@ -38,11 +40,17 @@ pub(super) struct Driver {
     stream_wait_event: unsafe extern "C" fn(*mut c_void, *mut c_void, c_uint) -> CuResult,
     event_destroy: unsafe extern "C" fn(*mut c_void) -> CuResult,
     memcpy_dtoh_async: unsafe extern "C" fn(*mut c_void, u64, usize, *mut c_void) -> CuResult,
+    #[cfg(feature = "pickle")]
     mem_alloc: unsafe extern "C" fn(*mut u64, usize) -> CuResult,
+    #[cfg(feature = "pickle")]
     mem_free: unsafe extern "C" fn(u64) -> CuResult,
+    #[cfg(feature = "pickle")]
     mem_alloc_host: unsafe extern "C" fn(*mut *mut c_void, usize) -> CuResult,
+    #[cfg(feature = "pickle")]
     mem_free_host: unsafe extern "C" fn(*mut c_void) -> CuResult,
+    #[cfg(feature = "pickle")]
     mem_alloc_managed: unsafe extern "C" fn(*mut u64, usize, c_uint) -> CuResult,
+    #[cfg(feature = "pickle")]
     memcpy_htod_async: unsafe extern "C" fn(u64, *const c_void, usize, *mut c_void) -> CuResult,
 }
 
@@ -234,6 +242,7 @@ impl Cuda for Driver {
         })
     }
 
+    #[cfg(feature = "pickle")]
     fn upload(&self, kind: Memory, device: i32, src: &[u8]) -> Result<u64, InterfaceError> {
         // The legacy default stream (1) of the device's primary context.
         const LEGACY: usize = 1;
@@ -265,12 +274,14 @@ impl Cuda for Driver {
         Ok(address)
     }
 
+    #[cfg(feature = "pickle")]
     unsafe fn free(&self, kind: Memory, device: i32, ptr: u64) -> Result<(), InterfaceError> {
         // SAFETY: the caller's contract, passed on.
         self.in_context(device, 1, || unsafe { self.release(kind, ptr) })
     }
 }
 
+#[cfg(feature = "pickle")]
 impl Driver {
     /// `len` (> 0) bytes of `kind` in the current context.
     fn allocate(&self, kind: Memory, len: usize) -> Result<u64, InterfaceError> {
@@ -443,16 +454,22 @@ pub(super) fn load() -> Result<Driver, String> {
         event_destroy: unsafe { function(symbol(c"cuEventDestroy_v2")?) },
         // SAFETY: see above.
         memcpy_dtoh_async: unsafe { function(symbol(c"cuMemcpyDtoHAsync_v2")?) },
+        #[cfg(feature = "pickle")]
         // SAFETY: see above.
         mem_alloc: unsafe { function(symbol(c"cuMemAlloc_v2")?) },
+        #[cfg(feature = "pickle")]
         // SAFETY: see above.
         mem_free: unsafe { function(symbol(c"cuMemFree_v2")?) },
+        #[cfg(feature = "pickle")]
         // SAFETY: see above.
         memcpy_htod_async: unsafe { function(symbol(c"cuMemcpyHtoDAsync_v2")?) },
+        #[cfg(feature = "pickle")]
         // SAFETY: see above.
         mem_alloc_host: unsafe { function(symbol(c"cuMemAllocHost_v2")?) },
+        #[cfg(feature = "pickle")]
         // SAFETY: see above.
         mem_free_host: unsafe { function(symbol(c"cuMemFreeHost")?) },
+        #[cfg(feature = "pickle")]
         // SAFETY: see above (CUDA 6 and later).
         mem_alloc_managed: unsafe { function(symbol(c"cuMemAllocManaged")?) },
     };

@@ -210,6 +210,7 @@ mod tests {
         ) -> Result<(), InterfaceError> {
             unreachable!("imports copy nothing")
         }
+        #[cfg(feature = "pickle")]
         fn upload(
             &self,
             _kind: crate::cuda::driver::Memory,
@@ -218,6 +219,7 @@ mod tests {
         ) -> Result<u64, InterfaceError> {
             unreachable!("imports allocate nothing")
         }
+        #[cfg(feature = "pickle")]
         unsafe fn free(
             &self,
             _kind: crate::cuda::driver::Memory,

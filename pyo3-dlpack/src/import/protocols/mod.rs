@@ -25,7 +25,10 @@ mod interface_dict;
 #[cfg(feature = "non-dlpack-import")]
 pub(crate) mod owner;
 // Also what unpickling holds a pickle's buffer with (`travel`).
-#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+#[cfg(all(
+    any(feature = "non-dlpack-import", feature = "pickle"),
+    any(not(Py_LIMITED_API), Py_3_11)
+))]
 pub(crate) mod view;
 
 use pyo3::prelude::*;
