@@ -81,6 +81,10 @@ rust-test: $(VENV_STAMP)
 	PYTHONPATH=$(VENV_SITE) cargo test --workspace --doc --exclude pyo3-dlpack
 	# The runtime crate alone, default features only (the workspace run enables them all).
 	PYTHONPATH=$(VENV_SITE) cargo test -p pyo3-dlpack
+	# Its unit tests with no default features (the smallest build: benchmarks/size), among
+	# them that an import, allocate_like and Native::torch take no exchange table without
+	# feature exchange-api (import::entry::tests, which also run in the default build).
+	PYTHONPATH=$(VENV_SITE) cargo test -p pyo3-dlpack --lib --no-default-features
 	# The stub features' own unit tests (no other build enables them): the hints each type
 	# gives PyO3's introspection and pyo3-stub-gen, and the stub pyo3-stub-gen renders.
 	PYTHONPATH=$(VENV_SITE) cargo test -p pyo3-dlpack --lib \

@@ -184,7 +184,9 @@ impl DLPackTensor {
     ///
     /// `make test` checks it with stubtest, mypy and pyright (`tests/typing`).
     /// It declares `__array__`, `__cuda_array_interface__` and `__buffer__`,
-    /// which exist with feature `non-dlpack-export` (on by default). Its text:
+    /// which exist with feature `non-dlpack-export` (on by default), and
+    /// `__dlpack_c_exchange_api__`, which exists with feature `exchange-api`
+    /// (on by default). Its text:
     ///
     #[doc = concat!("```python\n", include_str!("tensor.pyi"), "```")]
     pub const PYI: &'static str = STUB;
@@ -291,6 +293,7 @@ impl DLPackTensor {
 
     /// The DLPack C exchange API table of this type (DLPack 1.3): consumers
     /// such as tvm-ffi import `DLPackTensor`s through it without a Python call.
+    #[cfg(feature = "exchange-api")]
     #[classattr]
     fn __dlpack_c_exchange_api__(py: Python<'_>) -> PyResult<Bound<'_, PyCapsule>> {
         crate::exchange::producer::capsule(py)

@@ -1,8 +1,10 @@
 //! `Native::torch` results: the value handed to torch's own C exchange
-//! table (`managed_tensor_to_py_object_no_sync`), no Python call; torch
-//! builds without the table go through `torch.from_dlpack`.
+//! table (`managed_tensor_to_py_object_no_sync`, [`table`]), no Python
+//! call; torch builds without the table, and builds without the
+//! `exchange-api` feature, go through `torch.from_dlpack`.
 
-use std::cell::Cell;
+#[cfg(feature = "exchange-api")]
+mod table;
 
 use pyo3::prelude::*;
 
@@ -10,11 +12,7 @@ use pyo3::exceptions::PyRuntimeError;
 
 use crate::TensorInfo;
 use crate::error::ExportError;
-use crate::exchange::ExchangeApi;
-use crate::export::managed::{IntoBlock, call_deleter};
-use crate::export::plan::{CapsuleFormat, ExportRequest};
-use crate::export::{Described, IntoDLPack};
-use crate::ffi::DLManagedTensorVersioned;
+use crate::export::IntoDLPack;
 use crate::{DLPackError, DataType, Device};
 
 /// `value` as a `torch.Tensor` over its memory (imports torch). What
@@ -22,13 +20,15 @@ use crate::{DLPackError, DataType, Device};
 /// naming the tensor, with torch's reason trimmed to its first line (torch
 /// appends a C++ backtrace).
 pub(crate) fn tensor_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {
-    match torch_table(py)? {
-        Some(api) => to_torch(py, api, value),
-        None => through_torch_from_dlpack(py, value),
+    #[cfg(feature = "exchange-api")]
+    if let Some(api) = table::torch_table(py)? {
+        return table::to_torch(py, api, value);
     }
+    through_torch_from_dlpack(py, value)
 }
 
-/// torch before 2.10 (no exchange table): `torch.from_dlpack` of a
+/// torch before 2.10 (no exchange table), and builds without the
+/// `exchange-api` feature: `torch.from_dlpack` of a
 /// `DLPackTensor`, under the table path's rules: a value that may not be
 /// written is refused (torch 2.9 takes a versioned capsule and ignores its
 /// read-only flag: its tensor would be a writable alias), and what torch
@@ -87,88 +87,4 @@ pub(crate) fn refused(py: Python<'_>, err: PyErr, dtype: DataType, device: Devic
         reason,
     })
     .into()
-}
-
-/// `torch.Tensor`'s exchange table (`None`: torch < 2.10).
-fn torch_table(py: Python<'_>) -> PyResult<Option<ExchangeApi>> {
-    crate::exchange::lookup_type(super::import_tensor_type(py)?)
-}
-
-thread_local! {
-    /// The token of the last value handed to torch's table that was dropped
-    /// on this thread, and the next token to hand out (see [`Watched`]).
-    static DROPPED: Cell<u64> = const { Cell::new(0) };
-    static NEXT: Cell<u64> = const { Cell::new(1) };
-}
-
-/// The owner of a block handed to torch: tells, on this thread, whether its
-/// deleter has run. torch's table takes the block when it succeeds; when it
-/// fails, it may have run the deleter (an error after `from_blob`) or not
-/// (an error before it): the token says which, so the value is dropped
-/// exactly once either way (another value dropped meanwhile, say by a
-/// garbage collection inside torch, has another token).
-struct Watched<T> {
-    value: T,
-    token: u64,
-}
-
-impl<T> Drop for Watched<T> {
-    fn drop(&mut self) {
-        DROPPED.set(self.token);
-    }
-}
-
-impl<T: IntoDLPack> IntoDLPack for Watched<T> {
-    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
-        self.value.tensor_info()
-    }
-
-    fn synchronize(&self, consumer_stream: i64) -> Result<(), DLPackError> {
-        self.value.synchronize(consumer_stream)
-    }
-}
-
-/// A versioned block of the value (the plan of `__dlpack__(max_version=(1, 3))`)
-/// handed to torch's `managed_tensor_to_py_object_no_sync`.
-fn to_torch<T: IntoDLPack>(
-    py: Python<'_>,
-    api: ExchangeApi,
-    value: T,
-) -> PyResult<Bound<'_, PyAny>> {
-    let token = NEXT.get();
-    NEXT.set(token.wrapping_add(1));
-    let managed = versioned_block(value, token)?;
-    let (dtype, device) = {
-        // SAFETY: the block just written, ours until handed to torch below.
-        let tensor = &unsafe { managed.as_ref() }.dl_tensor;
-        (tensor.dtype, tensor.device)
-    };
-    // SAFETY: a live block this function owns and gives to torch.
-    match unsafe { api.to_py_object(py, managed) } {
-        Ok(tensor) => Ok(tensor),
-        Err(err) => {
-            if DROPPED.get() != token {
-                // SAFETY: torch failed before taking the block (its deleter
-                // did not run, see `Watched`): it is still ours, freed once here.
-                unsafe { call_deleter(managed) };
-            }
-            Err(refused(py, err, dtype, device))
-        }
-    }
-}
-
-/// The value in a versioned managed block (described once, as `export_value`
-/// does).
-fn versioned_block<T: IntoDLPack>(
-    value: T,
-    token: u64,
-) -> Result<std::ptr::NonNull<DLManagedTensorVersioned>, DLPackError> {
-    let described = Described::new(Watched { value, token })?;
-    let info = described.info();
-    writable_for_torch(info)?;
-    let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(info)?;
-    if let Some(stream) = plan.sync_stream {
-        crate::export::synchronize(described.owner(), info, stream)?;
-    }
-    Ok(described.into_block(&plan))
 }
