@@ -78,9 +78,50 @@ impl PyTensor {
             }
         }
         #[cfg(feature = "exchange-api")]
-        if options.allows_exchange() {
-            if let Some(tensor) = Self::through_exchange(obj, options)? {
-                return Ok(tensor);
+        {
+            let api = if options.allows_exchange() {
+                exchange::lookup_for_import(obj)?
+            } else {
+                None
+            };
+            if let Some(api) = api {
+                // SAFETY: `api` is the table found on `obj`'s own type, just looked up
+                // (DLPack's contract; a class can copy another's table, so the crate
+                // trusts producers to check the objects they get: the safety chapter).
+                match unsafe { api.owned(obj) } {
+                    Ok(managed) => {
+                        let managed = api.check_torch_owned(obj, managed)?;
+                        let mut tensor = Self::from_versioned(managed)?;
+                        let device = tensor.device();
+                        if !device.device_type.uses_streams() {
+                            return Ok(tensor);
+                        }
+                        // The C path does no synchronisation: order it here,
+                        // or (no CUDA driver, ROCm) import through `__dlpack__`.
+                        if let Some(stream) = api.order(
+                            obj.py(),
+                            device,
+                            options.selected_stream_mode(),
+                            options.consumer_stream(),
+                        )? {
+                            tensor.set_stream(Some(stream));
+                            return Ok(tensor);
+                        }
+                    }
+                    // torch's C export fails with a C++ backtrace where its
+                    // `__dlpack__` raises a clear error (meta, sparse and
+                    // quantized tensors): raise that one. A producer whose
+                    // `__dlpack__` exports after all is imported from that
+                    // capsule, unless its device has streams (it was asked
+                    // for none: ask again, below).
+                    Err(_) => {
+                        let _level = RecursionLevel::enter(obj.py())?;
+                        let tensor = Self::from_requested(obj, &probe_dlpack(obj)?, options)?;
+                        if !tensor.device().device_type.uses_streams() {
+                            return Ok(tensor);
+                        }
+                    }
+                }
             }
         }
         let capsule = if plain {
@@ -100,53 +141,6 @@ impl PyTensor {
             return protocols::import(obj, options);
         };
         Self::from_requested(obj, &capsule, options)
-    }
-
-    /// The import through the C exchange table of `obj`'s type (see
-    /// [`from_pyany_with`](Self::from_pyany_with)); `None` when its type
-    /// has none, or the tensor must be asked for through `__dlpack__` with
-    /// a stream after all.
-    #[cfg(feature = "exchange-api")]
-    fn through_exchange(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Option<Self>> {
-        let Some(api) = exchange::lookup_for_import(obj)? else {
-            return Ok(None);
-        };
-        // SAFETY: `api` is the table found on `obj`'s own type, just looked up
-        // (DLPack's contract; a class can copy another's table, so the crate
-        // trusts producers to check the objects they get: the safety chapter).
-        match unsafe { api.owned(obj) } {
-            Ok(managed) => {
-                let managed = api.check_torch_owned(obj, managed)?;
-                let mut tensor = Self::from_versioned(managed)?;
-                let device = tensor.device();
-                if !device.device_type.uses_streams() {
-                    return Ok(Some(tensor));
-                }
-                // The C path does no synchronisation: order it here,
-                // or (no CUDA driver, ROCm) import through `__dlpack__`.
-                let ordered = api.order(
-                    obj.py(),
-                    device,
-                    options.selected_stream_mode(),
-                    options.consumer_stream(),
-                )?;
-                Ok(ordered.map(|stream| {
-                    tensor.set_stream(Some(stream));
-                    tensor
-                }))
-            }
-            // torch's C export fails with a C++ backtrace where its
-            // `__dlpack__` raises a clear error (meta, sparse and
-            // quantized tensors): raise that one. A producer whose
-            // `__dlpack__` exports after all is imported from that
-            // capsule, unless its device has streams (it was asked
-            // for none: ask again).
-            Err(_) => {
-                let _level = RecursionLevel::enter(obj.py())?;
-                let tensor = Self::from_requested(obj, &probe_dlpack(obj)?, options)?;
-                Ok((!tensor.device().device_type.uses_streams()).then_some(tensor))
-            }
-        }
     }
 
     /// The tensor of `capsule`, which `obj.__dlpack__` returned to a
@@ -230,7 +224,7 @@ impl PyTensor {
                 api.check_torch(obj, tensor.dtype())?;
                 Ok(Some(tensor))
             }
-            // As in `through_exchange`: the producer's own error, or its
+            // As in `from_pyany_with`: the producer's own error, or its
             // capsule (the level covers the producer's code, not `f`'s).
             Some(Err(_)) => {
                 let _level = RecursionLevel::enter(obj.py())?;

@@ -1,10 +1,10 @@
 //! `Native::torch` results: the value handed to torch's own C exchange
-//! table (`managed_tensor_to_py_object_no_sync`, [`table`]), no Python
-//! call; torch builds without the table, and builds without the
-//! `exchange-api` feature, go through `torch.from_dlpack`.
+//! table (`managed_tensor_to_py_object_no_sync`), no Python call; torch
+//! builds without the table, and builds without the `exchange-api`
+//! feature, go through `torch.from_dlpack`.
 
 #[cfg(feature = "exchange-api")]
-mod table;
+use std::cell::Cell;
 
 use pyo3::prelude::*;
 
@@ -12,7 +12,17 @@ use pyo3::exceptions::PyRuntimeError;
 
 use crate::TensorInfo;
 use crate::error::ExportError;
+#[cfg(feature = "exchange-api")]
+use crate::exchange::ExchangeApi;
+#[cfg(feature = "exchange-api")]
+use crate::export::Described;
 use crate::export::IntoDLPack;
+#[cfg(feature = "exchange-api")]
+use crate::export::managed::{IntoBlock, call_deleter};
+#[cfg(feature = "exchange-api")]
+use crate::export::plan::{CapsuleFormat, ExportRequest};
+#[cfg(feature = "exchange-api")]
+use crate::ffi::DLManagedTensorVersioned;
 use crate::{DLPackError, DataType, Device};
 
 /// `value` as a `torch.Tensor` over its memory (imports torch). What
@@ -21,8 +31,8 @@ use crate::{DLPackError, DataType, Device};
 /// appends a C++ backtrace).
 pub(crate) fn tensor_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {
     #[cfg(feature = "exchange-api")]
-    if let Some(api) = table::torch_table(py)? {
-        return table::to_torch(py, api, value);
+    if let Some(api) = torch_table(py)? {
+        return to_torch(py, api, value);
     }
     through_torch_from_dlpack(py, value)
 }
@@ -87,4 +97,95 @@ pub(crate) fn refused(py: Python<'_>, err: PyErr, dtype: DataType, device: Devic
         reason,
     })
     .into()
+}
+
+/// `torch.Tensor`'s exchange table (`None`: torch < 2.10).
+#[cfg(feature = "exchange-api")]
+fn torch_table(py: Python<'_>) -> PyResult<Option<ExchangeApi>> {
+    crate::exchange::lookup_type(super::import_tensor_type(py)?)
+}
+
+#[cfg(feature = "exchange-api")]
+thread_local! {
+    /// The token of the last value handed to torch's table that was dropped
+    /// on this thread, and the next token to hand out (see [`Watched`]).
+    static DROPPED: Cell<u64> = const { Cell::new(0) };
+    static NEXT: Cell<u64> = const { Cell::new(1) };
+}
+
+/// The owner of a block handed to torch: tells, on this thread, whether its
+/// deleter has run. torch's table takes the block when it succeeds; when it
+/// fails, it may have run the deleter (an error after `from_blob`) or not
+/// (an error before it): the token says which, so the value is dropped
+/// exactly once either way (another value dropped meanwhile, say by a
+/// garbage collection inside torch, has another token).
+#[cfg(feature = "exchange-api")]
+struct Watched<T> {
+    value: T,
+    token: u64,
+}
+
+#[cfg(feature = "exchange-api")]
+impl<T> Drop for Watched<T> {
+    fn drop(&mut self) {
+        DROPPED.set(self.token);
+    }
+}
+
+#[cfg(feature = "exchange-api")]
+impl<T: IntoDLPack> IntoDLPack for Watched<T> {
+    fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
+        self.value.tensor_info()
+    }
+
+    fn synchronize(&self, consumer_stream: i64) -> Result<(), DLPackError> {
+        self.value.synchronize(consumer_stream)
+    }
+}
+
+/// A versioned block of the value (the plan of `__dlpack__(max_version=(1, 3))`)
+/// handed to torch's `managed_tensor_to_py_object_no_sync`.
+#[cfg(feature = "exchange-api")]
+fn to_torch<T: IntoDLPack>(
+    py: Python<'_>,
+    api: ExchangeApi,
+    value: T,
+) -> PyResult<Bound<'_, PyAny>> {
+    let token = NEXT.get();
+    NEXT.set(token.wrapping_add(1));
+    let managed = versioned_block(value, token)?;
+    let (dtype, device) = {
+        // SAFETY: the block just written, ours until handed to torch below.
+        let tensor = &unsafe { managed.as_ref() }.dl_tensor;
+        (tensor.dtype, tensor.device)
+    };
+    // SAFETY: a live block this function owns and gives to torch.
+    match unsafe { api.to_py_object(py, managed) } {
+        Ok(tensor) => Ok(tensor),
+        Err(err) => {
+            if DROPPED.get() != token {
+                // SAFETY: torch failed before taking the block (its deleter
+                // did not run, see `Watched`): it is still ours, freed once here.
+                unsafe { call_deleter(managed) };
+            }
+            Err(refused(py, err, dtype, device))
+        }
+    }
+}
+
+/// The value in a versioned managed block (described once, as `export_value`
+/// does).
+#[cfg(feature = "exchange-api")]
+fn versioned_block<T: IntoDLPack>(
+    value: T,
+    token: u64,
+) -> Result<std::ptr::NonNull<DLManagedTensorVersioned>, DLPackError> {
+    let described = Described::new(Watched { value, token })?;
+    let info = described.info();
+    writable_for_torch(info)?;
+    let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(info)?;
+    if let Some(stream) = plan.sync_stream {
+        crate::export::synchronize(described.owner(), info, stream)?;
+    }
+    Ok(described.into_block(&plan))
 }
