@@ -205,7 +205,8 @@ pub(crate) fn give_back(capsule: &Bound<'_, PyCapsule>, managed: Managed) -> Res
             USED_DLTENSOR_VERSIONED,
         ),
         #[cfg(feature = "exchange-api")]
-        Managed::Borrowed { .. } => return Err(managed),
+        Managed::Borrowed { .. } | Managed::Array { .. } => return Err(managed),
+        #[cfg(not(feature = "exchange-api"))]
         Managed::Array { .. } => return Err(managed),
     };
     with_critical_section(capsule.as_any(), || {

@@ -195,45 +195,37 @@ impl PyTensor {
     /// ```
     pub fn with_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&PyTensor) -> R) -> PyResult<R> {
         #[cfg(feature = "exchange-api")]
-        if let Some(tensor) = Self::borrowed_through_exchange(obj)? {
-            return Ok(f(&tensor));
+        if let Some(api) = exchange::lookup_for_import(obj)? {
+            // SAFETY: `api` is the table found on `obj`'s own type, just looked up
+            // (DLPack's contract; a class can copy another's table, so the crate
+            // trusts producers to check the objects they get: the safety chapter).
+            match unsafe { api.borrowed(obj) } {
+                Some(Ok(view)) => {
+                    // Its shape and strides are copied first: torch's
+                    // questions release the GIL, and another thread may
+                    // change the producer's arrays meanwhile.
+                    let tensor = Self::borrowed(view, api.version())?;
+                    api.check_torch(obj, tensor.dtype())?;
+                    return Ok(f(&tensor));
+                }
+                // As in `from_pyany_with`: the producer's own error, or
+                // its capsule.
+                Some(Err(_)) => {
+                    // The level covers the producer's code, not `f`'s.
+                    let tensor = {
+                        let _level = RecursionLevel::enter(obj.py())?;
+                        let capsule = probe_dlpack(obj)?;
+                        Self::from_requested(obj, &capsule, &ImportOptions::default())?
+                    };
+                    if !tensor.device().device_type.uses_streams() {
+                        return Ok(f(&tensor));
+                    }
+                }
+                None => {}
+            }
         }
         let tensor = Self::from_pyany(obj)?;
         Ok(f(&tensor))
-    }
-
-    /// The view [`with_borrowed`](Self::with_borrowed) makes through the C
-    /// exchange table of `obj`'s type (or, where its export fails, the
-    /// import of its `__dlpack__`'s capsule); `None` when its type has no
-    /// table or no borrowed export, or the tensor must be asked for with a
-    /// stream after all.
-    #[cfg(feature = "exchange-api")]
-    fn borrowed_through_exchange(obj: &Bound<'_, PyAny>) -> PyResult<Option<Self>> {
-        let Some(api) = exchange::lookup_for_import(obj)? else {
-            return Ok(None);
-        };
-        // SAFETY: `api` is the table found on `obj`'s own type, just looked up
-        // (DLPack's contract; a class can copy another's table, so the crate
-        // trusts producers to check the objects they get: the safety chapter).
-        match unsafe { api.borrowed(obj) } {
-            Some(Ok(view)) => {
-                // Its shape and strides are copied first: torch's
-                // questions release the GIL, and another thread may
-                // change the producer's arrays meanwhile.
-                let tensor = Self::borrowed(view, api.version())?;
-                api.check_torch(obj, tensor.dtype())?;
-                Ok(Some(tensor))
-            }
-            // As in `from_pyany_with`: the producer's own error, or its
-            // capsule (the level covers the producer's code, not `f`'s).
-            Some(Err(_)) => {
-                let _level = RecursionLevel::enter(obj.py())?;
-                let capsule = probe_dlpack(obj)?;
-                let tensor = Self::from_requested(obj, &capsule, &ImportOptions::default())?;
-                Ok((!tensor.device().device_type.uses_streams()).then_some(tensor))
-            }
-            None => Ok(None),
-        }
     }
 }
 

@@ -104,7 +104,8 @@ fn dl_tensor_of<'a>(managed: &'a Managed, own_tensor: &'a DLTensor) -> &'a DLTen
         // The major version was checked to be 1 before the `PyTensor` was made.
         Managed::Versioned(managed, _) => &managed.get().dl_tensor,
         #[cfg(feature = "exchange-api")]
-        Managed::Borrowed { .. } => own_tensor,
+        Managed::Borrowed { .. } | Managed::Array { .. } => own_tensor,
+        #[cfg(not(feature = "exchange-api"))]
         Managed::Array { .. } => own_tensor,
     }
 }
@@ -488,7 +489,8 @@ impl PyTensor {
             Managed::Legacy(..) => None,
             Managed::Versioned(managed, _) => Some(managed.get().version),
             #[cfg(feature = "exchange-api")]
-            Managed::Borrowed { version, .. } => Some(*version),
+            Managed::Borrowed { version, .. } | Managed::Array { version, .. } => Some(*version),
+            #[cfg(not(feature = "exchange-api"))]
             Managed::Array { version, .. } => Some(*version),
         }
     }
