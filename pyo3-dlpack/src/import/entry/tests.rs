@@ -170,7 +170,8 @@ fn dlpack_tensor_offers_its_table_only_with_the_feature() {
 }
 
 /// `Native::torch` hands its value to torch's table (torch ≥ 2.10) with the
-/// feature, to `torch.from_dlpack` without it (counted by a wrapper).
+/// feature, to `torch.from_dlpack` without it (counted by a wrapper, on this
+/// thread only: other tests run meanwhile).
 #[test]
 fn native_torch_takes_torchs_table_only_with_the_feature() {
     Python::attach(|py| {
@@ -186,10 +187,13 @@ fn native_torch_takes_torchs_table_only_with_the_feature() {
         let globals = PyDict::new(py);
         globals.set_item("torch", &torch).unwrap();
         py.run(
-            c"original = torch.from_dlpack
+            c"import threading
+original = torch.from_dlpack
 counted = []
+me = threading.get_ident()
 def from_dlpack(*args, **kwargs):
-    counted.append(1)
+    if threading.get_ident() == me:
+        counted.append(1)
     return original(*args, **kwargs)
 ",
             Some(&globals),
