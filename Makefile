@@ -81,9 +81,12 @@ rust-test: $(VENV_STAMP)
 	PYTHONPATH=$(VENV_SITE) cargo test --workspace --doc --exclude pyo3-dlpack
 	# The runtime crate alone, default features only (the workspace run enables them all).
 	PYTHONPATH=$(VENV_SITE) cargo test -p pyo3-dlpack
-	# Its unit tests without default features (DLPack only), among them the error that pickling
-	# and copies raise without feature `pickle` (the doc tests need feature `derive`).
-	PYTHONPATH=$(VENV_SITE) cargo test -p pyo3-dlpack --no-default-features --lib
+	# Its unit tests without default features (DLPack only: the smallest build, benchmarks/size),
+	# among them the error that pickling and copies raise without feature `pickle`, and that an
+	# import, allocate_like and Native::torch take no exchange table without feature
+	# `exchange-api` (import::entry::tests, which also run in the default build). The doc
+	# tests need feature `derive`.
+	PYTHONPATH=$(VENV_SITE) cargo test -p pyo3-dlpack --lib --no-default-features
 	# The stub features' own unit tests (no other build enables them): the hints each type
 	# gives PyO3's introspection and pyo3-stub-gen, and the stub pyo3-stub-gen renders.
 	PYTHONPATH=$(VENV_SITE) cargo test -p pyo3-dlpack --lib \

@@ -49,6 +49,7 @@ pub(crate) enum Role {
 /// # Safety
 ///
 /// As for [`extents_of`].
+#[cfg(feature = "exchange-api")]
 #[inline]
 pub(crate) unsafe fn shape_of(
     tensor: &DLTensor,

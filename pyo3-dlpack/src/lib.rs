@@ -136,6 +136,7 @@ mod device;
 mod dtype;
 mod element;
 pub mod error;
+#[cfg(feature = "exchange-api")]
 mod exchange;
 mod export;
 pub mod ffi;

@@ -51,10 +51,10 @@ fn make<'a, T, E>(
 
 /// The type `module.name`, imported once (as `PyOnceLock::import`, with no
 /// cell held while importing).
-// Its users: the torch import's method check, and pickling's `PickleBuffer`
-// (which needs `Py_buffer`).
+// Its users: the torch import's method check (of the exchange API's path),
+// and pickling's `PickleBuffer` (which needs `Py_buffer`).
 #[cfg(any(
-    not(any(Py_LIMITED_API, PyPy, GraalPy)),
+    all(feature = "exchange-api", not(any(Py_LIMITED_API, PyPy, GraalPy))),
     all(feature = "pickle", any(not(Py_LIMITED_API), Py_3_11))
 ))]
 pub(crate) fn import_type<'py>(

@@ -41,6 +41,7 @@ pub(crate) trait Cuda: Sync {
     fn wait(&self, device: i32, producer: usize, consumer: usize) -> Result<(), InterfaceError>;
     /// Whether `stream`, a stream of device `device`, is being captured into
     /// a CUDA graph.
+    #[cfg(feature = "exchange-api")]
     fn stream_capturing(&self, device: i32, stream: usize) -> Result<bool, InterfaceError>;
     /// Copies `len` bytes of device `device`'s memory at `src` to the host
     /// memory at `dst`, after the work queued on `stream` (a stream of that

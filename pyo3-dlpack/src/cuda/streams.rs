@@ -115,6 +115,7 @@ pub(crate) fn release_wait(
 
 /// What an import through a producer's C exchange table (which does no
 /// stream synchronisation) does with a tensor on a device with streams.
+#[cfg(feature = "exchange-api")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ExchangeOrdering {
     /// Keep the tensor: it is ready on stream `ready_on`.
@@ -137,6 +138,7 @@ pub(crate) enum ExchangeOrdering {
 /// consumer's is not waited on); synchronising ones make the consumer's
 /// stream wait for the producer's through the CUDA driver, or, without one
 /// (or on ROCm), go through `__dlpack__`.
+#[cfg(feature = "exchange-api")]
 pub(crate) fn exchange_ordering(
     stream_ordered: bool,
     device: Device,
@@ -217,6 +219,7 @@ mod tests {
         assert_eq!(release_wait(Device::cpu(), Some(0xbeef), Some(1)), None);
     }
 
+    #[cfg(feature = "exchange-api")]
     #[test]
     fn exchange_imports_are_ordered_by_mode_device_and_driver() {
         use ExchangeOrdering::*;

@@ -235,6 +235,7 @@ pub(crate) enum PythonKind {
 
 impl PythonKind {
     /// The exception's name, for the exchange API's `SetError` callback.
+    #[cfg(feature = "exchange-api")]
     pub(crate) fn name(self) -> &'static std::ffi::CStr {
         match self {
             Self::Buffer => c"BufferError",

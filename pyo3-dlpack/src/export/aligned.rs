@@ -123,6 +123,7 @@ impl<T: Element> AlignedBuffer<T> {
 
     /// Like [`zeroed`](Self::zeroed), but `None` instead of a panic or an
     /// abort when the size overflows or the memory cannot be allocated.
+    #[cfg(feature = "exchange-api")]
     pub(crate) fn try_zeroed(len: usize) -> Option<Self> {
         let (layout, align) = Self::try_layout(len)?;
         Self::allocate(layout, align, len, true)

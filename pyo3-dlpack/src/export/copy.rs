@@ -1,7 +1,6 @@
 //! `copy=True` exports: the elements gathered into a fresh, 64-byte-aligned,
 //! row-major host buffer that the consumer owns alone.
 
-use crate::error::SizeOverflow;
 use crate::export::aligned::AlignedBuffer;
 use crate::export::info::TensorInfo;
 use crate::export::into::IntoDLPack;
@@ -80,8 +79,9 @@ impl HostTensor {
 
     /// A zero-filled, row-major `cpu:0` tensor of `shape`; an error for
     /// negative extents, or a size that overflows or cannot be allocated.
+    #[cfg(feature = "exchange-api")]
     pub(crate) fn zeroed(shape: &[i64], dtype: DataType) -> Result<Self, DLPackError> {
-        let overflow = || SizeOverflow::Allocation {
+        let overflow = || crate::error::SizeOverflow::Allocation {
             shape: shape.to_vec(),
             dtype,
         };

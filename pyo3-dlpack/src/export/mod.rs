@@ -34,15 +34,18 @@ pub use into::IntoDLPack;
 pub use plan::CapsuleFormat;
 pub use tensor::DLPackTensor;
 
+#[cfg(any(feature = "exchange-api", feature = "non-dlpack-import"))]
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
+use crate::DLPackError;
+#[cfg(feature = "exchange-api")]
+use crate::DataType;
 use crate::error::ExportError;
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned};
-use crate::{DLPackError, DataType};
 
 pub(crate) use copy::HostTensor;
 pub(crate) use managed::Described;
@@ -114,6 +117,7 @@ pub(crate) fn synchronize<O: IntoDLPack + ?Sized>(
 /// `__dlpack__(max_version=(1, 3))` does for a consumer on the device's
 /// default stream (the stream the table reports as current: NULL), and
 /// plans that export.
+#[cfg(feature = "exchange-api")]
 pub(crate) fn ready_for_exchange(
     py: Python<'_>,
     described: &Described<Arc<dyn IntoDLPack>>,
@@ -131,6 +135,7 @@ pub(crate) fn ready_for_exchange(
 /// A versioned managed tensor of a `DLPackTensor`'s value, for an exchange-API
 /// consumer (which owns it and calls its deleter), as
 /// [`ready_for_exchange`] planned it.
+#[cfg(feature = "exchange-api")]
 pub(crate) fn managed_shared(
     described: &Described<Arc<dyn IntoDLPack>>,
     plan: &ExportPlan,
@@ -151,6 +156,7 @@ pub(crate) fn managed_value<O: IntoDLPack>(
 
 /// A versioned managed tensor owning a new zero-filled host tensor (the
 /// exchange API's allocator).
+#[cfg(feature = "exchange-api")]
 pub(crate) fn managed_host_tensor(
     shape: &[i64],
     dtype: DataType,

@@ -191,9 +191,10 @@ impl DLPackTensor {
     ///
     /// `make test` checks it with stubtest, mypy and pyright (`tests/typing`).
     /// It declares `__array__`, `__cuda_array_interface__` and `__buffer__`,
-    /// which exist with feature `non-dlpack-export` (on by default), and
-    /// `__copy__` and `__deepcopy__`, which exist with feature `pickle` (on
-    /// by default; without it pickling raises `TypeError`). Its text:
+    /// which exist with feature `non-dlpack-export`; `__copy__` and
+    /// `__deepcopy__`, which exist with feature `pickle` (without it pickling
+    /// raises `TypeError`); and `__dlpack_c_exchange_api__`, which exists
+    /// with feature `exchange-api` (all three on by default). Its text:
     ///
     #[doc = concat!("```python\n", include_str!("tensor.pyi"), "```")]
     pub const PYI: &'static str = STUB;
@@ -300,6 +301,7 @@ impl DLPackTensor {
 
     /// The DLPack C exchange API table of this type (DLPack 1.3): consumers
     /// such as tvm-ffi import `DLPackTensor`s through it without a Python call.
+    #[cfg(feature = "exchange-api")]
     #[classattr]
     fn __dlpack_c_exchange_api__(py: Python<'_>) -> PyResult<Bound<'_, PyCapsule>> {
         crate::exchange::producer::capsule(py)

@@ -4,18 +4,28 @@
 //! caching allocator on GPUs), returned to Python as the framework's own
 //! object and filled from Rust through a writable [`PyTensor`].
 
+#[cfg(feature = "exchange-api")]
 use std::ffi::{CStr, c_char, c_void};
+#[cfg(feature = "exchange-api")]
 use std::ptr::{self, NonNull};
 
-use pyo3::exceptions::{PyException, PyRuntimeError, PyTypeError};
+use pyo3::exceptions::PyTypeError;
+#[cfg(feature = "exchange-api")]
+use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyType};
+use pyo3::types::PyDict;
+#[cfg(feature = "exchange-api")]
+use pyo3::types::PyType;
 
 use super::framework::Framework;
+#[cfg(feature = "exchange-api")]
+use crate::Device;
 use crate::error::ExportError;
+#[cfg(feature = "exchange-api")]
 use crate::exchange::{self, ExchangeApi};
+#[cfg(feature = "exchange-api")]
 use crate::ffi::DLTensor;
-use crate::{DLPackError, DataType, Device, PyTensor};
+use crate::{DLPackError, DataType, PyTensor};
 
 /// A tensor a framework allocated: its own object, for Python, and a
 /// writable import of it, for Rust to fill. Drop the `tensor` (or let it
@@ -30,8 +40,9 @@ pub struct Allocated<'py> {
 
 /// Allocates a `shape` tensor of `dtype` in `like`'s framework, on `like`'s
 /// device: through the framework's DLPack exchange-table allocator when its
-/// type has one (torch ≥ 2.10), else its Python constructor (`numpy.empty`,
-/// `torch.empty`, `cupy.empty`). The memory is uninitialised.
+/// type has one (torch ≥ 2.10; with the default `exchange-api` feature), else
+/// its Python constructor (`numpy.empty`, `torch.empty`, `cupy.empty`). The
+/// memory is uninitialised.
 ///
 /// Errors: a `TypeError` for an argument of no supported framework and for
 /// JAX (whose arrays are immutable: return a [`Native::jax`](crate::Native::jax)
@@ -69,6 +80,7 @@ pub fn allocate_like<'py>(
     // framework sees the shape.
     crate::layout::numel(shape)?;
     check_allocatable(like, dtype)?;
+    #[cfg(feature = "exchange-api")]
     if let Some(api) = exchange::lookup(like)?.filter(|api| api.has_allocator()) {
         let device = device_of(like)?;
         let object = through_table(like.py(), api, shape, dtype, device)?;
@@ -81,6 +93,7 @@ pub fn allocate_like<'py>(
 }
 
 /// `like.__dlpack_device__()`, validated as an import validates it.
+#[cfg(feature = "exchange-api")]
 fn device_of(like: &Bound<'_, PyAny>) -> PyResult<Device> {
     crate::import::producer_device(like)?.ok_or_else(|| {
         DLPackError::NotDLPack {
@@ -112,6 +125,7 @@ fn check_allocatable(like: &Bound<'_, PyAny>, dtype: DataType) -> PyResult<()> {
 }
 
 /// What the allocator's `SetError` reported.
+#[cfg(feature = "exchange-api")]
 #[derive(Default)]
 struct Reported {
     kind: Option<String>,
@@ -120,6 +134,7 @@ struct Reported {
 
 /// The `SetError` callback handed to a producer's allocator: records its
 /// exception kind and message (never unwinds: it only copies two strings).
+#[cfg(feature = "exchange-api")]
 unsafe extern "C" fn record_error(ctx: *mut c_void, kind: *const c_char, message: *const c_char) {
     let Some(mut reported) = NonNull::new(ctx.cast::<Reported>()) else {
         return;
@@ -141,6 +156,7 @@ unsafe extern "C" fn record_error(ctx: *mut c_void, kind: *const c_char, message
 }
 
 /// The framework's allocator, then its `managed_tensor_to_py_object_no_sync`.
+#[cfg(feature = "exchange-api")]
 fn through_table<'py>(
     py: Python<'py>,
     api: ExchangeApi,
@@ -179,6 +195,7 @@ fn through_table<'py>(
 
 /// The exception the allocator reported (`RuntimeError` when it named no
 /// builtin exception, or reported nothing).
+#[cfg(feature = "exchange-api")]
 fn reported_error(py: Python<'_>, reported: Reported) -> PyErr {
     if let Some(err) = PyErr::take(py) {
         return err;

@@ -65,6 +65,7 @@ pub(crate) enum Managed {
     /// A non-owning view from a producer's exchange API: valid while its
     /// object is borrowed, nothing to delete. (The `PyTensor` keeps its
     /// description, so that this stays small: it is moved by value.)
+    #[cfg(feature = "exchange-api")]
     Borrowed {
         version: crate::ffi::DLPackVersion,
     },
@@ -101,6 +102,7 @@ impl Managed {
                     unsafe { deleter(managed.as_ptr()) };
                 }
             }
+            #[cfg(feature = "exchange-api")]
             Self::Borrowed { .. } => {}
             Self::Array { owner, .. } => release_now(owner),
         }
@@ -202,7 +204,10 @@ pub(crate) fn give_back(capsule: &Bound<'_, PyCapsule>, managed: Managed) -> Res
             DLTENSOR_VERSIONED,
             USED_DLTENSOR_VERSIONED,
         ),
+        #[cfg(feature = "exchange-api")]
         Managed::Borrowed { .. } | Managed::Array { .. } => return Err(managed),
+        #[cfg(not(feature = "exchange-api"))]
+        Managed::Array { .. } => return Err(managed),
     };
     with_critical_section(capsule.as_any(), || {
         let holds_it = capsule

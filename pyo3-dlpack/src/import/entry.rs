@@ -6,10 +6,13 @@
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
+#[cfg(feature = "exchange-api")]
 use crate::exchange;
 use crate::ffi::DLPackVersion;
 use crate::frameworks::{jax, numpy};
-use crate::import::negotiate::{legacy_writability, probe_dlpack, request_capsule};
+#[cfg(feature = "exchange-api")]
+use crate::import::negotiate::probe_dlpack;
+use crate::import::negotiate::{legacy_writability, request_capsule};
 use crate::import::options::ImportOptions;
 use crate::import::protocols;
 use crate::python::RecursionLevel;
@@ -44,7 +47,8 @@ impl PyTensor {
     /// error is NumPy's; subclasses keep their own `__dlpack__`.
     ///
     /// Producers whose type advertises the DLPack C exchange API (torch ≥
-    /// 2.10) are imported through it, without a `__dlpack__` call, when the
+    /// 2.10) are imported through it (with the default `exchange-api`
+    /// feature), without a `__dlpack__` call, when the
     /// options ask for nothing special but, perhaps, a consumer stream
     /// (a stream handle, or 1 or 2). The C path does no stream
     /// synchronisation, so CUDA tensors are ordered here as
@@ -73,46 +77,49 @@ impl PyTensor {
                 return Ok(Self::from_array(obj, array)?);
             }
         }
-        let api = if options.allows_exchange() {
-            exchange::lookup_for_import(obj)?
-        } else {
-            None
-        };
-        if let Some(api) = api {
-            // SAFETY: `api` is the table found on `obj`'s own type, just looked up
-            // (DLPack's contract; a class can copy another's table, so the crate
-            // trusts producers to check the objects they get: the safety chapter).
-            match unsafe { api.owned(obj) } {
-                Ok(managed) => {
-                    let managed = api.check_torch_owned(obj, managed)?;
-                    let mut tensor = Self::from_versioned(managed)?;
-                    let device = tensor.device();
-                    if !device.device_type.uses_streams() {
-                        return Ok(tensor);
+        #[cfg(feature = "exchange-api")]
+        {
+            let api = if options.allows_exchange() {
+                exchange::lookup_for_import(obj)?
+            } else {
+                None
+            };
+            if let Some(api) = api {
+                // SAFETY: `api` is the table found on `obj`'s own type, just looked up
+                // (DLPack's contract; a class can copy another's table, so the crate
+                // trusts producers to check the objects they get: the safety chapter).
+                match unsafe { api.owned(obj) } {
+                    Ok(managed) => {
+                        let managed = api.check_torch_owned(obj, managed)?;
+                        let mut tensor = Self::from_versioned(managed)?;
+                        let device = tensor.device();
+                        if !device.device_type.uses_streams() {
+                            return Ok(tensor);
+                        }
+                        // The C path does no synchronisation: order it here,
+                        // or (no CUDA driver, ROCm) import through `__dlpack__`.
+                        if let Some(stream) = api.order(
+                            obj.py(),
+                            device,
+                            options.selected_stream_mode(),
+                            options.consumer_stream(),
+                        )? {
+                            tensor.set_stream(Some(stream));
+                            return Ok(tensor);
+                        }
                     }
-                    // The C path does no synchronisation: order it here,
-                    // or (no CUDA driver, ROCm) import through `__dlpack__`.
-                    if let Some(stream) = api.order(
-                        obj.py(),
-                        device,
-                        options.selected_stream_mode(),
-                        options.consumer_stream(),
-                    )? {
-                        tensor.set_stream(Some(stream));
-                        return Ok(tensor);
-                    }
-                }
-                // torch's C export fails with a C++ backtrace where its
-                // `__dlpack__` raises a clear error (meta, sparse and
-                // quantized tensors): raise that one. A producer whose
-                // `__dlpack__` exports after all is imported from that
-                // capsule, unless its device has streams (it was asked
-                // for none: ask again, below).
-                Err(_) => {
-                    let _level = RecursionLevel::enter(obj.py())?;
-                    let tensor = Self::from_requested(obj, &probe_dlpack(obj)?, options)?;
-                    if !tensor.device().device_type.uses_streams() {
-                        return Ok(tensor);
+                    // torch's C export fails with a C++ backtrace where its
+                    // `__dlpack__` raises a clear error (meta, sparse and
+                    // quantized tensors): raise that one. A producer whose
+                    // `__dlpack__` exports after all is imported from that
+                    // capsule, unless its device has streams (it was asked
+                    // for none: ask again, below).
+                    Err(_) => {
+                        let _level = RecursionLevel::enter(obj.py())?;
+                        let tensor = Self::from_requested(obj, &probe_dlpack(obj)?, options)?;
+                        if !tensor.device().device_type.uses_streams() {
+                            return Ok(tensor);
+                        }
                     }
                 }
             }
@@ -163,8 +170,8 @@ impl PyTensor {
 
     /// Runs `f` on a borrowed view of `obj`'s tensor, and returns its result.
     ///
-    /// For producers with the DLPack C exchange API (torch ≥ 2.10) the view
-    /// is made without a `__dlpack__` call and with one small allocation (float and
+    /// For producers with the DLPack C exchange API (torch ≥ 2.10; with the
+    /// default `exchange-api` feature) the view is made without a `__dlpack__` call and with one small allocation (float and
     /// complex torch tensors cost a `requires_grad` read and an `is_neg()`
     /// call, see `from_pyany_with`, whose refusals apply here too): nothing is
     /// owned, nothing deleted, which suits a call that only needs the
@@ -187,6 +194,7 @@ impl PyTensor {
     /// }
     /// ```
     pub fn with_borrowed<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&PyTensor) -> R) -> PyResult<R> {
+        #[cfg(feature = "exchange-api")]
         if let Some(api) = exchange::lookup_for_import(obj)? {
             // SAFETY: `api` is the table found on `obj`'s own type, just looked up
             // (DLPack's contract; a class can copy another's table, so the crate
@@ -230,3 +238,6 @@ fn versioned_export(obj: &Bound<'_, PyAny>) -> PyResult<Option<DLPackVersion>> {
     };
     Ok(PyTensor::from_capsule(&capsule)?.version())
 }
+
+#[cfg(test)]
+mod tests;

@@ -16,6 +16,7 @@ pub(crate) mod tensor;
 mod typed;
 mod view;
 
+#[cfg(feature = "exchange-api")]
 pub(crate) use negotiate::producer_device;
 
 pub use cast::CastElement;

@@ -93,6 +93,7 @@ fn not_dlpack(obj: &Bound<'_, PyAny>) -> PyErr {
 /// call first (torch's fails with a `ValueError` for meta tensors, where
 /// its `__dlpack__` raises `BufferError`, as NumPy's import does). When it
 /// exports after all, its capsule (asked for no stream).
+#[cfg(feature = "exchange-api")]
 pub(crate) fn probe_dlpack<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyCapsule>> {
     let py = obj.py();
     let mut keywords = Keywords::new(py);

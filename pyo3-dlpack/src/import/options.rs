@@ -131,11 +131,13 @@ impl ImportOptions {
     }
 
     /// The stream mode imports use.
+    #[cfg(feature = "exchange-api")]
     pub(crate) fn selected_stream_mode(&self) -> StreamMode {
         self.stream_mode
     }
 
     /// The consumer stream given with [`stream`](Self::stream), if any.
+    #[cfg(any(feature = "exchange-api", feature = "non-dlpack-import"))]
     pub(crate) fn consumer_stream(&self) -> Option<i64> {
         self.stream
     }
@@ -154,6 +156,7 @@ impl ImportOptions {
     /// stream handle, or 1 or 2 for CUDA's default streams), which the
     /// import waits on itself. `-1` and `0` go through `__dlpack__`, whose
     /// producer applies the specification's rule to them.
+    #[cfg(feature = "exchange-api")]
     pub(crate) fn allows_exchange(&self) -> bool {
         self.max_version.0 >= 1
             && self.stream.is_none_or(|s| s > 0)

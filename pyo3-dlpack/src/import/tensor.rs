@@ -3,7 +3,6 @@
 use std::ffi::c_void;
 use std::fmt;
 use std::mem::ManuallyDrop;
-use std::sync::OnceLock;
 
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
@@ -104,7 +103,10 @@ fn dl_tensor_of<'a>(managed: &'a Managed, own_tensor: &'a DLTensor) -> &'a DLTen
         Managed::Legacy(managed, _) => &managed.get().dl_tensor,
         // The major version was checked to be 1 before the `PyTensor` was made.
         Managed::Versioned(managed, _) => &managed.get().dl_tensor,
+        #[cfg(feature = "exchange-api")]
         Managed::Borrowed { .. } | Managed::Array { .. } => own_tensor,
+        #[cfg(not(feature = "exchange-api"))]
+        Managed::Array { .. } => own_tensor,
     }
 }
 
@@ -127,14 +129,16 @@ impl PyTensor {
     }
 
     /// Whether this is a borrowed view (no reference to the memory is held).
+    #[cfg(feature = "exchange-api")]
     pub(crate) fn is_borrowed(&self) -> bool {
         matches!(self.state.managed, Some(Managed::Borrowed { .. }))
     }
 
     /// Leaves the aliasing registry: for a tensor moved where no Rust view
     /// of it can be made again (re-exported into a `DLPackTensor`).
+    #[cfg(feature = "exchange-api")]
     pub(crate) fn unregister(&mut self) {
-        self.state.registration = OnceLock::from(None);
+        self.state.registration = std::sync::OnceLock::from(None);
     }
 
     /// Takes a versioned managed tensor handed over through the exchange API,
@@ -146,6 +150,7 @@ impl PyTensor {
     /// `managed` is a live `DLManagedTensorVersioned` nobody else owns or
     /// will delete once this returns `Ok`; its deleter then runs exactly once,
     /// when the result drops.
+    #[cfg(feature = "exchange-api")]
     pub(crate) unsafe fn adopt_versioned(
         managed: std::ptr::NonNull<crate::ffi::DLManagedTensorVersioned>,
     ) -> Result<Self, DLPackError> {
@@ -196,6 +201,7 @@ impl PyTensor {
     }
 
     /// Gives the managed tensor back without deleting it (the caller owns it again).
+    #[cfg(feature = "exchange-api")]
     pub(crate) fn release(mut self) {
         // `Managed` deletes only when told to; without it, drop deletes nothing.
         self.state.managed = None;
@@ -257,6 +263,7 @@ impl PyTensor {
 
     /// A borrowed view (see [`with_borrowed`](Self::with_borrowed)) of the
     /// exchange API's `view`, checked.
+    #[cfg(feature = "exchange-api")]
     pub(crate) fn borrowed(view: DLTensor, version: DLPackVersion) -> Result<Self, DLPackError> {
         let mut state = State::new(Managed::Borrowed { version });
         state.own_tensor = view;
@@ -321,6 +328,7 @@ impl PyTensor {
         match self.state.managed.as_ref().expect("present until drop") {
             Managed::Legacy(..) => None,
             Managed::Versioned(managed, _) => Some(managed.get().flags),
+            #[cfg(feature = "exchange-api")]
             Managed::Borrowed { .. } => Some(0),
             Managed::Array { writable: true, .. } => Some(0),
             Managed::Array {
@@ -480,7 +488,10 @@ impl PyTensor {
         match self.state.managed.as_ref().expect("present until drop") {
             Managed::Legacy(..) => None,
             Managed::Versioned(managed, _) => Some(managed.get().version),
+            #[cfg(feature = "exchange-api")]
             Managed::Borrowed { version, .. } | Managed::Array { version, .. } => Some(*version),
+            #[cfg(not(feature = "exchange-api"))]
+            Managed::Array { version, .. } => Some(*version),
         }
     }
 

@@ -42,6 +42,7 @@ impl PyTensor {
     /// borrowed view of a producer's storage) and, for shared views, no other
     /// import over the same memory handed out a mutable view.
     pub(crate) fn check_view_access(&self, mutable: bool) -> Result<(), DLPackError> {
+        #[cfg(feature = "exchange-api")]
         if self.is_borrowed() {
             return Err(LayoutError::Borrowed.into());
         }

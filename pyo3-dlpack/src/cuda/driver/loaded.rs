@@ -206,6 +206,7 @@ impl Cuda for Driver {
         })
     }
 
+    #[cfg(feature = "exchange-api")]
     fn stream_capturing(&self, device: i32, stream: usize) -> Result<bool, InterfaceError> {
         let mut capturing = false;
         self.in_context(device, stream, || {

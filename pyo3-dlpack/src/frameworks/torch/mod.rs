@@ -11,6 +11,7 @@
 
 pub(crate) mod checks;
 mod native;
+#[cfg(feature = "exchange-api")]
 mod python_path;
 
 use pyo3::prelude::*;
@@ -18,6 +19,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
 pub(crate) use native::tensor_of;
+#[cfg(feature = "exchange-api")]
 pub(crate) use python_path::defers_to_python;
 
 /// The name of torch's module.
@@ -103,6 +105,7 @@ fn is_built_on_torchs_c_type(ty: &Bound<'_, PyType>) -> bool {
 /// `torch.Tensor`, importing torch if it is not imported yet (once found,
 /// no import is asked for: `py.import` costs about half a microsecond even
 /// for a module already imported, which was a third of `Native::torch`).
+#[cfg(feature = "exchange-api")]
 pub(crate) fn import_tensor_type(py: Python<'_>) -> PyResult<Bound<'_, PyType>> {
     if let Some(tensor) = tensor_type(py) {
         return Ok(tensor);
@@ -142,6 +145,7 @@ pub(crate) fn check_dlpack_import(obj: &Bound<'_, PyAny>, dtype: crate::DataType
 }
 
 /// Whether `ty` is `torch.Tensor` itself (identity; not a subclass).
+#[cfg(feature = "exchange-api")]
 pub(crate) fn is_tensor_type(ty: &Bound<'_, PyType>) -> bool {
     tensor_type(ty.py()).is_some_and(|tensor| ty.is(&tensor))
 }

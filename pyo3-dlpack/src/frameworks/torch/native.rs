@@ -1,7 +1,9 @@
 //! `Native::torch` results: the value handed to torch's own C exchange
 //! table (`managed_tensor_to_py_object_no_sync`), no Python call; torch
-//! builds without the table go through `torch.from_dlpack`.
+//! builds without the table, and builds without the `exchange-api`
+//! feature, go through `torch.from_dlpack`.
 
+#[cfg(feature = "exchange-api")]
 use std::cell::Cell;
 
 use pyo3::prelude::*;
@@ -10,10 +12,16 @@ use pyo3::exceptions::PyRuntimeError;
 
 use crate::TensorInfo;
 use crate::error::ExportError;
+#[cfg(feature = "exchange-api")]
 use crate::exchange::ExchangeApi;
+#[cfg(feature = "exchange-api")]
+use crate::export::Described;
+use crate::export::IntoDLPack;
+#[cfg(feature = "exchange-api")]
 use crate::export::managed::{IntoBlock, call_deleter};
+#[cfg(feature = "exchange-api")]
 use crate::export::plan::{CapsuleFormat, ExportRequest};
-use crate::export::{Described, IntoDLPack};
+#[cfg(feature = "exchange-api")]
 use crate::ffi::DLManagedTensorVersioned;
 use crate::{DLPackError, DataType, Device};
 
@@ -22,13 +30,15 @@ use crate::{DLPackError, DataType, Device};
 /// naming the tensor, with torch's reason trimmed to its first line (torch
 /// appends a C++ backtrace).
 pub(crate) fn tensor_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {
-    match torch_table(py)? {
-        Some(api) => to_torch(py, api, value),
-        None => through_torch_from_dlpack(py, value),
+    #[cfg(feature = "exchange-api")]
+    if let Some(api) = torch_table(py)? {
+        return to_torch(py, api, value);
     }
+    through_torch_from_dlpack(py, value)
 }
 
-/// torch before 2.10 (no exchange table): `torch.from_dlpack` of a
+/// torch before 2.10 (no exchange table), and builds without the
+/// `exchange-api` feature: `torch.from_dlpack` of a
 /// `DLPackTensor`, under the table path's rules: a value that may not be
 /// written is refused (torch 2.9 takes a versioned capsule and ignores its
 /// read-only flag: its tensor would be a writable alias), and what torch
@@ -90,10 +100,12 @@ pub(crate) fn refused(py: Python<'_>, err: PyErr, dtype: DataType, device: Devic
 }
 
 /// `torch.Tensor`'s exchange table (`None`: torch < 2.10).
+#[cfg(feature = "exchange-api")]
 fn torch_table(py: Python<'_>) -> PyResult<Option<ExchangeApi>> {
     crate::exchange::lookup_type(super::import_tensor_type(py)?)
 }
 
+#[cfg(feature = "exchange-api")]
 thread_local! {
     /// The token of the last value handed to torch's table that was dropped
     /// on this thread, and the next token to hand out (see [`Watched`]).
@@ -107,17 +119,20 @@ thread_local! {
 /// (an error before it): the token says which, so the value is dropped
 /// exactly once either way (another value dropped meanwhile, say by a
 /// garbage collection inside torch, has another token).
+#[cfg(feature = "exchange-api")]
 struct Watched<T> {
     value: T,
     token: u64,
 }
 
+#[cfg(feature = "exchange-api")]
 impl<T> Drop for Watched<T> {
     fn drop(&mut self) {
         DROPPED.set(self.token);
     }
 }
 
+#[cfg(feature = "exchange-api")]
 impl<T: IntoDLPack> IntoDLPack for Watched<T> {
     fn tensor_info(&self) -> Result<TensorInfo<'_>, DLPackError> {
         self.value.tensor_info()
@@ -130,6 +145,7 @@ impl<T: IntoDLPack> IntoDLPack for Watched<T> {
 
 /// A versioned block of the value (the plan of `__dlpack__(max_version=(1, 3))`)
 /// handed to torch's `managed_tensor_to_py_object_no_sync`.
+#[cfg(feature = "exchange-api")]
 fn to_torch<T: IntoDLPack>(
     py: Python<'_>,
     api: ExchangeApi,
@@ -159,6 +175,7 @@ fn to_torch<T: IntoDLPack>(
 
 /// The value in a versioned managed block (described once, as `export_value`
 /// does).
+#[cfg(feature = "exchange-api")]
 fn versioned_block<T: IntoDLPack>(
     value: T,
     token: u64,

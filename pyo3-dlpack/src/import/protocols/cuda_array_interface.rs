@@ -192,6 +192,7 @@ mod tests {
                 .push(format!("wait {producer:#x} -> {consumer:#x}"));
             Ok(())
         }
+        #[cfg(feature = "exchange-api")]
         fn stream_capturing(&self, device: i32, stream: usize) -> Result<bool, InterfaceError> {
             assert_eq!(device, self.ordinal, "the pointer's device");
             self.calls
