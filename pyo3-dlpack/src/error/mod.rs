@@ -17,8 +17,12 @@ pub use interface::{Interface, InterfaceError};
 pub use user::UserError;
 pub(crate) use user::panic_error;
 
-use pyo3::PyErr;
-use pyo3::exceptions::{PyBufferError, PyMemoryError, PyOverflowError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyAttributeError, PyBufferError, PyImportError, PyMemoryError, PyOverflowError,
+    PyRecursionError, PyRuntimeError, PyTypeError, PyValueError,
+};
+use pyo3::types::PyType;
+use pyo3::{Bound, PyErr, Python};
 
 use crate::{DataType, Device, DeviceType};
 
@@ -209,6 +213,22 @@ impl DLPackError {
     }
 }
 
+impl DLPackError {
+    /// This error, met when a copy's export described its value again: the
+    /// export's ([`ExportError::Description`], wrapping it), but for the
+    /// user's own error, which reaches Python as itself. Out of line, so the
+    /// export's code drops no `DLPackError` (whose drop glue is copied into
+    /// every codegen unit that drops one).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn redescribed(self) -> Self {
+        match self {
+            Self::User(_) => self,
+            err => Self::Export(ExportError::Description(Box::new(err))),
+        }
+    }
+}
+
 impl From<PyErr> for DLPackError {
     fn from(err: PyErr) -> Self {
         Self::User(UserError::python(err))
@@ -223,7 +243,9 @@ pub(crate) fn article(word: &str) -> &'static str {
     if vowel_sound { "an" } else { "a" }
 }
 
-/// The Python exception a [`DLPackError`] becomes.
+/// A Python exception type this crate raises: those a [`DLPackError`]
+/// becomes ([`DLPackError::python_kind`]), and those of the Python-facing
+/// code's own checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PythonKind {
     Buffer,
@@ -231,6 +253,11 @@ pub(crate) enum PythonKind {
     Value,
     Overflow,
     Memory,
+    #[cfg_attr(not(feature = "non-dlpack-export"), allow(dead_code))]
+    Attribute,
+    Import,
+    Recursion,
+    Runtime,
 }
 
 impl PythonKind {
@@ -242,7 +269,39 @@ impl PythonKind {
             Self::Value => c"ValueError",
             Self::Overflow => c"OverflowError",
             Self::Memory => c"MemoryError",
+            Self::Attribute => c"AttributeError",
+            Self::Import => c"ImportError",
+            Self::Recursion => c"RecursionError",
+            Self::Runtime => c"RuntimeError",
         }
+    }
+
+    /// The exception's type object.
+    fn type_object(self, py: Python<'_>) -> Bound<'_, PyType> {
+        match self {
+            Self::Buffer => py.get_type::<PyBufferError>(),
+            Self::Type => py.get_type::<PyTypeError>(),
+            Self::Value => py.get_type::<PyValueError>(),
+            Self::Overflow => py.get_type::<PyOverflowError>(),
+            Self::Memory => py.get_type::<PyMemoryError>(),
+            Self::Attribute => py.get_type::<PyAttributeError>(),
+            Self::Import => py.get_type::<PyImportError>(),
+            Self::Recursion => py.get_type::<PyRecursionError>(),
+            Self::Runtime => py.get_type::<PyRuntimeError>(),
+        }
+    }
+
+    /// This exception with `message`, as `PyTypeError::new_err(message)`
+    /// makes a `TypeError`: created when Python first looks at it.
+    ///
+    /// The one constructor of this crate's exceptions with a message, and
+    /// not generic, so that one lazy closure serves them all: each
+    /// `PyErr::new::<E, String>` compiles a boxed closure and its vtable per
+    /// exception type and per codegen unit into every extension.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn new_err(self, message: String) -> PyErr {
+        Python::attach(|py| PyErr::from_type(self.type_object(py), message))
     }
 }
 
@@ -443,14 +502,7 @@ impl From<DLPackError> for PyErr {
         if let DLPackError::User(err) = &err {
             return err.to_pyerr();
         }
-        let message = err.to_string();
-        match err.python_kind() {
-            PythonKind::Buffer => PyBufferError::new_err(message),
-            PythonKind::Type => PyTypeError::new_err(message),
-            PythonKind::Value => PyValueError::new_err(message),
-            PythonKind::Overflow => PyOverflowError::new_err(message),
-            PythonKind::Memory => PyMemoryError::new_err(message),
-        }
+        err.python_kind().new_err(err.to_string())
     }
 }
 

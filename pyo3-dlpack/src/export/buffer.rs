@@ -6,10 +6,10 @@
 
 use std::ffi::{CStr, c_int, c_void};
 
-use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
+use crate::error::PythonKind;
 use crate::export::info::TensorInfo;
 use crate::layout;
 use crate::{DataType, Writability};
@@ -36,7 +36,7 @@ fn format(dtype: DataType) -> Option<&'static CStr> {
 }
 
 fn refuse(message: String) -> PyErr {
-    PyBufferError::new_err(message)
+    PythonKind::Buffer.new_err(message)
 }
 
 /// Fills `view` for a consumer's `flags` from the tensor `info` describes,

@@ -38,7 +38,6 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
-use crate::error::ExportError;
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned};
 use crate::{DLPackError, DataType};
 
@@ -76,11 +75,10 @@ pub(crate) fn export_shared<'py>(
     let info = described.info();
     let plan = request.plan(info)?;
     if plan.copy {
-        let fresh = described.owner().tensor_info().map_err(|err| match err {
-            // A user's own error reaches Python as itself.
-            DLPackError::User(_) => err,
-            err => DLPackError::from(ExportError::Description(Box::new(err))),
-        })?;
+        let fresh = described
+            .owner()
+            .tensor_info()
+            .map_err(DLPackError::redescribed)?;
         return seal_copy(py, &fresh, &request.plan(&fresh)?);
     }
     ready(py, described.owner().as_ref(), info, &plan, request)?;

@@ -7,12 +7,13 @@
 use std::ffi::{CStr, c_char, c_void};
 use std::ptr::{self, NonNull};
 
-use pyo3::exceptions::{PyException, PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
 use super::framework::Framework;
 use crate::error::ExportError;
+use crate::error::PythonKind;
 use crate::exchange::{self, ExchangeApi};
 use crate::ffi::DLTensor;
 use crate::{DLPackError, DataType, Device, PyTensor};
@@ -197,7 +198,7 @@ fn reported_error(py: Python<'_>, reported: Reported) -> PyErr {
     });
     match kind {
         Some(kind) => PyErr::from_type(kind, message),
-        None => PyRuntimeError::new_err(message),
+        None => PythonKind::Runtime.new_err(message),
     }
 }
 
@@ -238,7 +239,7 @@ fn through_constructor<'py>(
             ));
         }
         None => {
-            return Err(PyTypeError::new_err(format!(
+            return Err(PythonKind::Type.new_err(format!(
                 "cannot allocate like a {}: expected a numpy.ndarray, torch.Tensor or cupy.ndarray",
                 like.get_type().name()?
             )));

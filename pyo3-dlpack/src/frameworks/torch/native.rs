@@ -10,6 +10,7 @@ use pyo3::exceptions::PyRuntimeError;
 
 use crate::TensorInfo;
 use crate::error::ExportError;
+use crate::error::PythonKind;
 use crate::exchange::ExchangeApi;
 use crate::export::managed::{IntoBlock, call_deleter};
 use crate::export::plan::{CapsuleFormat, ExportRequest};
@@ -48,7 +49,7 @@ fn through_torch_from_dlpack<T: IntoDLPack>(
             if err.is_instance_of::<pyo3::exceptions::PyBufferError>(py) {
                 // torch 2.9 raises BufferError where 2.10's table raises RuntimeError.
                 let runtime =
-                    PyRuntimeError::new_err(crate::python::text_of(err.value(py).as_any()));
+                    PythonKind::Runtime.new_err(crate::python::text_of(err.value(py).as_any()));
                 return refused(py, runtime, dtype, device);
             }
             refused(py, err, dtype, device)
