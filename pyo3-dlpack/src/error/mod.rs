@@ -243,6 +243,18 @@ pub(crate) fn article(word: &str) -> &'static str {
     if vowel_sound { "an" } else { "a" }
 }
 
+/// A value after its [`article`]: `an int64`, `a 2`, `an 8`. One
+/// non-generic formatter for every message that names a dtype or a rank
+/// this way.
+pub(crate) struct WithArticle<'a>(pub(crate) &'a dyn fmt::Display);
+
+impl fmt::Display for WithArticle<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let word = self.0.to_string();
+        write!(f, "{} {word}", article(&word))
+    }
+}
+
 /// A Python exception type this crate raises: those a [`DLPackError`]
 /// becomes ([`DLPackError::python_kind`]), and those of the Python-facing
 /// code's own checks.
@@ -352,12 +364,7 @@ impl fmt::Display for DLPackError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Dtype { expected, found } => {
-                let expected = expected.to_string();
-                write!(
-                    f,
-                    "expected {} {expected} tensor, got {found}",
-                    article(&expected)
-                )
+                write!(f, "expected {} tensor, got {found}", WithArticle(expected))
             }
             Self::MissingDtype => f.write_str(
                 "the tensor's memory has no element type: give a dtype \
@@ -366,9 +373,9 @@ impl fmt::Display for DLPackError {
             Self::Ndim { expected, found } => {
                 write!(
                     f,
-                    "expected {} {expected}-dimensional tensor, got {}",
-                    article(&expected.to_string()),
-                    detail::dimensions(found)
+                    "expected {}-dimensional tensor, got {}",
+                    WithArticle(expected),
+                    detail::dimensions(*found)
                 )
             }
             Self::Device { expected, found } => {

@@ -72,9 +72,9 @@ pub(crate) unsafe fn fill(
     let dtype = info.dtype();
     let Some(format) = format(dtype) else {
         return Err(refuse(format!(
-            "{} {dtype} tensor has no buffer-protocol format: expected bool, int8 to int64, \
+            "{} tensor has no buffer-protocol format: expected bool, int8 to int64, \
              uint8 to uint64, float16, float32, float64, complex64 or complex128",
-            crate::error::article(&dtype.to_string())
+            crate::error::WithArticle(&dtype)
         )));
     };
     let writable = info.writability() == Writability::Writable;

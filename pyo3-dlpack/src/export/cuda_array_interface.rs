@@ -61,9 +61,9 @@ pub(crate) fn describe<'py>(
     let dtype = info.dtype();
     let Some(typestr) = typestr(dtype) else {
         return Err(PythonKind::Attribute.new_err(format!(
-            "{} {dtype} tensor has no __cuda_array_interface__ typestr: expected bool, an \
+            "{} tensor has no __cuda_array_interface__ typestr: expected bool, an \
              integer, float or complex type",
-            crate::error::article(&dtype.to_string())
+            crate::error::WithArticle(&dtype)
         )));
     };
     crate::export::synchronize(described.owner().as_ref(), info, LEGACY_DEFAULT_STREAM)?;
