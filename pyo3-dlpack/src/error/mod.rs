@@ -709,6 +709,35 @@ mod tests {
     }
 
     #[test]
+    fn each_kind_raises_its_named_exception_with_the_message() {
+        use pyo3::types::PyAnyMethods;
+        let kinds = [
+            PythonKind::Buffer,
+            PythonKind::Type,
+            PythonKind::Value,
+            PythonKind::Overflow,
+            PythonKind::Memory,
+            PythonKind::Attribute,
+            PythonKind::Import,
+            PythonKind::Recursion,
+            PythonKind::Runtime,
+        ];
+        Python::attach(|py| {
+            let builtins = py.import("builtins").unwrap();
+            for kind in kinds {
+                let name = kind.name().to_str().unwrap();
+                let err = kind.new_err(format!("from {name}"));
+                // The exact builtin type the exchange API names, not a subclass.
+                assert!(
+                    err.get_type(py).is(&builtins.getattr(name).unwrap()),
+                    "{name}"
+                );
+                assert_eq!(err.value(py).to_string(), format!("from {name}"));
+            }
+        });
+    }
+
+    #[test]
     fn python_exception_types() {
         Python::attach(|py| {
             let buffer: PyErr = DLPackError::Export(ExportError::ReadOnlyLegacy).into();
