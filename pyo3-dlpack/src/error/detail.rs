@@ -887,3 +887,30 @@ impl fmt::Display for AdapterError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_tensor_names_at_most_eight_of_the_files_tensors() {
+        let missing = |count: usize| AdapterError::TensorNotFound {
+            name: "x".into(),
+            available: (b'a'..)
+                .take(count)
+                .map(|c| (c as char).to_string())
+                .collect(),
+        };
+        let start = "expected a tensor named \"x\" in the safetensors file, which holds";
+        assert_eq!(missing(0).to_string(), format!("{start} none"));
+        assert_eq!(missing(1).to_string(), format!("{start} \"a\""));
+        assert_eq!(
+            missing(8).to_string(),
+            format!("{start} \"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\"")
+        );
+        assert_eq!(
+            missing(11).to_string(),
+            format!("{start} \"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\" and 3 more")
+        );
+    }
+}
