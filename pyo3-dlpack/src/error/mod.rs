@@ -729,7 +729,7 @@ mod tests {
                 let err = kind.new_err(format!("from {name}"));
                 // The exact builtin type the exchange API names, not a subclass.
                 assert!(
-                    err.get_type(py).is(&builtins.getattr(name).unwrap()),
+                    err.get_type(py).is(builtins.getattr(name).unwrap()),
                     "{name}"
                 );
                 assert_eq!(err.value(py).to_string(), format!("from {name}"));
