@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 #[cfg(feature = "non-dlpack-export")]
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 #[cfg(feature = "non-dlpack-export")]
 use pyo3::types::PyDict;
@@ -473,7 +473,7 @@ fn array_of<'py>(
     let info = slf.get().info();
     let device = info.device();
     if !device.is_host_accessible() {
-        return Err(crate::error::PythonKind::Buffer.new_err(format!(
+        return Err(PyBufferError::new_err(format!(
             "cannot make a NumPy array of a tensor on {device}: NumPy reads host memory \
              only; import it with a framework for that device, such as \
              torch.from_dlpack(t) or cupy.from_dlpack(t)"
@@ -486,7 +486,7 @@ fn array_of<'py>(
         } else {
             "import it with torch.from_dlpack(t) or jax.numpy.from_dlpack(t)"
         };
-        return Err(crate::error::PythonKind::Buffer.new_err(format!(
+        return Err(PyBufferError::new_err(format!(
             "cannot make a NumPy array of a {} tensor: NumPy has no such dtype; {elsewhere}",
             info.dtype()
         )));

@@ -20,6 +20,7 @@ mod payload;
 mod reconstructor;
 mod restore;
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -116,7 +117,7 @@ fn refuse_subclass(tensor: &Bound<'_, DLPackTensor>, what: &str) -> PyResult<()>
     if class.is(tensor.py().get_type::<DLPackTensor>()) {
         return Ok(());
     }
-    Err(crate::error::PythonKind::Type.new_err(format!(
+    Err(PyTypeError::new_err(format!(
         "cannot {what} '{}' object: it extends DLPackTensor with state of its own; \
          define __reduce__ (pickling) or __copy__/__deepcopy__ (copies) on it",
         class.name()?

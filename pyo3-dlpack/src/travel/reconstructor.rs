@@ -99,7 +99,7 @@ fn install(py: Python<'_>, name: &str) -> PyResult<()> {
     }
     let module = py.import(name)?;
     if !holds_this_crate(py, &module)? {
-        return Err(crate::error::PythonKind::Import.new_err(format!(
+        return Err(pyo3::exceptions::PyImportError::new_err(format!(
             "module {name} does not hold the pyo3-dlpack code this pickle names"
         )));
     }

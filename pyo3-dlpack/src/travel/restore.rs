@@ -385,5 +385,5 @@ pub(crate) fn copy_of(tensor: &Bound<'_, DLPackTensor>) -> PyResult<DLPackTensor
 
 /// Why a copy could not be made: a `BufferError`.
 fn cannot_copy(_py: Python<'_>, message: String) -> PyErr {
-    crate::error::PythonKind::Buffer.new_err(format!("cannot copy: {message}"))
+    pyo3::exceptions::PyBufferError::new_err(format!("cannot copy: {message}"))
 }
