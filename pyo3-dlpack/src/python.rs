@@ -11,6 +11,7 @@ use pyo3::types::{PyDict, PyString};
 
 use crate::DLPackError;
 use crate::error::ArgumentError;
+use crate::error::PythonKind;
 
 /// `value`, a Python `int` (checked by the caller), as a `T` within `range`;
 /// otherwise [`ArgumentError::OutOfRange`] naming `what` (an `OverflowError`,
@@ -167,7 +168,7 @@ impl<'py> RecursionLevel<'py> {
     pub(crate) fn enter(py: Python<'py>) -> PyResult<Self> {
         let depth = NESTED_IMPORTS.with(|depth| depth.get());
         if depth >= MAX_NESTED_IMPORTS {
-            return Err(PyRecursionError::new_err(format!(
+            return Err(PythonKind::Recursion.new_err(format!(
                 "maximum recursion depth exceeded while importing a tensor: \
                  {MAX_NESTED_IMPORTS} imports nested in one another (a __dlpack__ that imports itself?)"
             )));

@@ -18,15 +18,28 @@ pub(super) fn list(entries: &[i64]) -> impl fmt::Display + '_ {
 }
 
 /// A count of dimensions in words: `1 dimension`, `3 dimensions`.
-pub(crate) fn dimensions(count: impl fmt::Display) -> String {
+pub(crate) fn dimensions(count: usize) -> Counted {
     counted(count, "dimension", "dimensions")
 }
 
 /// A count in words, the noun agreeing with it: `1 entry`, `2 entries`.
-fn counted(count: impl fmt::Display, one: &str, many: &str) -> String {
-    let count = count.to_string();
-    let noun = if count == "1" { one } else { many };
-    format!("{count} {noun}")
+fn counted(count: usize, one: &'static str, many: &'static str) -> Counted {
+    Counted {
+        count,
+        noun: if count == 1 { one } else { many },
+    }
+}
+
+/// A count and its noun, formatted without a `String` of its own.
+pub(crate) struct Counted {
+    count: usize,
+    noun: &'static str,
+}
+
+impl fmt::Display for Counted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.count, self.noun)
+    }
 }
 
 /// A tensor layout named in an error: shape, strides (when given) and dtype.
@@ -473,11 +486,11 @@ impl fmt::Display for CapsuleError {
             Self::NullShape {
                 ndim,
                 prototype: false,
-            } => write!(f, "the tensor has {} but a NULL shape", dimensions(ndim)),
+            } => write!(f, "the tensor has {} but a NULL shape", dimensions(*ndim)),
             Self::NullShape {
                 ndim,
                 prototype: true,
-            } => write!(f, "a prototype of {} with a NULL shape", dimensions(ndim)),
+            } => write!(f, "a prototype of {} with a NULL shape", dimensions(*ndim)),
             Self::NullData { shape } => write!(
                 f,
                 "the tensor has shape {} but a NULL data pointer",
@@ -666,8 +679,8 @@ impl fmt::Display for ExportError {
                 ),
                 None => write!(
                     f,
-                    "a {array} cannot hold {} {dtype} tensor: {reason}",
-                    super::article(&dtype.to_string())
+                    "a {array} cannot hold {} tensor: {reason}",
+                    super::WithArticle(dtype)
                 ),
             },
             Self::RequiresGrad => {
@@ -872,5 +885,32 @@ impl fmt::Display for AdapterError {
             ),
             Self::Io { path, message } => write!(f, "cannot read {path:?}: {message}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_tensor_names_at_most_eight_of_the_files_tensors() {
+        let missing = |count: usize| AdapterError::TensorNotFound {
+            name: "x".into(),
+            available: (b'a'..)
+                .take(count)
+                .map(|c| (c as char).to_string())
+                .collect(),
+        };
+        let start = "expected a tensor named \"x\" in the safetensors file, which holds";
+        assert_eq!(missing(0).to_string(), format!("{start} none"));
+        assert_eq!(missing(1).to_string(), format!("{start} \"a\""));
+        assert_eq!(
+            missing(8).to_string(),
+            format!("{start} \"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\"")
+        );
+        assert_eq!(
+            missing(11).to_string(),
+            format!("{start} \"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\" and 3 more")
+        );
     }
 }

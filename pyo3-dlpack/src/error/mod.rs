@@ -17,8 +17,12 @@ pub use interface::{Interface, InterfaceError};
 pub use user::UserError;
 pub(crate) use user::panic_error;
 
-use pyo3::PyErr;
-use pyo3::exceptions::{PyBufferError, PyMemoryError, PyOverflowError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyAttributeError, PyBufferError, PyImportError, PyMemoryError, PyOverflowError,
+    PyRecursionError, PyRuntimeError, PyTypeError, PyValueError,
+};
+use pyo3::types::PyType;
+use pyo3::{Bound, PyErr, Python};
 
 use crate::{DataType, Device, DeviceType};
 
@@ -209,6 +213,22 @@ impl DLPackError {
     }
 }
 
+impl DLPackError {
+    /// This error, met when a copy's export described its value again: the
+    /// export's ([`ExportError::Description`], wrapping it), but for the
+    /// user's own error, which reaches Python as itself. Out of line, so the
+    /// export's code drops no `DLPackError` (whose drop glue is copied into
+    /// every codegen unit that drops one).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn redescribed(self) -> Self {
+        match self {
+            Self::User(_) => self,
+            err => Self::Export(ExportError::Description(Box::new(err))),
+        }
+    }
+}
+
 impl From<PyErr> for DLPackError {
     fn from(err: PyErr) -> Self {
         Self::User(UserError::python(err))
@@ -223,7 +243,21 @@ pub(crate) fn article(word: &str) -> &'static str {
     if vowel_sound { "an" } else { "a" }
 }
 
-/// The Python exception a [`DLPackError`] becomes.
+/// A value after its [`article`]: `an int64`, `a 2`, `an 8`. One
+/// non-generic formatter for every message that names a dtype or a rank
+/// this way.
+pub(crate) struct WithArticle<'a>(pub(crate) &'a dyn fmt::Display);
+
+impl fmt::Display for WithArticle<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let word = self.0.to_string();
+        write!(f, "{} {word}", article(&word))
+    }
+}
+
+/// A Python exception type this crate raises: those a [`DLPackError`]
+/// becomes ([`DLPackError::python_kind`]), and those of the Python-facing
+/// code's own checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PythonKind {
     Buffer,
@@ -231,11 +265,16 @@ pub(crate) enum PythonKind {
     Value,
     Overflow,
     Memory,
+    #[cfg_attr(not(feature = "non-dlpack-export"), allow(dead_code))]
+    Attribute,
+    Import,
+    Recursion,
+    Runtime,
 }
 
 impl PythonKind {
     /// The exception's name, for the exchange API's `SetError` callback.
-    #[cfg(feature = "exchange-api")]
+    #[cfg(any(feature = "exchange-api", test))]
     pub(crate) fn name(self) -> &'static std::ffi::CStr {
         match self {
             Self::Buffer => c"BufferError",
@@ -243,7 +282,40 @@ impl PythonKind {
             Self::Value => c"ValueError",
             Self::Overflow => c"OverflowError",
             Self::Memory => c"MemoryError",
+            Self::Attribute => c"AttributeError",
+            Self::Import => c"ImportError",
+            Self::Recursion => c"RecursionError",
+            Self::Runtime => c"RuntimeError",
         }
+    }
+
+    /// The exception's type object.
+    fn type_object(self, py: Python<'_>) -> Bound<'_, PyType> {
+        match self {
+            Self::Buffer => py.get_type::<PyBufferError>(),
+            Self::Type => py.get_type::<PyTypeError>(),
+            Self::Value => py.get_type::<PyValueError>(),
+            Self::Overflow => py.get_type::<PyOverflowError>(),
+            Self::Memory => py.get_type::<PyMemoryError>(),
+            Self::Attribute => py.get_type::<PyAttributeError>(),
+            Self::Import => py.get_type::<PyImportError>(),
+            Self::Recursion => py.get_type::<PyRecursionError>(),
+            Self::Runtime => py.get_type::<PyRuntimeError>(),
+        }
+    }
+
+    /// This exception with `message`, as `PyTypeError::new_err(message)`
+    /// makes a `TypeError`, for code that runs attached to the interpreter
+    /// (on a thread that is not, it attaches to make the error).
+    ///
+    /// The one constructor of this crate's exceptions with a message, and
+    /// not generic, so that one lazy closure serves them all: each
+    /// `PyErr::new::<E, String>` compiles a boxed closure and its vtable per
+    /// exception type and per codegen unit into every extension.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn new_err(self, message: String) -> PyErr {
+        Python::attach(|py| PyErr::from_type(self.type_object(py), message))
     }
 }
 
@@ -294,12 +366,7 @@ impl fmt::Display for DLPackError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Dtype { expected, found } => {
-                let expected = expected.to_string();
-                write!(
-                    f,
-                    "expected {} {expected} tensor, got {found}",
-                    article(&expected)
-                )
+                write!(f, "expected {} tensor, got {found}", WithArticle(expected))
             }
             Self::MissingDtype => f.write_str(
                 "the tensor's memory has no element type: give a dtype \
@@ -308,9 +375,9 @@ impl fmt::Display for DLPackError {
             Self::Ndim { expected, found } => {
                 write!(
                     f,
-                    "expected {} {expected}-dimensional tensor, got {}",
-                    article(&expected.to_string()),
-                    detail::dimensions(found)
+                    "expected {}-dimensional tensor, got {}",
+                    WithArticle(expected),
+                    detail::dimensions(*found)
                 )
             }
             Self::Device { expected, found } => {
@@ -444,6 +511,9 @@ impl From<DLPackError> for PyErr {
         if let DLPackError::User(err) = &err {
             return err.to_pyerr();
         }
+        // Lazy, needing no interpreter until Python looks at it: a user
+        // may convert on a thread that is not attached (`PythonKind::new_err`
+        // attaches, for the crate's own Python-facing code).
         let message = err.to_string();
         match err.python_kind() {
             PythonKind::Buffer => PyBufferError::new_err(message),
@@ -451,6 +521,7 @@ impl From<DLPackError> for PyErr {
             PythonKind::Value => PyValueError::new_err(message),
             PythonKind::Overflow => PyOverflowError::new_err(message),
             PythonKind::Memory => PyMemoryError::new_err(message),
+            kind => kind.new_err(message),
         }
     }
 }
@@ -648,6 +719,35 @@ mod tests {
         for (err, message) in cases {
             assert_eq!(err.to_string(), message);
         }
+    }
+
+    #[test]
+    fn each_kind_raises_its_named_exception_with_the_message() {
+        use pyo3::types::PyAnyMethods;
+        let kinds = [
+            PythonKind::Buffer,
+            PythonKind::Type,
+            PythonKind::Value,
+            PythonKind::Overflow,
+            PythonKind::Memory,
+            PythonKind::Attribute,
+            PythonKind::Import,
+            PythonKind::Recursion,
+            PythonKind::Runtime,
+        ];
+        Python::attach(|py| {
+            let builtins = py.import("builtins").unwrap();
+            for kind in kinds {
+                let name = kind.name().to_str().unwrap();
+                let err = kind.new_err(format!("from {name}"));
+                // The exact builtin type the exchange API names, not a subclass.
+                assert!(
+                    err.get_type(py).is(builtins.getattr(name).unwrap()),
+                    "{name}"
+                );
+                assert_eq!(err.value(py).to_string(), format!("from {name}"));
+            }
+        });
     }
 
     #[test]

@@ -6,10 +6,10 @@
 
 use std::ffi::{CStr, c_int, c_void};
 
-use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
+use crate::error::PythonKind;
 use crate::export::info::TensorInfo;
 use crate::layout;
 use crate::{DataType, Writability};
@@ -36,7 +36,7 @@ fn format(dtype: DataType) -> Option<&'static CStr> {
 }
 
 fn refuse(message: String) -> PyErr {
-    PyBufferError::new_err(message)
+    PythonKind::Buffer.new_err(message)
 }
 
 /// Fills `view` for a consumer's `flags` from the tensor `info` describes,
@@ -72,9 +72,9 @@ pub(crate) unsafe fn fill(
     let dtype = info.dtype();
     let Some(format) = format(dtype) else {
         return Err(refuse(format!(
-            "{} {dtype} tensor has no buffer-protocol format: expected bool, int8 to int64, \
+            "{} tensor has no buffer-protocol format: expected bool, int8 to int64, \
              uint8 to uint64, float16, float32, float64, complex64 or complex128",
-            crate::error::article(&dtype.to_string())
+            crate::error::WithArticle(&dtype)
         )));
     };
     let writable = info.writability() == Writability::Writable;

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::PyAttributeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
+use crate::error::PythonKind;
 use crate::export::Described;
 use crate::export::into::IntoDLPack;
 use crate::{DataType, DataTypeCode, DeviceType, Writability, layout};
@@ -53,17 +53,17 @@ pub(crate) fn describe<'py>(
         device.device_type,
         DeviceType::CUDA | DeviceType::CUDA_MANAGED
     ) {
-        return Err(PyAttributeError::new_err(format!(
+        return Err(PythonKind::Attribute.new_err(format!(
             "a DLPackTensor on {device} has no __cuda_array_interface__: it describes CUDA \
              device memory"
         )));
     }
     let dtype = info.dtype();
     let Some(typestr) = typestr(dtype) else {
-        return Err(PyAttributeError::new_err(format!(
-            "{} {dtype} tensor has no __cuda_array_interface__ typestr: expected bool, an \
+        return Err(PythonKind::Attribute.new_err(format!(
+            "{} tensor has no __cuda_array_interface__ typestr: expected bool, an \
              integer, float or complex type",
-            crate::error::article(&dtype.to_string())
+            crate::error::WithArticle(&dtype)
         )));
     };
     crate::export::synchronize(described.owner().as_ref(), info, LEGACY_DEFAULT_STREAM)?;

@@ -20,12 +20,12 @@
 //! the same errors. Either is the one `__dlpack__` of the type, a class
 //! attribute (`tensor.rs`).
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCapsule, PyInt, PyString, PyTuple};
 
 use crate::error::ArgumentError;
+use crate::error::PythonKind;
 use crate::export::plan::ExportRequest;
 use crate::python::int_in_range;
 use crate::{DLPackError, DLPackTensor, Device, DeviceType};
@@ -47,7 +47,7 @@ pub(crate) fn unexpected(name: &Bound<'_, PyAny>) -> PyErr {
     let name = name
         .cast::<PyString>()
         .map_or_else(|_| "?".into(), |name| name.to_string_lossy().into_owned());
-    PyTypeError::new_err(format!(
+    PythonKind::Type.new_err(format!(
         "DLPackTensor.__dlpack__() got an unexpected keyword argument '{name}'"
     ))
 }
@@ -55,7 +55,7 @@ pub(crate) fn unexpected(name: &Bound<'_, PyAny>) -> PyErr {
 /// The error for positional arguments (every parameter is keyword-only).
 pub(crate) fn positional(nargs: usize) -> PyErr {
     let was = if nargs == 1 { "was" } else { "were" };
-    PyTypeError::new_err(format!(
+    PythonKind::Type.new_err(format!(
         "DLPackTensor.__dlpack__() takes 0 positional arguments but {nargs} {was} given"
     ))
 }
@@ -143,7 +143,7 @@ fn not_none<'a, 'py>(value: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'
 /// `Ok` for any `int` (or subclass, such as torch's and JAX's `IntEnum`
 /// device types), but not `bool`.
 fn int(value: &Bound<'_, PyAny>, name: &'static str) -> Result<(), DLPackError> {
-    if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
+    if !is_int(value) {
         return Err(ArgumentError::NotInteger {
             name,
             found: describe(value)?,
@@ -151,6 +151,11 @@ fn int(value: &Bound<'_, PyAny>, name: &'static str) -> Result<(), DLPackError> 
         .into());
     }
     Ok(())
+}
+
+/// Whether `value` is an `int` (not a `bool`).
+fn is_int(value: &Bound<'_, PyAny>) -> bool {
+    value.is_instance_of::<PyInt>() && !value.is_instance_of::<PyBool>()
 }
 
 /// The two integers of a 2-sequence (not yet checked for range).
@@ -182,7 +187,9 @@ fn int_pair<'py>(
     }
     let item = |i| {
         let item = tuple.get_item(i).map_err(|_| wrong())?;
-        int(&item, name).map_err(|_| wrong())?;
+        if !is_int(&item) {
+            return Err(wrong());
+        }
         Ok::<_, DLPackError>(item)
     };
     Ok([item(0)?, item(1)?])
@@ -445,12 +452,12 @@ mod varargs {
 mod fastcall {
     use std::panic::{AssertUnwindSafe, catch_unwind};
 
-    use pyo3::exceptions::PyTypeError;
     use pyo3::ffi;
     use pyo3::prelude::*;
     use pyo3::sync::PyOnceLock;
     use pyo3::types::{PyCapsule, PyString, PyTuple};
 
+    use crate::error::PythonKind;
     use crate::export::plan::ExportRequest;
 
     /// The method: `slf` is a `DLPackTensor` (the descriptor checks), `args`
@@ -540,7 +547,7 @@ mod fastcall {
             let index = parameter(interned, name).ok_or_else(|| unexpected(name))?;
             let slot = &mut self.values[index];
             if slot.is_some() {
-                return Err(PyTypeError::new_err(format!(
+                return Err(PythonKind::Type.new_err(format!(
                     "DLPackTensor.__dlpack__() got multiple values for argument '{}'",
                     NAMES[index]
                 )));

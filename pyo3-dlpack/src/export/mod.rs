@@ -44,7 +44,6 @@ use pyo3::types::PyCapsule;
 use crate::DLPackError;
 #[cfg(feature = "exchange-api")]
 use crate::DataType;
-use crate::error::ExportError;
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned};
 
 pub(crate) use copy::HostTensor;
@@ -81,11 +80,10 @@ pub(crate) fn export_shared<'py>(
     let info = described.info();
     let plan = request.plan(info)?;
     if plan.copy {
-        let fresh = described.owner().tensor_info().map_err(|err| match err {
-            // A user's own error reaches Python as itself.
-            DLPackError::User(_) => err,
-            err => DLPackError::from(ExportError::Description(Box::new(err))),
-        })?;
+        let fresh = described
+            .owner()
+            .tensor_info()
+            .map_err(DLPackError::redescribed)?;
         return seal_copy(py, &fresh, &request.plan(&fresh)?);
     }
     ready(py, described.owner().as_ref(), info, &plan, request)?;

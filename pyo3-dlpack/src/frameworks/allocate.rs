@@ -11,7 +11,7 @@ use std::ptr::{self, NonNull};
 
 use pyo3::exceptions::PyTypeError;
 #[cfg(feature = "exchange-api")]
-use pyo3::exceptions::{PyException, PyRuntimeError};
+use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 #[cfg(feature = "exchange-api")]
@@ -21,6 +21,7 @@ use super::framework::Framework;
 #[cfg(feature = "exchange-api")]
 use crate::Device;
 use crate::error::ExportError;
+use crate::error::PythonKind;
 #[cfg(feature = "exchange-api")]
 use crate::exchange::{self, ExchangeApi};
 #[cfg(feature = "exchange-api")]
@@ -214,7 +215,7 @@ fn reported_error(py: Python<'_>, reported: Reported) -> PyErr {
     });
     match kind {
         Some(kind) => PyErr::from_type(kind, message),
-        None => PyRuntimeError::new_err(message),
+        None => PythonKind::Runtime.new_err(message),
     }
 }
 
@@ -255,7 +256,7 @@ fn through_constructor<'py>(
             ));
         }
         None => {
-            return Err(PyTypeError::new_err(format!(
+            return Err(PythonKind::Type.new_err(format!(
                 "cannot allocate like a {}: expected a numpy.ndarray, torch.Tensor or cupy.ndarray",
                 like.get_type().name()?
             )));

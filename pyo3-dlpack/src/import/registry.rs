@@ -133,9 +133,8 @@ fn published(py: Python<'_>) -> PyResult<&'static SharedRegistry> {
     // (the name says the version).
     let table = unsafe { pointer.cast::<SharedRegistry>().as_ref() };
     if table.version != 1 {
-        return Err(pyo3::exceptions::PyImportError::new_err(
-            "the process's pyo3-dlpack aliasing registry is of another version",
-        ));
+        return Err(crate::error::PythonKind::Import
+            .new_err("the process's pyo3-dlpack aliasing registry is of another version".into()));
     }
     Ok(table)
 }

@@ -10,11 +10,12 @@
 
 use std::ffi::{c_int, c_void};
 
-use pyo3::exceptions::PyImportError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyCapsuleMethods};
+
+use crate::error::PythonKind;
 
 /// The functions and the array type of NumPy's C API, read once from its
 /// table (whose entries live as long as NumPy, never unloaded).
@@ -88,7 +89,9 @@ fn read(py: Python<'_>) -> PyResult<Api> {
     let ndarray = module.getattr("ndarray")?;
     let table = capsule
         .pointer_checked(None)
-        .map_err(|_| PyImportError::new_err("numpy's _ARRAY_API capsule holds no table"))?
+        .map_err(|_| {
+            PythonKind::Import.new_err("numpy's _ARRAY_API capsule holds no table".into())
+        })?
         .as_ptr()
         .cast::<*const c_void>()
         .cast_const();
@@ -99,9 +102,7 @@ fn read(py: Python<'_>) -> PyResult<Api> {
         // first and checked to name NumPy's `ndarray` before any other.
         let entry = unsafe { slot(table, index) };
         if entry.is_null() {
-            return Err(PyImportError::new_err(
-                "numpy's C API table has a NULL entry",
-            ));
+            return Err(PythonKind::Import.new_err("numpy's C API table has a NULL entry".into()));
         }
         Ok(entry)
     };
@@ -111,9 +112,8 @@ fn read(py: Python<'_>) -> PyResult<Api> {
     // before any slot past the second is read.
     let array_type = read(2)?;
     if array_type != ndarray.as_ptr().cast_const().cast() || !is_static_type(&ndarray) {
-        return Err(PyImportError::new_err(
-            "numpy's _ARRAY_API capsule does not name numpy's ndarray",
-        ));
+        return Err(PythonKind::Import
+            .new_err("numpy's _ARRAY_API capsule does not name numpy's ndarray".into()));
     }
     let (descr, new, base) = (read(45)?, read(94)?, read(282)?);
     // `numpy.generic` of the package: NumPy 1's `numpy.core.multiarray` has
@@ -121,9 +121,9 @@ fn read(py: Python<'_>) -> PyResult<Api> {
     let generic = read(10)?;
     let numpy_generic = py.import("numpy")?.getattr("generic")?;
     if generic != numpy_generic.as_ptr().cast_const().cast() {
-        return Err(PyImportError::new_err(
-            "numpy's C API table does not name numpy.generic",
-        ));
+        return Err(
+            PythonKind::Import.new_err("numpy's C API table does not name numpy.generic".into())
+        );
     }
     Ok(Api {
         array_type: array_type.cast_mut().cast(),

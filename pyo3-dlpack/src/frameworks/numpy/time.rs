@@ -1,11 +1,11 @@
 //! NumPy's `datetime64` and `timedelta64` arrays, which DLPack has no dtype
 //! for, read as their `int64` counts of a unit the caller names.
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::PyTensor;
+use crate::error::PythonKind;
 
 /// NumPy's time dtypes: `datetime64` (instants) or `timedelta64`
 /// (durations), each counting a unit (`"s"`, `"m"`, `"ns"`, …).
@@ -78,7 +78,7 @@ impl PyTensor {
         let py = obj.py();
         let expected = format!("a NumPy {}[{unit}] array", time.name());
         if !super::is_ndarray(obj) {
-            return Err(PyTypeError::new_err(format!(
+            return Err(PythonKind::Type.new_err(format!(
                 "expected {expected}, got {}",
                 crate::python::type_name(obj)
             )));
@@ -94,7 +94,7 @@ impl PyTensor {
             (String::new(), 0)
         };
         if found_unit != unit || count != 1 {
-            return Err(PyTypeError::new_err(format!(
+            return Err(PythonKind::Type.new_err(format!(
                 "expected {expected}, got one of dtype {}",
                 dtype.str()?
             )));

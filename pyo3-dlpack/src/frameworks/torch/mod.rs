@@ -112,7 +112,7 @@ pub(crate) fn import_tensor_type(py: Python<'_>) -> PyResult<Bound<'_, PyType>> 
     }
     py.import(MODULE)?;
     tensor_type(py)
-        .ok_or_else(|| pyo3::exceptions::PyImportError::new_err("torch has no Tensor type"))
+        .ok_or_else(|| crate::error::PythonKind::Import.new_err("torch has no Tensor type".into()))
 }
 
 /// Whether `obj` is exactly a `torch.Tensor` (by identity; a subclass may

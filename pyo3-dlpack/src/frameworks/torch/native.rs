@@ -12,6 +12,7 @@ use pyo3::exceptions::PyRuntimeError;
 
 use crate::TensorInfo;
 use crate::error::ExportError;
+use crate::error::PythonKind;
 #[cfg(feature = "exchange-api")]
 use crate::exchange::ExchangeApi;
 #[cfg(feature = "exchange-api")]
@@ -58,7 +59,7 @@ fn through_torch_from_dlpack<T: IntoDLPack>(
             if err.is_instance_of::<pyo3::exceptions::PyBufferError>(py) {
                 // torch 2.9 raises BufferError where 2.10's table raises RuntimeError.
                 let runtime =
-                    PyRuntimeError::new_err(crate::python::text_of(err.value(py).as_any()));
+                    PythonKind::Runtime.new_err(crate::python::text_of(err.value(py).as_any()));
                 return refused(py, runtime, dtype, device);
             }
             refused(py, err, dtype, device)

@@ -12,6 +12,7 @@ use ndarray::{ArrayView, ArrayViewMut, Dimension, Ix0, Ix1, Ix2, Ix3, Ix4, Ix5, 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
+use crate::error::PythonKind;
 use crate::{DLPackError, DeviceTensor, Located, PlainElement, PyTensor};
 use memory::{AnyDevice, Cuda, Host, Memory};
 
@@ -149,7 +150,7 @@ fn check_host_view<T: PlainElement, D: Dimension>(tensor: &PyTensor) -> Result<(
 
 /// A failed argument check as the `TypeError` PyO3 names the argument in.
 fn argument_error(err: DLPackError) -> PyErr {
-    PyTypeError::new_err(err.to_string())
+    PythonKind::Type.new_err(err.to_string())
 }
 
 /// An argument's import that failed (a producer's refusal, a `BufferError`
@@ -162,7 +163,7 @@ fn import_error(py: Python<'_>, err: PyErr) -> PyErr {
     if crate::python::is_interruption(py, &err) || err.is_instance_of::<PyTypeError>(py) {
         return err;
     }
-    let as_type_error = PyTypeError::new_err(crate::python::text_of(err.value(py).as_any()));
+    let as_type_error = PythonKind::Type.new_err(crate::python::text_of(err.value(py).as_any()));
     as_type_error.set_cause(py, Some(err));
     as_type_error
 }
