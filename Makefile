@@ -84,8 +84,9 @@ rust-test: $(VENV_STAMP)
 	# Its unit tests without default features (DLPack only: the smallest build, benchmarks/size),
 	# among them the error that pickling and copies raise without feature `pickle`, and that an
 	# import, allocate_like and Native::torch take no exchange table without feature
-	# `exchange-api` (import::entry::tests, which also run in the default build). The doc
-	# tests need feature `derive`.
+	# `exchange-api` (import::entry::tests) and that NumPy and JAX arrays take `__dlpack__`
+	# without feature `fast-paths` (import::entry::fast_path_tests); both also run in the
+	# default build. The doc tests need feature `derive`.
 	PYTHONPATH=$(VENV_SITE) cargo test -p pyo3-dlpack --lib --no-default-features
 	# The stub features' own unit tests (no other build enables them): the hints each type
 	# gives PyO3's introspection and pyo3-stub-gen, and the stub pyo3-stub-gen renders.

@@ -124,11 +124,18 @@ pub(crate) fn driver(purpose: &'static str) -> Result<&'static dyn Cuda, Interfa
 /// No driver: this build has none (feature `cuda-driver` off); `purpose`
 /// says what needed it, for the error.
 #[cfg(not(feature = "cuda-driver"))]
-#[cold]
+#[inline(always)]
 pub(crate) fn driver(purpose: &'static str) -> Result<&'static dyn Cuda, InterfaceError> {
-    Err(InterfaceError::NoCudaDriver {
+    Err(no_driver(purpose))
+}
+
+#[cfg(not(feature = "cuda-driver"))]
+#[cold]
+#[inline(never)]
+fn no_driver(purpose: &'static str) -> InterfaceError {
+    InterfaceError::NoCudaDriver {
         purpose,
         reason: "this build has no CUDA support (pyo3-dlpack's feature `cuda-driver` is off)"
             .to_owned(),
-    })
+    }
 }

@@ -9,9 +9,9 @@ use std::ffi::{CStr, c_char, c_void};
 #[cfg(feature = "exchange-api")]
 use std::ptr::{self, NonNull};
 
-use pyo3::exceptions::PyTypeError;
 #[cfg(feature = "exchange-api")]
 use pyo3::exceptions::PyException;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 #[cfg(feature = "exchange-api")]

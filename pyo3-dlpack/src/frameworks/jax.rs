@@ -11,23 +11,34 @@
 //! unknown, the state a legacy capsule may carry.
 
 use std::sync::Arc;
+#[cfg(feature = "fast-paths")]
 use std::sync::atomic::{AtomicBool, Ordering};
 
+#[cfg(feature = "fast-paths")]
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyDict, PyType};
+use pyo3::types::PyType;
+#[cfg(feature = "fast-paths")]
+use pyo3::types::{PyCapsule, PyDict};
 
 use super::framework::Framework;
+#[cfg(feature = "fast-paths")]
+use crate::DeviceType;
 use crate::error::ExportError;
-use crate::export::{CapsuleFormat, DLPackTensor, IntoDLPack};
-use crate::{DLPackError, DataType, DataTypeCode, DeviceType, TensorInfo};
+#[cfg(feature = "fast-paths")]
+use crate::export::CapsuleFormat;
+use crate::export::{DLPackTensor, IntoDLPack};
+use crate::{DLPackError, DataType, DataTypeCode, TensorInfo};
 
 /// jaxlib's array type, its C++ DLPack export and the sharding of arrays on
 /// one device, as found in one module.
 struct Jaxlib {
     array_type: Py<PyType>,
+    // Read by the fast path only (feature `fast-paths`).
+    #[cfg_attr(not(feature = "fast-paths"), allow(dead_code))]
     export: Py<PyAny>,
+    #[cfg_attr(not(feature = "fast-paths"), allow(dead_code))]
     single_device: Py<PyType>,
 }
 
@@ -55,6 +66,7 @@ static JAXLIB: PyOnceLock<Jaxlib> = PyOnceLock::new();
 /// `__dlpack__` would: what the function returns is a capsule checked as
 /// any other (and at worst, real arrays arriving after it take the
 /// `__dlpack__` path).
+#[cfg(feature = "fast-paths")]
 pub(crate) fn export_capsule<'py>(
     obj: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyCapsule>>> {
@@ -151,6 +163,7 @@ fn find_jaxlib(obj: &Bound<'_, PyAny>) -> Option<Jaxlib> {
 pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {
     let tensor = DLPackTensor::new(ForImmutableConsumer(value))?;
     refuse_what_jax_lacks(tensor.info())?;
+    #[cfg(feature = "fast-paths")]
     if is_taken_as_it_is(tensor.info()) {
         if let Some(import) = CapsuleImport::of_this_jax(py) {
             if let Some(array) = import.array(py, &tensor)? {
@@ -207,6 +220,7 @@ fn refuse_what_jax_lacks(info: &TensorInfo<'_>) -> Result<(), DLPackError> {
 /// without a step after jaxlib's capsule import: host memory, and a dtype
 /// that `jnp.asarray` keeps (int64, uint64, float64 and complex128 become
 /// 32-bit types unless x64 is enabled).
+#[cfg(feature = "fast-paths")]
 fn is_taken_as_it_is(info: &TensorInfo<'_>) -> bool {
     let narrowed = [DataType::I64, DataType::U64, DataType::F64, DataType::C128];
     info.device().device_type == DeviceType::CPU && !narrowed.contains(&info.dtype())
@@ -221,6 +235,7 @@ fn is_taken_as_it_is(info: &TensorInfo<'_>) -> bool {
 /// whose private modules moved, and one whose import raises a `TypeError`
 /// for our keywords get `from_dlpack`. Widen `PROVEN` only with a matrix
 /// run of the newer JAX.
+#[cfg(feature = "fast-paths")]
 struct CapsuleImport {
     to_buffer: Py<PyAny>,
     get_backend: Py<PyAny>,
@@ -228,12 +243,15 @@ struct CapsuleImport {
 
 /// This process's [`CapsuleImport`], looked up once; `None` where the
 /// jaxlib is not a proven one or a module or name is missing.
+#[cfg(feature = "fast-paths")]
 static CAPSULE_IMPORT: PyOnceLock<Option<CapsuleImport>> = PyOnceLock::new();
 
 /// Set once a capsule import raised a `TypeError`: from then on every
 /// value takes `from_dlpack`.
+#[cfg(feature = "fast-paths")]
 static CAPSULE_IMPORT_REFUSED: AtomicBool = AtomicBool::new(false);
 
+#[cfg(feature = "fast-paths")]
 impl CapsuleImport {
     /// The jaxlib extension versions whose capsule import, and whose
     /// `from_dlpack` around it, the test matrix has proven.

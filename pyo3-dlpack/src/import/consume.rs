@@ -71,7 +71,8 @@ pub(crate) enum Managed {
     },
     /// A NumPy array read directly (`import::numpy`): a reference to the
     /// array, which keeps the memory alive (the `PyTensor` keeps its
-    /// description, as for `Borrowed`).
+    /// description, as for `Borrowed`). Made by feature `fast-paths` only.
+    #[cfg_attr(not(feature = "fast-paths"), allow(dead_code))]
     Array {
         version: crate::ffi::DLPackVersion,
         writable: bool,

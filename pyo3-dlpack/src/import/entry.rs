@@ -8,8 +8,11 @@ use pyo3::types::PyCapsule;
 
 #[cfg(feature = "exchange-api")]
 use crate::exchange;
+#[cfg(feature = "fast-paths")]
 use crate::ffi::DLPackVersion;
-use crate::frameworks::{jax, numpy};
+use crate::frameworks::jax;
+#[cfg(feature = "fast-paths")]
+use crate::frameworks::numpy;
 #[cfg(feature = "exchange-api")]
 use crate::import::negotiate::probe_dlpack;
 use crate::import::negotiate::{legacy_writability, request_capsule};
@@ -38,8 +41,9 @@ impl PyTensor {
 
     /// Imports with explicit `stream`, `max_version`, `dl_device` and `copy`.
     ///
-    /// An exact `numpy.ndarray` of NumPy 2.1 or later, imported with the
-    /// default options, is read directly (data, shape, strides, dtype and
+    /// With feature `fast-paths` (on by default), an exact `numpy.ndarray`
+    /// of NumPy 2.1 or later, imported with the default options, is read
+    /// directly (data, shape, strides, dtype and
     /// the writeable flag, as NumPy's own `__dlpack__` reads them) and held
     /// by a reference to the array: no `__dlpack__` call, no capsule. What
     /// `__dlpack__` would refuse (non-native byte order, strides that are not
@@ -63,16 +67,16 @@ impl PyTensor {
     /// and tensors with the lazy conjugate bit; so are tensors with the lazy
     /// negative bit, as their memory does not hold their values.
     ///
-    /// A `jax.Array` on one device (jaxlib's own array type, by identity)
-    /// imported with the default options is exported by the C++ function
+    /// With `fast-paths`, a `jax.Array` on one device (jaxlib's own array
+    /// type, by identity) imported with the default options is exported by the C++ function
     /// JAX's `__dlpack__` ends in, without JAX's Python `__dlpack__` and
     /// `__dlpack_device__`: the same legacy capsule, with jaxlib's error for
     /// a deleted array. Arrays sharded or replicated over several devices
     /// take `__dlpack__` (which refuses them), and so do arrays whose memory
     /// has streams (GPU), asked again for the stream they are read on.
     pub fn from_pyany_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
-        let plain = options.is_plain();
-        if plain {
+        #[cfg(feature = "fast-paths")]
+        if options.is_plain() {
             if let Some(array) = numpy::read::recognise(obj, versioned_export) {
                 return Ok(Self::from_array(obj, array)?);
             }
@@ -124,11 +128,13 @@ impl PyTensor {
                 }
             }
         }
-        let capsule = if plain {
+        #[cfg(feature = "fast-paths")]
+        let capsule = if options.is_plain() {
             jax::export_capsule(obj)?
         } else {
             None
         };
+        #[cfg(feature = "fast-paths")]
         if let Some(capsule) = capsule {
             let tensor = Self::from_requested(obj, &capsule, options)?;
             if !tensor.device().device_type.uses_streams() {
@@ -232,6 +238,7 @@ impl PyTensor {
 /// The DLPack version of `obj`'s versioned export through `__dlpack__`
 /// (`None`: it exports legacy capsules only), what NumPy's in-place read
 /// reports as its version.
+#[cfg(feature = "fast-paths")]
 fn versioned_export(obj: &Bound<'_, PyAny>) -> PyResult<Option<DLPackVersion>> {
     let Some(capsule) = request_capsule(obj, &ImportOptions::default())? else {
         return Ok(None);
@@ -239,5 +246,7 @@ fn versioned_export(obj: &Bound<'_, PyAny>) -> PyResult<Option<DLPackVersion>> {
     Ok(PyTensor::from_capsule(&capsule)?.version())
 }
 
+#[cfg(test)]
+mod fast_path_tests;
 #[cfg(test)]
 mod tests;

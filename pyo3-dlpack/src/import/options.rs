@@ -144,6 +144,7 @@ impl ImportOptions {
 
     /// Whether these are the defaults in all that matters to a producer
     /// (a versioned capsule, no device, copy or stream request).
+    #[cfg(feature = "fast-paths")]
     pub(crate) fn is_plain(&self) -> bool {
         self.max_version.0 >= 1
             && self.stream.is_none()

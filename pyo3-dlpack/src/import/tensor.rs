@@ -12,6 +12,7 @@ use crate::ffi::{
     DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion, DLTensor,
 };
 use crate::foreign;
+#[cfg(feature = "fast-paths")]
 use crate::frameworks::numpy;
 use crate::import::consume::{Lease, Managed, Owned, take_from_capsule};
 use crate::import::registry::Registration;
@@ -132,6 +133,12 @@ impl PyTensor {
     #[cfg(feature = "exchange-api")]
     pub(crate) fn is_borrowed(&self) -> bool {
         matches!(self.state.managed, Some(Managed::Borrowed { .. }))
+    }
+
+    /// Whether this is a NumPy array read in place (feature `fast-paths`).
+    #[cfg(test)]
+    pub(crate) fn is_array_read(&self) -> bool {
+        matches!(self.state.managed, Some(Managed::Array { .. }))
     }
 
     /// Leaves the aliasing registry: for a tensor moved where no Rust view
@@ -292,6 +299,7 @@ impl PyTensor {
     /// Owns a NumPy array read directly (a reference to it): checked as a
     /// producer's tensor is, its shape and strides kept here. Everything is
     /// written where it is kept (see [`PyTensor::state`]).
+    #[cfg(feature = "fast-paths")]
     pub(crate) fn from_array(
         obj: &Bound<'_, PyAny>,
         array: numpy::read::Array<'_>,

@@ -12,6 +12,7 @@
 
 pub(crate) mod api;
 mod native;
+#[cfg(feature = "fast-paths")]
 pub(crate) mod read;
 mod time;
 
@@ -60,6 +61,7 @@ const TYPE_NUMBERS: [(c_int, DataType); 16] = [
 ];
 
 /// The dtype of NumPy's type number `number`, if DLPack has it.
+#[cfg(feature = "fast-paths")]
 pub(crate) fn dtype_of_number(number: c_int) -> Option<DataType> {
     TYPE_NUMBERS
         .iter()
