@@ -2,8 +2,9 @@
 # Size regressions caught on every commit (`make size-check`, in `make test`): the minimal
 # extension of measure.sh, built without and with pyo3-dlpack's default features, against
 # the stripped bytes in baseline.txt. Fails, naming the build and its growth, when a build
-# is more than TOLERANCE (1%) over its baseline; prints each build's ratio to rust-numpy's
-# recorded bytes and the targets (BENCHMARKS.md "Binary size").
+# is more than TOLERANCE (1%) over its baseline, and when the build without default
+# features is over its target, 1.3x rust-numpy's recorded bytes (BENCHMARKS.md "Binary
+# size"; the default build's 1.6x is printed, not enforced: it is not met).
 #
 #   benchmarks/size/check.sh            # check
 #   benchmarks/size/check.sh --update   # rewrite baseline.txt (`make size-baseline`):
@@ -18,8 +19,9 @@ baseline="$here/baseline.txt"
 tolerance_percent=1
 rustc_now=$(rustc --version)
 
-# The targets, as ratios to rust-numpy's bytes (issue-level goals, printed, not enforced).
-declare -A target=([no-default]=1.3 [default]=1.6)
+# The targets, as ratios to rust-numpy's bytes, in tenths; only the enforced ones fail.
+declare -A target=([no-default]=13 [default]=16)
+declare -A enforced=([no-default]=1 [default]=0)
 declare -A args=([no-default]="" [default]="--features defaults")
 
 build size_ours size-ours ${args[no-default]}
@@ -53,11 +55,17 @@ for build in no-default default; do
     is=${now[$build]}
     growth=$(echo "scale=2; 100 * ($is - $was) / $was" | bc -l)
     ratio=$(echo "scale=2; $is / $numpy" | bc -l)
+    goal=$(echo "scale=1; ${target[$build]} / 10" | bc -l)
     printf 'size-check: %-10s %9d bytes (baseline %9d, %+6.2f%%), %sx rust-numpy (target %sx)\n' \
-        "$build" "$is" "$was" "$growth" "$ratio" "${target[$build]}"
+        "$build" "$is" "$was" "$growth" "$ratio" "$goal"
     if [ $((is * 100)) -gt $((was * (100 + tolerance_percent))) ]; then
         echo "size-check: FAILED: the $build build grew $growth% past its baseline" \
             "(tolerance $tolerance_percent%): benchmarks/size/measure.sh shows where"
+        failed=1
+    fi
+    if [ "${enforced[$build]}" = 1 ] && [ $((is * 10)) -gt $((numpy * ${target[$build]})) ]; then
+        echo "size-check: FAILED: the $build build is ${ratio}x rust-numpy's bytes, over its" \
+            "target of ${goal}x ($((numpy * ${target[$build]} / 10)) bytes)"
         failed=1
     fi
 done
