@@ -750,6 +750,24 @@ mod tests {
         });
     }
 
+    /// A user's `?` may convert on a thread that is not attached while
+    /// another thread holds the interpreter (and waits for it): the
+    /// conversion must not need the interpreter. Made eagerly (attaching),
+    /// it waited for this test's thread, which holds it until it gives up.
+    #[test]
+    fn a_conversion_needs_no_interpreter() {
+        Python::attach(|_py| {
+            let (done, finished) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let err = PyErr::from(DLPackError::ReadOnly);
+                drop(err);
+                done.send(()).expect("the test waits");
+            });
+            let waited = finished.recv_timeout(std::time::Duration::from_secs(10));
+            assert!(waited.is_ok(), "the conversion waited for the interpreter");
+        });
+    }
+
     #[test]
     fn python_exception_types() {
         Python::attach(|py| {
