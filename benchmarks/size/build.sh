@@ -2,7 +2,8 @@
 # Each build is Cargo's default release profile (this workspace's Cargo.toml), its cdylib
 # kept unstripped in $kept and stripped in $out. Source paths are remapped to fixed
 # prefixes, so a build's bytes do not depend on where the checkout lies (panic locations
-# hold file names): two clones measure the same bytes with the same rustc.
+# hold file names): two clones measure the same bytes with the same rustc, within a
+# few (16 seen).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 export CARGO_TARGET_DIR="$here/target"

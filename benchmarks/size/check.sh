@@ -10,7 +10,8 @@
 #   benchmarks/size/check.sh --update   # rewrite baseline.txt (`make size-baseline`):
 #                                       # a deliberate commit of its own, saying why
 #
-# Bytes are exact for a rustc version (build.sh remaps source paths); measured with
+# Bytes are a rustc version's (build.sh remaps source paths; another checkout measures
+# them within a few bytes, far inside the tolerance); measured with
 # another rustc than the baseline's, the check says so and compares nothing (a new
 # compiler moves every build: re-baseline with the new one).
 set -euo pipefail
