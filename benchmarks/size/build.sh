@@ -1,7 +1,7 @@
 # Sourced by measure.sh and check.sh: how the minimal extension is built and measured.
 # Each build is Cargo's default release profile (this workspace's Cargo.toml), its cdylib
 # kept unstripped in $kept and stripped in $out. Source paths are remapped to fixed
-# prefixes, so a build's bytes do not depend on where the checkout lies (panic locations
+# prefixes, so a build's bytes hardly depend on where the checkout lies (panic locations
 # hold file names): two clones measure the same bytes with the same rustc, within a
 # few (16 seen).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
