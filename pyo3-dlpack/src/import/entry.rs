@@ -82,71 +82,95 @@ impl PyTensor {
             }
         }
         #[cfg(feature = "exchange-api")]
-        {
-            let api = if options.allows_exchange() {
-                exchange::lookup_for_import(obj)?
-            } else {
-                None
-            };
-            if let Some(api) = api {
-                // SAFETY: `api` is the table found on `obj`'s own type, just looked up
-                // (DLPack's contract; a class can copy another's table, so the crate
-                // trusts producers to check the objects they get: the safety chapter).
-                match unsafe { api.owned(obj) } {
-                    Ok(managed) => {
-                        let managed = api.check_torch_owned(obj, managed)?;
-                        let mut tensor = Self::from_versioned(managed)?;
-                        let device = tensor.device();
-                        if !device.device_type.uses_streams() {
-                            return Ok(tensor);
-                        }
-                        // The C path does no synchronisation: order it here,
-                        // or (no CUDA driver, ROCm) import through `__dlpack__`.
-                        if let Some(stream) = api.order(
-                            obj.py(),
-                            device,
-                            options.selected_stream_mode(),
-                            options.consumer_stream(),
-                        )? {
-                            tensor.set_stream(Some(stream));
-                            return Ok(tensor);
-                        }
-                    }
-                    // torch's C export fails with a C++ backtrace where its
-                    // `__dlpack__` raises a clear error (meta, sparse and
-                    // quantized tensors): raise that one. A producer whose
-                    // `__dlpack__` exports after all is imported from that
-                    // capsule, unless its device has streams (it was asked
-                    // for none: ask again, below).
-                    Err(_) => {
-                        let _level = RecursionLevel::enter(obj.py())?;
-                        let tensor = Self::from_requested(obj, &probe_dlpack(obj)?, options)?;
-                        if !tensor.device().device_type.uses_streams() {
-                            return Ok(tensor);
-                        }
-                    }
-                }
-            }
+        if let Some(tensor) = Self::from_exchange_table(obj, options)? {
+            return Ok(tensor);
         }
         #[cfg(feature = "fast-paths")]
-        let capsule = if options.is_plain() {
-            jax::export_capsule(obj)?
-        } else {
-            None
-        };
-        #[cfg(feature = "fast-paths")]
-        if let Some(capsule) = capsule {
-            let tensor = Self::from_requested(obj, &capsule, options)?;
-            if !tensor.device().device_type.uses_streams() {
-                return Ok(tensor);
-            }
-            // Made for no stream: given back (dropped), and asked again.
+        if let Some(tensor) = Self::from_jaxlib_export(obj, options)? {
+            return Ok(tensor);
         }
         let _level = RecursionLevel::enter(obj.py())?;
         let Some(capsule) = request_capsule(obj, options)? else {
             return protocols::import(obj, options);
         };
         Self::from_requested(obj, &capsule, options)
+    }
+
+    /// [`from_pyany_with`](Self::from_pyany_with) through the C exchange
+    /// table of `obj`'s type, where it has one and `options` allow it:
+    /// `None` to go on with `__dlpack__` (no table; or a device with
+    /// streams the table path could not order, or whose capsule was made
+    /// for no stream). Inlined, as the code it was in the caller.
+    #[cfg(feature = "exchange-api")]
+    #[inline(always)]
+    fn from_exchange_table(
+        obj: &Bound<'_, PyAny>,
+        options: &ImportOptions,
+    ) -> PyResult<Option<Self>> {
+        let api = if options.allows_exchange() {
+            exchange::lookup_for_import(obj)?
+        } else {
+            None
+        };
+        let Some(api) = api else {
+            return Ok(None);
+        };
+        // SAFETY: `api` is the table found on `obj`'s own type, just looked up
+        // (DLPack's contract; a class can copy another's table, so the crate
+        // trusts producers to check the objects they get: the safety chapter).
+        match unsafe { api.owned(obj) } {
+            Ok(managed) => {
+                let managed = api.check_torch_owned(obj, managed)?;
+                let mut tensor = Self::from_versioned(managed)?;
+                let device = tensor.device();
+                if !device.device_type.uses_streams() {
+                    return Ok(Some(tensor));
+                }
+                // The C path does no synchronisation: order it here,
+                // or (no CUDA driver, ROCm) import through `__dlpack__`.
+                let stream = api.order(
+                    obj.py(),
+                    device,
+                    options.selected_stream_mode(),
+                    options.consumer_stream(),
+                )?;
+                Ok(stream.map(|stream| {
+                    tensor.set_stream(Some(stream));
+                    tensor
+                }))
+            }
+            // torch's C export fails with a C++ backtrace where its
+            // `__dlpack__` raises a clear error (meta, sparse and
+            // quantized tensors): raise that one. A producer whose
+            // `__dlpack__` exports after all is imported from that
+            // capsule, unless its device has streams (it was asked
+            // for none: ask again).
+            Err(_) => {
+                let _level = RecursionLevel::enter(obj.py())?;
+                let tensor = Self::from_requested(obj, &probe_dlpack(obj)?, options)?;
+                Ok((!tensor.device().device_type.uses_streams()).then_some(tensor))
+            }
+        }
+    }
+
+    /// [`from_pyany_with`](Self::from_pyany_with) through jaxlib's C++
+    /// export, for a `jax.Array` of one device imported with the default
+    /// options: `None` to go on with `__dlpack__` (not such an array; or
+    /// memory with streams, its capsule made for no stream and given back).
+    #[cfg(feature = "fast-paths")]
+    #[inline(always)]
+    fn from_jaxlib_export(
+        obj: &Bound<'_, PyAny>,
+        options: &ImportOptions,
+    ) -> PyResult<Option<Self>> {
+        if !options.is_plain() {
+            return Ok(None);
+        }
+        let Some(capsule) = jax::export_capsule(obj)? else {
+            return Ok(None);
+        };
+        let tensor = Self::from_requested(obj, &capsule, options)?;
+        Ok((!tensor.device().device_type.uses_streams()).then_some(tensor))
     }
 
     /// The tensor of `capsule`, which `obj.__dlpack__` returned to a
