@@ -1,9 +1,9 @@
 """Speed regressions caught by counting, not timing: `make speed-check`.
 
 Each hot path runs under `valgrind --tool=callgrind --cache-sim=yes` in one process (the release
-build of `bench_ours`, ASLR off, PYTHONHASHSEED fixed). Interpreter start-up and imports are not
-instrumented (`--instr-atstart=no`); only the main thread is counted (a framework's worker
-threads run on their own schedule); each path is counted between callgrind client requests
+build of `bench_ours`, ASLR off, PYTHONHASHSEED fixed, PYTHONMALLOC=malloc). Interpreter
+start-up and imports are not instrumented (`--instr-atstart=no`); only the main thread is
+counted (a framework's worker threads run on their own schedule); each path is counted between callgrind client requests
 (benchmarks/speed_marks.c, called through ctypes): after N warm-up calls through the same
 loop, three rounds of N calls then 2N calls, the garbage collector off (collected once before).
 The count of one call is (fewest(2N) - fewest(N)) / N, where fewest is an event's smallest
@@ -168,8 +168,12 @@ def measure(marks_path):
     """One valgrind run of every path: {name: {metric, Ir, D1 and LL misses, cost} per call}."""
     if shutil.which("valgrind") is None:
         sys.exit("speed-check: valgrind is not installed (Debian: apt-get install valgrind)")
-    env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-               MKL_NUM_THREADS="1")
+    # PYTHONMALLOC=malloc: CPython's small-object allocator costs more or less per call as an
+    # allocation opens or empties one of its pools, which depends on what the process did before
+    # (the same build counted `__dlpack__()` 877 and 892 from two checkouts); the C allocator's
+    # per-thread cache gives the same counts from both (1,010 and 1,010).
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONMALLOC="malloc", OMP_NUM_THREADS="1",
+               OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     # A fixed folder (a random name would change the client's memory layout, a little).
     folder = os.path.join(os.path.dirname(os.path.abspath(marks_path)), "callgrind")
     shutil.rmtree(folder, ignore_errors=True)
