@@ -165,7 +165,9 @@ fn rebuild(
         dtype: header.dtype,
         _keep: keep,
     };
-    Ok(DLPackTensor::new(restored)?)
+    // `DLPackTensor::new` without its generic copy for this type: a fresh
+    // `Arc`, not shared (and a `Restored` is no `bool` container).
+    Ok(DLPackTensor::from_arc(std::sync::Arc::new(restored))?)
 }
 
 /// The bytes a `HostBytes` points to.
