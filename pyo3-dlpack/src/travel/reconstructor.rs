@@ -292,7 +292,8 @@ fn same_library(py: Python<'_>, path: &str) -> PyResult<bool> {
     let Some(ours) = OURS.get_or_init(library_path) else {
         return Ok(false);
     };
-    let name = |p: &str| p.rsplit('/').next().map(str::to_owned);
+    // The file's name: what follows the last '/'.
+    let name = |p: &str| p.rfind('/').map_or(p, |slash| &p[slash + 1..]).to_owned();
     if name(path) != name(ours) {
         return Ok(false);
     }
