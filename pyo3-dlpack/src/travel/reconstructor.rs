@@ -195,7 +195,7 @@ pub(crate) fn restorer(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
         }
         let name = extension_module(py)?;
         install(py, &name)?;
-        Ok::<_, PyErr>(restorer_for(py, &name)?.clone().into_any().unbind())
+        Ok::<_, PyErr>(restorer_for(py, &name)?.clone().unbind())
     })?;
     Ok(restore.bind(py))
 }
@@ -229,14 +229,16 @@ fn class_restorer(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
     }
 }
 
-fn restorer_for<'py>(py: Python<'py>, module: &str) -> PyResult<&'py Bound<'py, Restore>> {
-    static RESTORE: PyOnceLock<Py<Restore>> = PyOnceLock::new();
+/// The module reconstructor, a [`Restore`] (one per process; kept as any
+/// object: its users need no more).
+fn restorer_for<'py>(py: Python<'py>, module: &str) -> PyResult<&'py Bound<'py, PyAny>> {
+    static RESTORE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let restore = crate::once::get_or_try_init(&RESTORE, py, || {
         let role = Role::Restorer {
             module: module.to_owned(),
             reduced: PyOnceLock::new(),
         };
-        Py::new(py, Restore { role })
+        Ok::<_, PyErr>(Py::new(py, Restore { role })?.into_any())
     })?;
     Ok(restore.bind(py))
 }
