@@ -248,8 +248,8 @@ fn restorer_for<'py>(py: Python<'py>, module: &str) -> PyResult<&'py Bound<'py, 
 /// through their `__dict__` (no attribute hook runs: a lazy module stays
 /// unloaded) and no library is opened.
 fn extension_module(py: Python<'_>) -> PyResult<String> {
-    static FOUND: OnceLock<String> = OnceLock::new();
-    if let Some(name) = FOUND.get() {
+    static FOUND: PyOnceLock<String> = PyOnceLock::new();
+    if let Some(name) = FOUND.get(py) {
         return Ok(name.clone());
     }
     // A snapshot (`list(sys.modules.items())`): imports may run meanwhile.
@@ -261,7 +261,7 @@ fn extension_module(py: Python<'_>) -> PyResult<String> {
     for item in modules.try_iter()? {
         let (name, module): (String, Bound<'_, PyAny>) = item?.extract()?;
         if holds_this_crate(py, &module)? {
-            let _ = FOUND.set(name.clone());
+            let _ = FOUND.set(py, name.clone());
             return Ok(name);
         }
     }
