@@ -31,7 +31,6 @@
 //! named, so a stray call cannot point pickles at another module.
 
 use std::ffi::{CStr, c_char, c_int};
-use std::sync::OnceLock;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -290,7 +289,7 @@ fn holds_this_crate(py: Python<'_>, module: &Bound<'_, PyAny>) -> PyResult<bool>
 /// the dynamic loader reports it, both resolved).
 #[cfg(unix)]
 fn same_library(py: Python<'_>, path: &str) -> PyResult<bool> {
-    static OURS: OnceLock<Option<String>> = OnceLock::new();
+    static OURS: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let Some(ours) = OURS.get_or_init(library_path) else {
         return Ok(false);
     };
