@@ -45,12 +45,9 @@ pub(crate) fn reduce<'py>(
     let header = Header::of(tensor.get().info());
     if !restore::restorable(header.device) {
         // A pickle that no process could load: refused now.
-        let pickle = py.import(pyo3::intern!(py, "pickle"))?;
-        let error = pickle.getattr(pyo3::intern!(py, "PicklingError"))?;
-        return Err(PyErr::from_value(error.call1((format!(
-            "cannot pickle: {}",
-            restore::unrestorable(header.device)
-        ),))?));
+        let message = format!("cannot pickle: {}", restore::unrestorable(header.device));
+        let class = pyo3::intern!(py, "PicklingError");
+        return Err(restore::pickle_error(py, class, message));
     }
     let data = TensorBytes::of(tensor, header.nbytes)?.into_pickle_data(py, protocol)?;
     let state = header.to_state(py, data)?;

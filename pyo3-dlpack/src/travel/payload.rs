@@ -191,19 +191,28 @@ fn extract<'py, T: FromPyObjectOwned<'py>>(
     item: &Bound<'py, PyAny>,
     what: &str,
 ) -> Result<T, StateError> {
-    let err = match item.extract() {
-        Ok(value) => return Ok(value),
-        Err(err) => err.into(),
-    };
-    if crate::python::is_interruption(item.py(), &err) {
-        return Err(StateError::Interrupted(err));
+    match item.extract() {
+        Ok(value) => Ok(value),
+        Err(err) => Err(refused(item, err.into(), what)),
     }
-    let shown = crate::python::shown(item, item.repr()).map_err(StateError::Interrupted)?;
-    Err(invalid(format!(
-        "expected {what}, got {} {shown}",
-        crate::python::type_name(item),
-    ))
-    .into())
+}
+
+/// [`extract`]'s error: `err` raised as itself when it is an interruption,
+/// else what was expected and what was found. (One copy for every `T`.)
+#[cold]
+#[inline(never)]
+fn refused(item: &Bound<'_, PyAny>, err: PyErr, what: &str) -> StateError {
+    if crate::python::is_interruption(item.py(), &err) {
+        return StateError::Interrupted(err);
+    }
+    match crate::python::shown(item, item.repr()) {
+        Ok(shown) => invalid(format!(
+            "expected {what}, got {} {shown}",
+            crate::python::type_name(item),
+        ))
+        .into(),
+        Err(err) => StateError::Interrupted(err),
+    }
 }
 
 #[cfg(test)]

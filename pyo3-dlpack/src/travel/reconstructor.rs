@@ -31,7 +31,6 @@
 //! named, so a stray call cannot point pickles at another module.
 
 use std::ffi::{CStr, c_char, c_int};
-use std::sync::OnceLock;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -110,84 +109,73 @@ fn install(py: Python<'_>, name: &str) -> PyResult<()> {
     Ok(())
 }
 
-/// The reconstructor: called, it restores a state tuple; pickled, it is the
-/// lookup the module's documentation shows.
+/// The reconstructor, and the calls its pickle makes when loaded: one
+/// class for both (PyO3 makes a type's code once per class).
 #[pyclass(frozen, module = "pyo3_dlpack", name = "_Restore")]
 pub(crate) struct Restore {
-    module: String,
-    /// What `__reduce__` returns, made once (every pickle names the same).
-    reduced: PyOnceLock<Py<PyTuple>>,
+    role: Role,
+}
+
+enum Role {
+    /// The reconstructor: called, it restores a state tuple; pickled, it is
+    /// the lookup the module's documentation shows.
+    Restorer {
+        module: String,
+        /// What `__reduce__` returns, made once (every pickle names the same).
+        reduced: PyOnceLock<Py<PyTuple>>,
+    },
+    /// A call that pickle makes when it loads: `func(*args)`. Called, it
+    /// calls what that call returns (pickle checks that a reducer's
+    /// function is callable; loading calls the result).
+    Call { func: Py<PyAny>, args: Py<PyTuple> },
 }
 
 #[pymethods]
 impl Restore {
     fn __call__(&self, py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        super::restore_pickled(py, state)
+        match &self.role {
+            Role::Restorer { .. } => super::restore_pickled(py, state),
+            Role::Call { func, args } => {
+                let made = func.bind(py).call1(args.bind(py))?;
+                Ok(made.call1((state,))?.unbind())
+            }
+        }
     }
 
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let reduced = crate::once::get_or_try_init(&self.reduced, py, || {
-            Ok::<_, PyErr>(self.lookup(py)?.unbind())
-        })?;
-        Ok(reduced.bind(py).clone())
+        match &self.role {
+            Role::Restorer { module, reduced } => {
+                let reduced = crate::once::get_or_try_init(reduced, py, || {
+                    Ok::<_, PyErr>(lookup(py, module)?.unbind())
+                })?;
+                Ok(reduced.bind(py).clone())
+            }
+            Role::Call { func, args } => (func.bind(py), args.bind(py)).into_pyobject(py),
+        }
     }
 }
 
-impl Restore {
-    /// The lookup the module's documentation shows, as a reducer's
-    /// `(getattr, (module, ATTRIBUTE, installed))`.
-    fn lookup<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let getattr = py.import("builtins")?.getattr("getattr")?;
-        let import_module = py.import("importlib")?.getattr("import_module")?;
-        let call =
-            |func: &Bound<'py, PyAny>, args: Bound<'py, PyTuple>| Deferred::new(func.clone(), args);
-        let module = call(&import_module, (self.module.as_str(),).into_pyobject(py)?)?;
-        let ctypes = call(&import_module, ("ctypes",).into_pyobject(py)?)?;
-        let loader = call(&getattr, (ctypes, "pydll").into_pyobject(py)?)?;
-        let file = call(&getattr, (module.clone(), "__file__").into_pyobject(py)?)?;
-        let library = call(&getattr, (loader, file).into_pyobject(py)?)?;
-        let install = call(&getattr, (library, SYMBOL).into_pyobject(py)?)?;
-        let name = pyo3::types::PyBytes::new(py, self.module.as_bytes());
-        let installed = Deferred::new(install.into_any(), (name,).into_pyobject(py)?)?;
-        (getattr, (module, ATTRIBUTE, installed)).into_pyobject(py)
-    }
-}
-
-/// A call that pickle makes when it loads: `func(*args)`.
-#[pyclass(frozen, module = "pyo3_dlpack", name = "_Deferred")]
-struct Deferred {
-    func: Py<PyAny>,
-    args: Py<PyTuple>,
-}
-
-impl Deferred {
-    fn new<'py>(func: Bound<'py, PyAny>, args: Bound<'py, PyTuple>) -> PyResult<Bound<'py, Self>> {
-        Bound::new(
-            func.py(),
-            Self {
-                func: func.unbind(),
-                args: args.unbind(),
-            },
-        )
-    }
-}
-
-#[pymethods]
-impl Deferred {
-    /// Calls what the call returns (pickle checks that a reducer's
-    /// function is callable; loading calls the result).
-    #[pyo3(signature = (*args))]
-    fn __call__<'py>(
-        &self,
-        py: Python<'py>,
-        args: &Bound<'py, PyTuple>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.func.bind(py).call1(self.args.bind(py))?.call1(args)
-    }
-
-    fn __reduce__<'py>(&self, py: Python<'py>) -> (Bound<'py, PyAny>, Bound<'py, PyTuple>) {
-        (self.func.bind(py).clone(), self.args.bind(py).clone())
-    }
+/// The lookup the module's documentation shows, for extension module
+/// `module`, as a reducer's `(getattr, (module, ATTRIBUTE, installed))`.
+fn lookup<'py>(py: Python<'py>, module: &str) -> PyResult<Bound<'py, PyTuple>> {
+    let getattr = py.import("builtins")?.getattr("getattr")?;
+    let import_module = py.import("importlib")?.getattr("import_module")?;
+    let call = |func: &Bound<'py, PyAny>, args: Bound<'py, PyTuple>| {
+        let role = Role::Call {
+            func: func.clone().unbind(),
+            args: args.unbind(),
+        };
+        Bound::new(py, Restore { role })
+    };
+    let name = pyo3::types::PyBytes::new(py, module.as_bytes());
+    let module = call(&import_module, (module,).into_pyobject(py)?)?;
+    let ctypes = call(&import_module, ("ctypes",).into_pyobject(py)?)?;
+    let loader = call(&getattr, (ctypes, "pydll").into_pyobject(py)?)?;
+    let file = call(&getattr, (module.clone(), "__file__").into_pyobject(py)?)?;
+    let library = call(&getattr, (loader, file).into_pyobject(py)?)?;
+    let install = call(&getattr, (library, SYMBOL).into_pyobject(py)?)?;
+    let installed = call(install.as_any(), (name,).into_pyobject(py)?)?;
+    (getattr, (module, ATTRIBUTE, installed)).into_pyobject(py)
 }
 
 /// The reconstructor to name in a pickle: one object per process (a pickle
@@ -206,7 +194,7 @@ pub(crate) fn restorer(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
         }
         let name = extension_module(py)?;
         install(py, &name)?;
-        Ok::<_, PyErr>(restorer_for(py, &name)?.clone().into_any().unbind())
+        Ok::<_, PyErr>(restorer_for(py, &name)?.clone().unbind())
     })?;
     Ok(restore.bind(py))
 }
@@ -240,16 +228,16 @@ fn class_restorer(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
     }
 }
 
-fn restorer_for<'py>(py: Python<'py>, module: &str) -> PyResult<&'py Bound<'py, Restore>> {
-    static RESTORE: PyOnceLock<Py<Restore>> = PyOnceLock::new();
+/// The module reconstructor, a [`Restore`] (one per process; kept as any
+/// object: its users need no more).
+fn restorer_for<'py>(py: Python<'py>, module: &str) -> PyResult<&'py Bound<'py, PyAny>> {
+    static RESTORE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let restore = crate::once::get_or_try_init(&RESTORE, py, || {
-        Py::new(
-            py,
-            Restore {
-                module: module.to_owned(),
-                reduced: PyOnceLock::new(),
-            },
-        )
+        let role = Role::Restorer {
+            module: module.to_owned(),
+            reduced: PyOnceLock::new(),
+        };
+        Ok::<_, PyErr>(Py::new(py, Restore { role })?.into_any())
     })?;
     Ok(restore.bind(py))
 }
@@ -259,8 +247,8 @@ fn restorer_for<'py>(py: Python<'py>, module: &str) -> PyResult<&'py Bound<'py, 
 /// through their `__dict__` (no attribute hook runs: a lazy module stays
 /// unloaded) and no library is opened.
 fn extension_module(py: Python<'_>) -> PyResult<String> {
-    static FOUND: OnceLock<String> = OnceLock::new();
-    if let Some(name) = FOUND.get() {
+    static FOUND: PyOnceLock<String> = PyOnceLock::new();
+    if let Some(name) = FOUND.get(py) {
         return Ok(name.clone());
     }
     // A snapshot (`list(sys.modules.items())`): imports may run meanwhile.
@@ -272,7 +260,7 @@ fn extension_module(py: Python<'_>) -> PyResult<String> {
     for item in modules.try_iter()? {
         let (name, module): (String, Bound<'_, PyAny>) = item?.extract()?;
         if holds_this_crate(py, &module)? {
-            let _ = FOUND.set(name.clone());
+            let _ = FOUND.set(py, name.clone());
             return Ok(name);
         }
     }
@@ -301,11 +289,12 @@ fn holds_this_crate(py: Python<'_>, module: &Bound<'_, PyAny>) -> PyResult<bool>
 /// the dynamic loader reports it, both resolved).
 #[cfg(unix)]
 fn same_library(py: Python<'_>, path: &str) -> PyResult<bool> {
-    static OURS: OnceLock<Option<String>> = OnceLock::new();
+    static OURS: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let Some(ours) = OURS.get_or_init(library_path) else {
         return Ok(false);
     };
-    let name = |p: &str| p.rsplit('/').next().map(str::to_owned);
+    // The file's name: what follows the last '/'.
+    let name = |p: &str| p.rfind('/').map_or(p, |slash| &p[slash + 1..]).to_owned();
     if name(path) != name(ours) {
         return Ok(false);
     }

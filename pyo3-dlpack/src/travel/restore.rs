@@ -5,6 +5,7 @@
 //! aligned buffer; device tensors uploaded to their device.
 
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 
 use super::payload::{Header, PayloadError, StateError};
 use crate::cuda::driver::Memory;
@@ -12,12 +13,19 @@ use crate::export::{ALIGNMENT, AlignedBuffer, DLPackTensor, IntoDLPack, RawBuffe
 use crate::{DLPackError, DataType, Device, DeviceType};
 
 /// `pickle.UnpicklingError` with `error`'s text.
-pub(crate) fn unpickling_error(py: Python<'_>, error: impl std::fmt::Display) -> PyErr {
-    // Called as Python code would raise it: whatever `pickle.UnpicklingError`
-    // is now (a program may have replaced it), never a panic.
+#[cold]
+pub(crate) fn unpickling_error(py: Python<'_>, error: PayloadError) -> PyErr {
+    pickle_error(py, pyo3::intern!(py, "UnpicklingError"), error.to_string())
+}
+
+/// `pickle.<class>(message)`, called as Python code would raise it:
+/// whatever that class of `pickle` is now (a program may have replaced
+/// it); where that fails, the failure. Never a panic.
+#[cold]
+pub(crate) fn pickle_error(py: Python<'_>, class: &Bound<'_, PyString>, message: String) -> PyErr {
     py.import(pyo3::intern!(py, "pickle"))
-        .and_then(|pickle| pickle.getattr(pyo3::intern!(py, "UnpicklingError")))
-        .and_then(|class| class.call1((error.to_string(),)))
+        .and_then(|pickle| pickle.getattr(class))
+        .and_then(|class| class.call1((message,)))
         .map_or_else(|err| err, PyErr::from_value)
 }
 
@@ -157,7 +165,9 @@ fn rebuild(
         dtype: header.dtype,
         _keep: keep,
     };
-    Ok(DLPackTensor::new(restored)?)
+    // `DLPackTensor::new` without its generic copy for this type: a fresh
+    // `Arc`, not shared (and a `Restored` is no `bool` container).
+    Ok(DLPackTensor::from_arc(std::sync::Arc::new(restored))?)
 }
 
 /// The bytes a `HostBytes` points to.
