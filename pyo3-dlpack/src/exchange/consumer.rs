@@ -198,17 +198,24 @@ fn lives_with_its_module(ty: &Bound<'_, PyType>) -> bool {
 /// `__dlpack__`). Its `__dlpack__` then runs torch's own checks.
 fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAny>>)> {
     let py = ty.py();
-    let (attr, name) = match ty.getattr(pyo3::intern!(py, "__dlpack_c_exchange_api__")) {
-        Ok(attr) => (attr, pyo3::intern!(py, "__dlpack_c_exchange_api__")),
-        Err(err) if err.is_instance_of::<PyAttributeError>(py) => {
-            // DLPack 1.2's name, an int (tvm-ffi 0.1.3 and older).
-            match ty.getattr(pyo3::intern!(py, "__c_dlpack_exchange_api__")) {
-                Ok(attr) => (attr, pyo3::intern!(py, "__c_dlpack_exchange_api__")),
-                Err(err) if err.is_instance_of::<PyAttributeError>(py) => return Ok((None, None)),
-                Err(err) => return Err(err),
+    let mut found = None;
+    for name in [
+        pyo3::intern!(py, "__dlpack_c_exchange_api__"),
+        // DLPack 1.2's name, an int (tvm-ffi 0.1.3 and older), read only
+        // where the type has no attribute of the first.
+        pyo3::intern!(py, "__c_dlpack_exchange_api__"),
+    ] {
+        match ty.getattr(name) {
+            Ok(attr) => {
+                found = Some((attr, name));
+                break;
             }
+            Err(err) if err.is_instance_of::<PyAttributeError>(py) => {}
+            Err(err) => return Err(err),
         }
-        Err(err) => return Err(err),
+    }
+    let Some((attr, name)) = found else {
+        return Ok((None, None));
     };
     // A torch tensor type takes the C path only when it is `torch.Tensor`
     // itself, by identity: a subclass, or a class that merely has torch's
