@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 #[cfg(feature = "fast-paths")]
-use pyo3::types::{PyCapsule, PyDict};
+use pyo3::types::{PyCapsule, PyDict, PyString};
 
 use super::framework::Framework;
 #[cfg(feature = "fast-paths")]
@@ -306,15 +306,20 @@ impl CapsuleImport {
             pyo3::intern!(py, "device_from_local_hardware_id"),
             (tensor.info().device().device_id,),
         )?;
+        let capsule = tensor.to_capsule(py, CapsuleFormat::Legacy)?;
+        let cpu = DeviceType::CPU.code().into_pyobject(py)?;
+        // Every argument as `&PyAny`: one instance of the generic `set_item`
+        // for the five (each argument type would be code of its own).
         let arguments = PyDict::new(py);
-        arguments.set_item(
-            pyo3::intern!(py, "dlpack"),
-            tensor.to_capsule(py, CapsuleFormat::Legacy)?,
-        )?;
-        arguments.set_item(pyo3::intern!(py, "device"), device)?;
-        arguments.set_item(pyo3::intern!(py, "stream"), py.None())?;
-        arguments.set_item(pyo3::intern!(py, "copy"), py.None())?;
-        arguments.set_item(pyo3::intern!(py, "dl_device_type"), DeviceType::CPU.code())?;
+        let none = py.None().into_bound(py);
+        let set = |name: &Bound<'py, PyString>, value: &Bound<'py, PyAny>| {
+            arguments.set_item(name, value)
+        };
+        set(pyo3::intern!(py, "dlpack"), capsule.as_any())?;
+        set(pyo3::intern!(py, "device"), &device)?;
+        set(pyo3::intern!(py, "stream"), &none)?;
+        set(pyo3::intern!(py, "copy"), &none)?;
+        set(pyo3::intern!(py, "dl_device_type"), cpu.as_any())?;
         match self.to_buffer.bind(py).call((), Some(&arguments)) {
             Err(err) if err.is_instance_of::<PyTypeError>(py) => {
                 CAPSULE_IMPORT_REFUSED.store(true, Ordering::Relaxed);
