@@ -298,7 +298,11 @@ fn report(set_error: DLPackSetError, error_ctx: *mut c_void, err: &DLPackError) 
 
 fn report_message(set_error: DLPackSetError, error_ctx: *mut c_void, kind: &CStr, message: &str) {
     let Some(set_error) = set_error else { return };
-    let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    // NUL bytes (which would end the C string) as spaces, byte for byte.
+    let bytes = message
+        .bytes()
+        .map(|byte| if byte == 0 { b' ' } else { byte });
+    let message = CString::new(bytes.collect::<Vec<u8>>()).unwrap_or_default();
     // SAFETY: the consumer's callback, called once with its context and two
     // NUL-terminated strings that live through the call.
     unsafe { set_error(error_ctx, kind.as_ptr(), message.as_ptr()) };
