@@ -179,7 +179,12 @@ fn lives_with_its_module(ty: &Bound<'_, PyType>) -> bool {
     let Ok(qualname) = qualname.to_cow() else {
         return false;
     };
-    for name in qualname.split('.') {
+    // Split at its ASCII dots byte by byte (each part stays whole UTF-8):
+    // `str::split` would link a character searcher for this one call.
+    for name in qualname.as_bytes().split(|&byte| byte == b'.') {
+        let Ok(name) = std::str::from_utf8(name) else {
+            return false;
+        };
         match found.getattr(name) {
             Ok(attribute) => found = attribute,
             Err(_) => return false,
