@@ -17,7 +17,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(feature = "fast-paths")]
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 #[cfg(feature = "fast-paths")]
 use pyo3::types::{PyCapsule, PyDict, PyString};
@@ -44,7 +43,7 @@ struct Jaxlib {
 
 /// The jaxlib of this process, found from the first array of jaxlib's
 /// array type that arrives.
-static JAXLIB: PyOnceLock<Jaxlib> = PyOnceLock::new();
+static JAXLIB: crate::once::Cell<Jaxlib> = crate::once::Cell::new();
 
 /// A legacy DLPack capsule of `obj` if it is a `jax.Array` of jaxlib's own
 /// array type (`ArrayImpl`, exactly), made by the C++ function JAX's
@@ -75,7 +74,7 @@ pub(crate) fn export_capsule<'py>(
         Some(jaxlib) if obj.get_type().is(jaxlib.array_type.bind(py)) => jaxlib,
         Some(_) => return Ok(None),
         None => match find_jaxlib(obj) {
-            Some(found) => crate::once::get_or_set(&JAXLIB, py, found),
+            Some(found) => JAXLIB.get_or_set(py, found),
             None => return Ok(None),
         },
     };
@@ -113,7 +112,7 @@ pub(crate) fn is_jax_array(obj: &Bound<'_, PyAny>) -> bool {
     match JAXLIB.get(py) {
         Some(jaxlib) => obj.get_type().is(jaxlib.array_type.bind(py)),
         None => find_jaxlib(obj).is_some_and(|found| {
-            crate::once::get_or_set(&JAXLIB, py, found);
+            JAXLIB.get_or_set(py, found);
             true
         }),
     }
@@ -244,7 +243,7 @@ struct CapsuleImport {
 /// This process's [`CapsuleImport`], looked up once; `None` where the
 /// jaxlib is not a proven one or a module or name is missing.
 #[cfg(feature = "fast-paths")]
-static CAPSULE_IMPORT: PyOnceLock<Option<CapsuleImport>> = PyOnceLock::new();
+static CAPSULE_IMPORT: crate::once::Cell<Option<CapsuleImport>> = crate::once::Cell::new();
 
 /// Set once a capsule import raised a `TypeError`: from then on every
 /// value takes `from_dlpack`.
@@ -264,7 +263,7 @@ impl CapsuleImport {
         if let Some(known) = CAPSULE_IMPORT.get(py) {
             return known.as_ref();
         }
-        crate::once::get_or_set(&CAPSULE_IMPORT, py, Self::look_up(py)).as_ref()
+        CAPSULE_IMPORT.get_or_set(py, Self::look_up(py)).as_ref()
     }
 
     /// The functions, from JAX's own modules (importing JAX, as
