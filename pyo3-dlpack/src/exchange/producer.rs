@@ -213,7 +213,9 @@ unsafe extern "C" fn managed_to_py_object(
         imported.unregister();
         // Not `expect`: that would format the error with `Debug`, and so
         // link every error type's derived `Debug` into every extension.
-        let Ok(tensor) = DLPackTensor::new(imported) else {
+        // `from_arc`, the shared half of `new` (whose other half is for
+        // Rust `bool` buffers): no copy of `new` for `PyTensor`.
+        let Ok(tensor) = DLPackTensor::from_arc(std::sync::Arc::new(imported)) else {
             unreachable!("described successfully just above");
         };
         // Only an allocation failure of the Python object itself is left;
