@@ -117,33 +117,48 @@ impl Driver {
 
     /// Runs `calls` with the context of `stream` (see `context_of`) current
     /// on this thread, then makes current again whatever was (also when
-    /// they fail).
+    /// they fail). Inlined around `calls` only: the pushing and popping are
+    /// one copy for every call of the driver.
+    #[inline]
     fn in_context(
         &self,
         ordinal: i32,
         stream: usize,
         calls: impl FnOnce() -> Result<(), InterfaceError>,
     ) -> Result<(), InterfaceError> {
+        let context = self.push_context(ordinal, stream)?;
+        let result = calls();
+        result.and(self.pop_context(context))
+    }
+
+    /// Makes the context of `stream` (see `context_of`) current on this
+    /// thread: the context pushed.
+    #[inline(never)]
+    fn push_context(&self, ordinal: i32, stream: usize) -> Result<*mut c_void, InterfaceError> {
         let context = self.context_of(ordinal, stream)?;
         // SAFETY: a resolved `cuCtxPushCurrent_v2` with a live context (a
         // retained primary one, or a live stream's).
         check("cuCtxPushCurrent_v2", unsafe { (self.ctx_push)(context) })?;
-        let result = calls();
+        Ok(context)
+    }
+
+    /// Pops `context`, which [`push_context`](Self::push_context) pushed,
+    /// making current again whatever was before it.
+    #[inline(never)]
+    fn pop_context(&self, context: *mut c_void) -> Result<(), InterfaceError> {
         let mut popped: *mut c_void = std::ptr::null_mut();
         // SAFETY: a resolved `cuCtxPopCurrent_v2` writing a live local.
-        let pop = check("cuCtxPopCurrent_v2", unsafe {
+        check("cuCtxPopCurrent_v2", unsafe {
             (self.ctx_pop)(&raw mut popped)
-        });
+        })?;
         // The calls push and pop nothing themselves: what is popped is ours.
-        let ours = if pop.is_ok() && popped != context {
-            Err(InterfaceError::Cuda {
+        if popped != context {
+            return Err(InterfaceError::Cuda {
                 call: "cuCtxPopCurrent_v2 (another context than the one pushed)",
                 code: -1,
-            })
-        } else {
-            Ok(())
-        };
-        result.and(pop).and(ours)
+            });
+        }
+        Ok(())
     }
 }
 
