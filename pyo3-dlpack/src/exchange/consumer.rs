@@ -401,6 +401,9 @@ fn same_behaviour(ty: &Bound<'_, PyType>, owner: &Bound<'_, PyType>) -> PyResult
 }
 
 /// The exception a failed exchange-API call set (or one saying it set none).
+/// Out of line: one copy for the four calls that fail with it.
+#[cold]
+#[inline(never)]
 fn producer_error(py: Python<'_>) -> PyErr {
     PyErr::take(py).unwrap_or_else(|| DLPackError::from(ExportError::NoErrorSet).into())
 }
