@@ -418,76 +418,116 @@ impl Driver {
     }
 }
 
+/// The driver functions [`load`] resolves, in the order it takes them.
+const FUNCTIONS: &[&CStr] = &[
+    c"cuInit",
+    c"cuDeviceGet",
+    c"cuDevicePrimaryCtxRetain",
+    c"cuCtxPushCurrent_v2",
+    c"cuCtxPopCurrent_v2",
+    c"cuStreamGetCtx",
+    #[cfg(feature = "non-dlpack-import")]
+    c"cuPointerGetAttribute",
+    c"cuStreamSynchronize",
+    // CUDA 10 and later.
+    c"cuStreamIsCapturing",
+    c"cuEventCreate",
+    c"cuEventRecord",
+    c"cuStreamWaitEvent",
+    c"cuEventDestroy_v2",
+    c"cuMemcpyDtoHAsync_v2",
+    #[cfg(feature = "pickle")]
+    c"cuMemAlloc_v2",
+    #[cfg(feature = "pickle")]
+    c"cuMemFree_v2",
+    #[cfg(feature = "pickle")]
+    c"cuMemcpyHtoDAsync_v2",
+    #[cfg(feature = "pickle")]
+    c"cuMemAllocHost_v2",
+    #[cfg(feature = "pickle")]
+    c"cuMemFreeHost",
+    // CUDA 6 and later.
+    #[cfg(feature = "pickle")]
+    c"cuMemAllocManaged",
+];
+
 /// Opens the driver (`super::library`) and resolves the functions used;
 /// why it cannot be used otherwise (the library, a function missing, or
 /// `cuInit` failing).
 pub(super) fn load() -> Result<Driver, String> {
     let library = library::open_driver()?;
-    let symbol = |name: &CStr| library.symbol(name);
-    /// Resolves `name` as a function of the C signature `F`.
+    // Every address first, in one loop (the first missing function is the
+    // error), then each taken in `FUNCTIONS`' order.
+    let mut addresses = [std::ptr::null_mut(); FUNCTIONS.len()];
+    for (address, name) in addresses.iter_mut().zip(FUNCTIONS) {
+        *address = library.symbol(name)?;
+    }
+    let mut addresses = addresses.into_iter();
+    let mut next = || addresses.next().expect("one address per name");
+    /// `address` as a function of the C signature `F`.
     ///
     /// # Safety
     ///
-    /// `F` is the `unsafe extern "C" fn` type of the driver function `name`.
+    /// `F` is the `unsafe extern "C" fn` type of the driver function at `address`.
     unsafe fn function<F: Copy>(address: *mut c_void) -> F {
         debug_assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
         // SAFETY: the caller's promise: a function pointer type, of the
         // symbol's C signature; function and data pointers have one size here.
         unsafe { std::mem::transmute_copy::<*mut c_void, F>(&address) }
     }
-    // SAFETY (here and for each field below): the symbol is the driver API
-    // function of that name, whose C signature in CUDA's cuda.h (stable
-    // since CUDA 4) is the declared type.
+    // SAFETY (here and for each field below): the address is that of the
+    // driver API function named at its place in `FUNCTIONS`, whose C
+    // signature in CUDA's cuda.h (stable since CUDA 4) is the declared type.
     let init: unsafe extern "C" fn(c_uint) -> CuResult =
         // SAFETY: see above.
-        unsafe { function(symbol(c"cuInit")?) };
+        unsafe { function(next()) };
     let driver = Driver {
         // SAFETY: see above.
-        device_get: unsafe { function(symbol(c"cuDeviceGet")?) },
+        device_get: unsafe { function(next()) },
         // SAFETY: see above.
-        primary_ctx_retain: unsafe { function(symbol(c"cuDevicePrimaryCtxRetain")?) },
+        primary_ctx_retain: unsafe { function(next()) },
         // SAFETY: see above.
-        ctx_push: unsafe { function(symbol(c"cuCtxPushCurrent_v2")?) },
+        ctx_push: unsafe { function(next()) },
         // SAFETY: see above.
-        ctx_pop: unsafe { function(symbol(c"cuCtxPopCurrent_v2")?) },
+        ctx_pop: unsafe { function(next()) },
         // SAFETY: see above.
-        stream_get_ctx: unsafe { function(symbol(c"cuStreamGetCtx")?) },
+        stream_get_ctx: unsafe { function(next()) },
         contexts: [const { AtomicUsize::new(0) }; CONTEXTS],
         #[cfg(feature = "non-dlpack-import")]
         // SAFETY: see above.
-        pointer_get_attribute: unsafe { function(symbol(c"cuPointerGetAttribute")?) },
+        pointer_get_attribute: unsafe { function(next()) },
         // SAFETY: see above.
-        stream_synchronize: unsafe { function(symbol(c"cuStreamSynchronize")?) },
-        // SAFETY: see above (CUDA 10 and later).
-        stream_is_capturing: unsafe { function(symbol(c"cuStreamIsCapturing")?) },
+        stream_synchronize: unsafe { function(next()) },
         // SAFETY: see above.
-        event_create: unsafe { function(symbol(c"cuEventCreate")?) },
+        stream_is_capturing: unsafe { function(next()) },
         // SAFETY: see above.
-        event_record: unsafe { function(symbol(c"cuEventRecord")?) },
+        event_create: unsafe { function(next()) },
         // SAFETY: see above.
-        stream_wait_event: unsafe { function(symbol(c"cuStreamWaitEvent")?) },
+        event_record: unsafe { function(next()) },
         // SAFETY: see above.
-        event_destroy: unsafe { function(symbol(c"cuEventDestroy_v2")?) },
+        stream_wait_event: unsafe { function(next()) },
         // SAFETY: see above.
-        memcpy_dtoh_async: unsafe { function(symbol(c"cuMemcpyDtoHAsync_v2")?) },
+        event_destroy: unsafe { function(next()) },
+        // SAFETY: see above.
+        memcpy_dtoh_async: unsafe { function(next()) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        mem_alloc: unsafe { function(symbol(c"cuMemAlloc_v2")?) },
+        mem_alloc: unsafe { function(next()) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        mem_free: unsafe { function(symbol(c"cuMemFree_v2")?) },
+        mem_free: unsafe { function(next()) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        memcpy_htod_async: unsafe { function(symbol(c"cuMemcpyHtoDAsync_v2")?) },
+        memcpy_htod_async: unsafe { function(next()) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        mem_alloc_host: unsafe { function(symbol(c"cuMemAllocHost_v2")?) },
+        mem_alloc_host: unsafe { function(next()) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        mem_free_host: unsafe { function(symbol(c"cuMemFreeHost")?) },
+        mem_free_host: unsafe { function(next()) },
         #[cfg(feature = "pickle")]
-        // SAFETY: see above (CUDA 6 and later).
-        mem_alloc_managed: unsafe { function(symbol(c"cuMemAllocManaged")?) },
+        // SAFETY: see above.
+        mem_alloc_managed: unsafe { function(next()) },
     };
     // SAFETY: `cuInit(0)` may be called any number of times.
     let code = unsafe { init(0) };
