@@ -210,13 +210,9 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
         // where the type has no attribute of the first.
         pyo3::intern!(py, "__c_dlpack_exchange_api__"),
     ] {
-        match ty.getattr(name) {
-            Ok(attr) => {
-                found = Some((attr, name));
-                break;
-            }
-            Err(err) if err.is_instance_of::<PyAttributeError>(py) => {}
-            Err(err) => return Err(err),
+        if let Some(attr) = attribute(ty, name)? {
+            found = Some((attr, name));
+            break;
         }
     }
     let Some((attr, name)) = found else {
@@ -299,11 +295,24 @@ fn is_torch_tensor_like(ty: &Bound<'_, PyType>) -> PyResult<bool> {
         pyo3::intern!(py, "is_conj"),
         pyo3::intern!(py, "is_neg"),
     ] {
-        if !ty.hasattr(name)? {
+        if attribute(ty, name)?.is_none() {
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// `ty.name`, or `None` where it has no such attribute (an
+/// `AttributeError`, as `hasattr` reads it); other exceptions are raised.
+fn attribute<'py>(
+    ty: &Bound<'py, PyType>,
+    name: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match ty.getattr(name) {
+        Ok(attr) => Ok(Some(attr)),
+        Err(err) if err.is_instance_of::<PyAttributeError>(ty.py()) => Ok(None),
+        Err(err) => Err(err),
+    }
 }
 
 /// The class in `ty`'s MRO whose own `__dict__` holds the attribute `name`.
