@@ -277,14 +277,25 @@ fn allocate(prototype: &DLTensor) -> Result<NonNull<DLManagedTensorVersioned>, D
         return Err(ExportError::AllocationDevice { device }.into());
     }
     let dtype = prototype.dtype;
-    let refused = |source| ExportError::Allocation {
-        dtype,
-        source: Box::new(source),
-    };
-    protocol::check_dtype(dtype).map_err(refused)?;
+    allocate_on_host(prototype).map_err(|source| {
+        ExportError::Allocation {
+            dtype,
+            source: Box::new(source),
+        }
+        .into()
+    })
+}
+
+/// [`allocate`] of a CPU prototype: its dtype and shape checked, then the
+/// tensor; the error is the check's or the allocation's own (one place
+/// wraps it as the allocator's).
+fn allocate_on_host(
+    prototype: &DLTensor,
+) -> Result<NonNull<DLManagedTensorVersioned>, DLPackError> {
+    protocol::check_dtype(prototype.dtype)?;
     // SAFETY: a prototype's non-NULL shape holds `ndim` extents (the DLPack header).
-    let (shape, _) = unsafe { foreign::shape_of(prototype, Role::Prototype) }.map_err(refused)?;
-    managed_host_tensor(shape, dtype).map_err(|err| refused(err).into())
+    let (shape, _) = unsafe { foreign::shape_of(prototype, Role::Prototype) }?;
+    managed_host_tensor(shape, prototype.dtype)
 }
 
 /// Hands an error to the consumer's `SetError` callback, with the name of
