@@ -90,7 +90,7 @@ unsafe fn tensor_of<'py>(
             .into_inner()
             .get_type()
             .name()
-            .map_or_else(|_| "?".into(), |n| n.to_string());
+            .map_or_else(|_| "?".into(), |n| n.to_string_lossy().into_owned());
         DLPackError::NotADLPackTensor { found }.into()
     })
 }
