@@ -13,8 +13,91 @@
 //! one; the first stored is kept and the others are dropped, so what an
 //! initialiser does must be harmless to repeat.
 
+use std::marker::PhantomData;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+
+/// A cell set once per process with no lock at all: the value is boxed and
+/// published by one compare-and-swap of a pointer, never freed nor changed
+/// afterwards (it lives as long as the process, as a static's value does).
+/// As [`get_or_set`] on a `PyOnceLock`, threads racing to set it may each
+/// make a value; the first published is kept and the others are dropped.
+/// For values whose cell is read where nothing else needs a `PyOnceLock`:
+/// a `PyOnceLock<T>` brings its own copy of the once-machinery for every
+/// `T` (some hundreds of bytes each), this brings a load and a swap.
+pub(crate) struct Cell<T> {
+    value: AtomicPtr<T>,
+    /// Shares a `T` between threads as a `PyOnceLock<T>` does (no `Sync`
+    /// without `T: Sync`; values are made and dropped on any thread, hence
+    /// the `T: Send` of the methods).
+    _shares: PhantomData<T>,
+}
+
+impl<T: Send + Sync> Cell<T> {
+    /// An empty cell.
+    pub(crate) const fn new() -> Self {
+        Self {
+            value: AtomicPtr::new(ptr::null_mut()),
+            _shares: PhantomData,
+        }
+    }
+
+    /// The value, if one was set.
+    #[inline]
+    pub(crate) fn get(&self, _py: Python<'_>) -> Option<&T> {
+        let value = self.value.load(Ordering::Acquire);
+        // SAFETY: a non-NULL pointer here came from `Box::into_raw` in
+        // `get_or_set`, was published with Release (read with Acquire) and
+        // is never freed nor written again.
+        unsafe { value.as_ref() }
+    }
+
+    /// The value, setting `value` first if there is none (else dropping it,
+    /// attached: values hold Python references).
+    pub(crate) fn get_or_set(&self, _py: Python<'_>, value: T) -> &T {
+        let mine = Box::into_raw(Box::new(value));
+        match self.value.compare_exchange(
+            ptr::null_mut(),
+            mine,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: just published, never freed (as in `get`).
+            Ok(_) => unsafe { &*mine },
+            Err(first) => {
+                // SAFETY: `mine` came from `Box::into_raw` above and was
+                // never published: still this thread's alone.
+                drop(unsafe { Box::from_raw(mine) });
+                // SAFETY: the published value, as in `get`.
+                unsafe { &*first }
+            }
+        }
+    }
+
+    /// The value, made by `init` (with no cell held) if there is none.
+    /// Inlined, the making apart, as [`get_or_try_init`].
+    #[inline]
+    pub(crate) fn get_or_try_init<E>(
+        &self,
+        py: Python<'_>,
+        init: impl FnOnce() -> Result<T, E>,
+    ) -> Result<&T, E> {
+        match self.get(py) {
+            Some(value) => Ok(value),
+            None => self.make(py, init),
+        }
+    }
+
+    /// The first call's half of [`Cell::get_or_try_init`].
+    #[cold]
+    #[inline(never)]
+    fn make<E>(&self, py: Python<'_>, init: impl FnOnce() -> Result<T, E>) -> Result<&T, E> {
+        Ok(self.get_or_set(py, init()?))
+    }
+}
 
 /// `cell`'s value, storing `value` first if it has none (else dropping it).
 pub(crate) fn get_or_set<'a, T>(cell: &'a PyOnceLock<T>, py: Python<'_>, value: T) -> &'a T {

@@ -43,15 +43,20 @@ pub(crate) fn make_host_readable(
         DeviceType::CUDA_HOST | DeviceType::CUDA_MANAGED
     );
     match stream {
-        Some(stream) if ordered_by_cuda => {
-            let cuda = super::driver::driver(
-                "reading pinned or managed memory on the host after its stream",
-            )?;
-            py.detach(|| cuda.synchronize(device.device_id, stream))?;
-            Ok(())
-        }
+        Some(stream) if ordered_by_cuda => synchronize(py, device, stream),
         _ => Ok(()),
     }
+}
+
+/// Blocks without the GIL until the work queued on `stream` (of `device`'s
+/// CUDA device) is done. Out of line: one copy for every caller of
+/// [`make_host_readable`].
+#[inline(never)]
+fn synchronize(py: Python<'_>, device: Device, stream: usize) -> Result<(), DLPackError> {
+    let cuda =
+        super::driver::driver("reading pinned or managed memory on the host after its stream")?;
+    py.detach(|| cuda.synchronize(device.device_id, stream))?;
+    Ok(())
 }
 
 /// Copies the elements of a tensor (first element at `src`, extents `shape`

@@ -179,7 +179,12 @@ fn lives_with_its_module(ty: &Bound<'_, PyType>) -> bool {
     let Ok(qualname) = qualname.to_cow() else {
         return false;
     };
-    for name in qualname.split('.') {
+    // Split at its ASCII dots byte by byte (each part stays whole UTF-8):
+    // `str::split` would link a character searcher for this one call.
+    for name in qualname.as_bytes().split(|&byte| byte == b'.') {
+        let Ok(name) = std::str::from_utf8(name) else {
+            return false;
+        };
         match found.getattr(name) {
             Ok(attribute) => found = attribute,
             Err(_) => return false,
@@ -198,17 +203,20 @@ fn lives_with_its_module(ty: &Bound<'_, PyType>) -> bool {
 /// `__dlpack__`). Its `__dlpack__` then runs torch's own checks.
 fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAny>>)> {
     let py = ty.py();
-    let (attr, name) = match ty.getattr(pyo3::intern!(py, "__dlpack_c_exchange_api__")) {
-        Ok(attr) => (attr, pyo3::intern!(py, "__dlpack_c_exchange_api__")),
-        Err(err) if err.is_instance_of::<PyAttributeError>(py) => {
-            // DLPack 1.2's name, an int (tvm-ffi 0.1.3 and older).
-            match ty.getattr(pyo3::intern!(py, "__c_dlpack_exchange_api__")) {
-                Ok(attr) => (attr, pyo3::intern!(py, "__c_dlpack_exchange_api__")),
-                Err(err) if err.is_instance_of::<PyAttributeError>(py) => return Ok((None, None)),
-                Err(err) => return Err(err),
-            }
+    let mut found = None;
+    for name in [
+        pyo3::intern!(py, "__dlpack_c_exchange_api__"),
+        // DLPack 1.2's name, an int (tvm-ffi 0.1.3 and older), read only
+        // where the type has no attribute of the first.
+        pyo3::intern!(py, "__c_dlpack_exchange_api__"),
+    ] {
+        if let Some(attr) = attribute(ty, name)? {
+            found = Some((attr, name));
+            break;
         }
-        Err(err) => return Err(err),
+    }
+    let Some((attr, name)) = found else {
+        return Ok((None, None));
     };
     // A torch tensor type takes the C path only when it is `torch.Tensor`
     // itself, by identity: a subclass, or a class that merely has torch's
@@ -287,11 +295,24 @@ fn is_torch_tensor_like(ty: &Bound<'_, PyType>) -> PyResult<bool> {
         pyo3::intern!(py, "is_conj"),
         pyo3::intern!(py, "is_neg"),
     ] {
-        if !ty.hasattr(name)? {
+        if attribute(ty, name)?.is_none() {
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// `ty.name`, or `None` where it has no such attribute (an
+/// `AttributeError`, as `hasattr` reads it); other exceptions are raised.
+fn attribute<'py>(
+    ty: &Bound<'py, PyType>,
+    name: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match ty.getattr(name) {
+        Ok(attr) => Ok(Some(attr)),
+        Err(err) if err.is_instance_of::<PyAttributeError>(ty.py()) => Ok(None),
+        Err(err) => Err(err),
+    }
 }
 
 /// The class in `ty`'s MRO whose own `__dict__` holds the attribute `name`.
@@ -389,6 +410,9 @@ fn same_behaviour(ty: &Bound<'_, PyType>, owner: &Bound<'_, PyType>) -> PyResult
 }
 
 /// The exception a failed exchange-API call set (or one saying it set none).
+/// Out of line: one copy for the four calls that fail with it.
+#[cold]
+#[inline(never)]
 fn producer_error(py: Python<'_>) -> PyErr {
     PyErr::take(py).unwrap_or_else(|| DLPackError::from(ExportError::NoErrorSet).into())
 }

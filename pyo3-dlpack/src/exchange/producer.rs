@@ -90,7 +90,7 @@ unsafe fn tensor_of<'py>(
             .into_inner()
             .get_type()
             .name()
-            .map_or_else(|_| "?".into(), |n| n.to_string());
+            .map_or_else(|_| "?".into(), |n| n.to_string_lossy().into_owned());
         DLPackError::NotADLPackTensor { found }.into()
     })
 }
@@ -213,7 +213,9 @@ unsafe extern "C" fn managed_to_py_object(
         imported.unregister();
         // Not `expect`: that would format the error with `Debug`, and so
         // link every error type's derived `Debug` into every extension.
-        let Ok(tensor) = DLPackTensor::new(imported) else {
+        // `from_arc`, the shared half of `new` (whose other half is for
+        // Rust `bool` buffers): no copy of `new` for `PyTensor`.
+        let Ok(tensor) = DLPackTensor::from_arc(std::sync::Arc::new(imported)) else {
             unreachable!("described successfully just above");
         };
         // Only an allocation failure of the Python object itself is left;
@@ -275,14 +277,25 @@ fn allocate(prototype: &DLTensor) -> Result<NonNull<DLManagedTensorVersioned>, D
         return Err(ExportError::AllocationDevice { device }.into());
     }
     let dtype = prototype.dtype;
-    let refused = |source| ExportError::Allocation {
-        dtype,
-        source: Box::new(source),
-    };
-    protocol::check_dtype(dtype).map_err(refused)?;
+    allocate_on_host(prototype).map_err(|source| {
+        ExportError::Allocation {
+            dtype,
+            source: Box::new(source),
+        }
+        .into()
+    })
+}
+
+/// [`allocate`] of a CPU prototype: its dtype and shape checked, then the
+/// tensor; the error is the check's or the allocation's own (one place
+/// wraps it as the allocator's).
+fn allocate_on_host(
+    prototype: &DLTensor,
+) -> Result<NonNull<DLManagedTensorVersioned>, DLPackError> {
+    protocol::check_dtype(prototype.dtype)?;
     // SAFETY: a prototype's non-NULL shape holds `ndim` extents (the DLPack header).
-    let (shape, _) = unsafe { foreign::shape_of(prototype, Role::Prototype) }.map_err(refused)?;
-    managed_host_tensor(shape, dtype).map_err(|err| refused(err).into())
+    let (shape, _) = unsafe { foreign::shape_of(prototype, Role::Prototype) }?;
+    managed_host_tensor(shape, prototype.dtype)
 }
 
 /// Hands an error to the consumer's `SetError` callback, with the name of
@@ -298,7 +311,11 @@ fn report(set_error: DLPackSetError, error_ctx: *mut c_void, err: &DLPackError) 
 
 fn report_message(set_error: DLPackSetError, error_ctx: *mut c_void, kind: &CStr, message: &str) {
     let Some(set_error) = set_error else { return };
-    let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    // NUL bytes (which would end the C string) as spaces, byte for byte.
+    let bytes = message
+        .bytes()
+        .map(|byte| if byte == 0 { b' ' } else { byte });
+    let message = CString::new(bytes.collect::<Vec<u8>>()).unwrap_or_default();
     // SAFETY: the consumer's callback, called once with its context and two
     // NUL-terminated strings that live through the call.
     unsafe { set_error(error_ctx, kind.as_ptr(), message.as_ptr()) };

@@ -17,10 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(feature = "fast-paths")]
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 #[cfg(feature = "fast-paths")]
-use pyo3::types::{PyCapsule, PyDict};
+use pyo3::types::{PyCapsule, PyDict, PyString};
 
 use super::framework::Framework;
 #[cfg(feature = "fast-paths")]
@@ -44,7 +43,7 @@ struct Jaxlib {
 
 /// The jaxlib of this process, found from the first array of jaxlib's
 /// array type that arrives.
-static JAXLIB: PyOnceLock<Jaxlib> = PyOnceLock::new();
+static JAXLIB: crate::once::Cell<Jaxlib> = crate::once::Cell::new();
 
 /// A legacy DLPack capsule of `obj` if it is a `jax.Array` of jaxlib's own
 /// array type (`ArrayImpl`, exactly), made by the C++ function JAX's
@@ -75,7 +74,7 @@ pub(crate) fn export_capsule<'py>(
         Some(jaxlib) if obj.get_type().is(jaxlib.array_type.bind(py)) => jaxlib,
         Some(_) => return Ok(None),
         None => match find_jaxlib(obj) {
-            Some(found) => crate::once::get_or_set(&JAXLIB, py, found),
+            Some(found) => JAXLIB.get_or_set(py, found),
             None => return Ok(None),
         },
     };
@@ -113,7 +112,7 @@ pub(crate) fn is_jax_array(obj: &Bound<'_, PyAny>) -> bool {
     match JAXLIB.get(py) {
         Some(jaxlib) => obj.get_type().is(jaxlib.array_type.bind(py)),
         None => find_jaxlib(obj).is_some_and(|found| {
-            crate::once::get_or_set(&JAXLIB, py, found);
+            JAXLIB.get_or_set(py, found);
             true
         }),
     }
@@ -244,7 +243,7 @@ struct CapsuleImport {
 /// This process's [`CapsuleImport`], looked up once; `None` where the
 /// jaxlib is not a proven one or a module or name is missing.
 #[cfg(feature = "fast-paths")]
-static CAPSULE_IMPORT: PyOnceLock<Option<CapsuleImport>> = PyOnceLock::new();
+static CAPSULE_IMPORT: crate::once::Cell<Option<CapsuleImport>> = crate::once::Cell::new();
 
 /// Set once a capsule import raised a `TypeError`: from then on every
 /// value takes `from_dlpack`.
@@ -264,7 +263,7 @@ impl CapsuleImport {
         if let Some(known) = CAPSULE_IMPORT.get(py) {
             return known.as_ref();
         }
-        crate::once::get_or_set(&CAPSULE_IMPORT, py, Self::look_up(py)).as_ref()
+        CAPSULE_IMPORT.get_or_set(py, Self::look_up(py)).as_ref()
     }
 
     /// The functions, from JAX's own modules (importing JAX, as
@@ -306,15 +305,20 @@ impl CapsuleImport {
             pyo3::intern!(py, "device_from_local_hardware_id"),
             (tensor.info().device().device_id,),
         )?;
+        let capsule = tensor.to_capsule(py, CapsuleFormat::Legacy)?;
+        let cpu = DeviceType::CPU.code().into_pyobject(py)?;
+        // Every argument as `&PyAny`: one instance of the generic `set_item`
+        // for the five (each argument type would be code of its own).
         let arguments = PyDict::new(py);
-        arguments.set_item(
-            pyo3::intern!(py, "dlpack"),
-            tensor.to_capsule(py, CapsuleFormat::Legacy)?,
-        )?;
-        arguments.set_item(pyo3::intern!(py, "device"), device)?;
-        arguments.set_item(pyo3::intern!(py, "stream"), py.None())?;
-        arguments.set_item(pyo3::intern!(py, "copy"), py.None())?;
-        arguments.set_item(pyo3::intern!(py, "dl_device_type"), DeviceType::CPU.code())?;
+        let none = py.None().into_bound(py);
+        let set = |name: &Bound<'py, PyString>, value: &Bound<'py, PyAny>| {
+            arguments.set_item(name, value)
+        };
+        set(pyo3::intern!(py, "dlpack"), capsule.as_any())?;
+        set(pyo3::intern!(py, "device"), &device)?;
+        set(pyo3::intern!(py, "stream"), &none)?;
+        set(pyo3::intern!(py, "copy"), &none)?;
+        set(pyo3::intern!(py, "dl_device_type"), cpu.as_any())?;
         match self.to_buffer.bind(py).call((), Some(&arguments)) {
             Err(err) if err.is_instance_of::<PyTypeError>(py) => {
                 CAPSULE_IMPORT_REFUSED.store(true, Ordering::Relaxed);

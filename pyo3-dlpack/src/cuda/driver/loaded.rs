@@ -117,33 +117,48 @@ impl Driver {
 
     /// Runs `calls` with the context of `stream` (see `context_of`) current
     /// on this thread, then makes current again whatever was (also when
-    /// they fail).
+    /// they fail). Inlined around `calls` only: the pushing and popping are
+    /// one copy for every call of the driver.
+    #[inline]
     fn in_context(
         &self,
         ordinal: i32,
         stream: usize,
         calls: impl FnOnce() -> Result<(), InterfaceError>,
     ) -> Result<(), InterfaceError> {
+        let context = self.push_context(ordinal, stream)?;
+        let result = calls();
+        result.and(self.pop_context(context))
+    }
+
+    /// Makes the context of `stream` (see `context_of`) current on this
+    /// thread: the context pushed.
+    #[inline(never)]
+    fn push_context(&self, ordinal: i32, stream: usize) -> Result<*mut c_void, InterfaceError> {
         let context = self.context_of(ordinal, stream)?;
         // SAFETY: a resolved `cuCtxPushCurrent_v2` with a live context (a
         // retained primary one, or a live stream's).
         check("cuCtxPushCurrent_v2", unsafe { (self.ctx_push)(context) })?;
-        let result = calls();
+        Ok(context)
+    }
+
+    /// Pops `context`, which [`push_context`](Self::push_context) pushed,
+    /// making current again whatever was before it.
+    #[inline(never)]
+    fn pop_context(&self, context: *mut c_void) -> Result<(), InterfaceError> {
         let mut popped: *mut c_void = std::ptr::null_mut();
         // SAFETY: a resolved `cuCtxPopCurrent_v2` writing a live local.
-        let pop = check("cuCtxPopCurrent_v2", unsafe {
+        check("cuCtxPopCurrent_v2", unsafe {
             (self.ctx_pop)(&raw mut popped)
-        });
+        })?;
         // The calls push and pop nothing themselves: what is popped is ours.
-        let ours = if pop.is_ok() && popped != context {
-            Err(InterfaceError::Cuda {
+        if popped != context {
+            return Err(InterfaceError::Cuda {
                 call: "cuCtxPopCurrent_v2 (another context than the one pushed)",
                 code: -1,
-            })
-        } else {
-            Ok(())
-        };
-        result.and(pop).and(ours)
+            });
+        }
+        Ok(())
     }
 }
 
@@ -403,76 +418,116 @@ impl Driver {
     }
 }
 
+/// The driver functions [`load`] resolves, in the order it takes them.
+const FUNCTIONS: &[&CStr] = &[
+    c"cuInit",
+    c"cuDeviceGet",
+    c"cuDevicePrimaryCtxRetain",
+    c"cuCtxPushCurrent_v2",
+    c"cuCtxPopCurrent_v2",
+    c"cuStreamGetCtx",
+    #[cfg(feature = "non-dlpack-import")]
+    c"cuPointerGetAttribute",
+    c"cuStreamSynchronize",
+    // CUDA 10 and later.
+    c"cuStreamIsCapturing",
+    c"cuEventCreate",
+    c"cuEventRecord",
+    c"cuStreamWaitEvent",
+    c"cuEventDestroy_v2",
+    c"cuMemcpyDtoHAsync_v2",
+    #[cfg(feature = "pickle")]
+    c"cuMemAlloc_v2",
+    #[cfg(feature = "pickle")]
+    c"cuMemFree_v2",
+    #[cfg(feature = "pickle")]
+    c"cuMemcpyHtoDAsync_v2",
+    #[cfg(feature = "pickle")]
+    c"cuMemAllocHost_v2",
+    #[cfg(feature = "pickle")]
+    c"cuMemFreeHost",
+    // CUDA 6 and later.
+    #[cfg(feature = "pickle")]
+    c"cuMemAllocManaged",
+];
+
 /// Opens the driver (`super::library`) and resolves the functions used;
 /// why it cannot be used otherwise (the library, a function missing, or
 /// `cuInit` failing).
 pub(super) fn load() -> Result<Driver, String> {
     let library = library::open_driver()?;
-    let symbol = |name: &CStr| library.symbol(name);
-    /// Resolves `name` as a function of the C signature `F`.
+    // Every address first, in one loop (the first missing function is the
+    // error), then each taken in `FUNCTIONS`' order.
+    let mut addresses = [std::ptr::null_mut(); FUNCTIONS.len()];
+    for (address, name) in addresses.iter_mut().zip(FUNCTIONS) {
+        *address = library.symbol(name)?;
+    }
+    let mut addresses = addresses.into_iter();
+    let mut next = || addresses.next().expect("one address per name");
+    /// `address` as a function of the C signature `F`.
     ///
     /// # Safety
     ///
-    /// `F` is the `unsafe extern "C" fn` type of the driver function `name`.
+    /// `F` is the `unsafe extern "C" fn` type of the driver function at `address`.
     unsafe fn function<F: Copy>(address: *mut c_void) -> F {
         debug_assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
         // SAFETY: the caller's promise: a function pointer type, of the
         // symbol's C signature; function and data pointers have one size here.
         unsafe { std::mem::transmute_copy::<*mut c_void, F>(&address) }
     }
-    // SAFETY (here and for each field below): the symbol is the driver API
-    // function of that name, whose C signature in CUDA's cuda.h (stable
-    // since CUDA 4) is the declared type.
+    // SAFETY (here and for each field below): the address is that of the
+    // driver API function named at its place in `FUNCTIONS`, whose C
+    // signature in CUDA's cuda.h (stable since CUDA 4) is the declared type.
     let init: unsafe extern "C" fn(c_uint) -> CuResult =
         // SAFETY: see above.
-        unsafe { function(symbol(c"cuInit")?) };
+        unsafe { function(next()) };
     let driver = Driver {
         // SAFETY: see above.
-        device_get: unsafe { function(symbol(c"cuDeviceGet")?) },
+        device_get: unsafe { function(next()) },
         // SAFETY: see above.
-        primary_ctx_retain: unsafe { function(symbol(c"cuDevicePrimaryCtxRetain")?) },
+        primary_ctx_retain: unsafe { function(next()) },
         // SAFETY: see above.
-        ctx_push: unsafe { function(symbol(c"cuCtxPushCurrent_v2")?) },
+        ctx_push: unsafe { function(next()) },
         // SAFETY: see above.
-        ctx_pop: unsafe { function(symbol(c"cuCtxPopCurrent_v2")?) },
+        ctx_pop: unsafe { function(next()) },
         // SAFETY: see above.
-        stream_get_ctx: unsafe { function(symbol(c"cuStreamGetCtx")?) },
+        stream_get_ctx: unsafe { function(next()) },
         contexts: [const { AtomicUsize::new(0) }; CONTEXTS],
         #[cfg(feature = "non-dlpack-import")]
         // SAFETY: see above.
-        pointer_get_attribute: unsafe { function(symbol(c"cuPointerGetAttribute")?) },
+        pointer_get_attribute: unsafe { function(next()) },
         // SAFETY: see above.
-        stream_synchronize: unsafe { function(symbol(c"cuStreamSynchronize")?) },
-        // SAFETY: see above (CUDA 10 and later).
-        stream_is_capturing: unsafe { function(symbol(c"cuStreamIsCapturing")?) },
+        stream_synchronize: unsafe { function(next()) },
         // SAFETY: see above.
-        event_create: unsafe { function(symbol(c"cuEventCreate")?) },
+        stream_is_capturing: unsafe { function(next()) },
         // SAFETY: see above.
-        event_record: unsafe { function(symbol(c"cuEventRecord")?) },
+        event_create: unsafe { function(next()) },
         // SAFETY: see above.
-        stream_wait_event: unsafe { function(symbol(c"cuStreamWaitEvent")?) },
+        event_record: unsafe { function(next()) },
         // SAFETY: see above.
-        event_destroy: unsafe { function(symbol(c"cuEventDestroy_v2")?) },
+        stream_wait_event: unsafe { function(next()) },
         // SAFETY: see above.
-        memcpy_dtoh_async: unsafe { function(symbol(c"cuMemcpyDtoHAsync_v2")?) },
+        event_destroy: unsafe { function(next()) },
+        // SAFETY: see above.
+        memcpy_dtoh_async: unsafe { function(next()) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        mem_alloc: unsafe { function(symbol(c"cuMemAlloc_v2")?) },
+        mem_alloc: unsafe { function(next()) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        mem_free: unsafe { function(symbol(c"cuMemFree_v2")?) },
+        mem_free: unsafe { function(next()) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        memcpy_htod_async: unsafe { function(symbol(c"cuMemcpyHtoDAsync_v2")?) },
+        memcpy_htod_async: unsafe { function(next()) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        mem_alloc_host: unsafe { function(symbol(c"cuMemAllocHost_v2")?) },
+        mem_alloc_host: unsafe { function(next()) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        mem_free_host: unsafe { function(symbol(c"cuMemFreeHost")?) },
+        mem_free_host: unsafe { function(next()) },
         #[cfg(feature = "pickle")]
-        // SAFETY: see above (CUDA 6 and later).
-        mem_alloc_managed: unsafe { function(symbol(c"cuMemAllocManaged")?) },
+        // SAFETY: see above.
+        mem_alloc_managed: unsafe { function(next()) },
     };
     // SAFETY: `cuInit(0)` may be called any number of times.
     let code = unsafe { init(0) };

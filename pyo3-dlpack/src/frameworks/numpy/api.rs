@@ -12,7 +12,6 @@ use std::ffi::{c_int, c_void};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyCapsuleMethods};
 
 use crate::error::PythonKind;
@@ -49,7 +48,7 @@ pub(crate) type NewFromDescr = unsafe extern "C" fn(
 pub(crate) type SetBaseObject =
     unsafe extern "C" fn(*mut ffi::PyObject, *mut ffi::PyObject) -> c_int;
 
-static API: PyOnceLock<Api> = PyOnceLock::new();
+static API: crate::once::Cell<Api> = crate::once::Cell::new();
 
 /// Slot `index` of NumPy's `PyArray_API` table.
 ///
@@ -67,7 +66,7 @@ unsafe fn slot(table: *const *const c_void, index: usize) -> *const c_void {
 /// The table, read once from `numpy._core.multiarray._ARRAY_API` (NumPy 2)
 /// or `numpy.core.multiarray._ARRAY_API` (NumPy 1); imports NumPy.
 pub(crate) fn api(py: Python<'_>) -> PyResult<&'static Api> {
-    crate::once::get_or_try_init(&API, py, || read(py))
+    API.get_or_try_init(py, || read(py))
 }
 
 /// The table if it has been read, or can be read without importing NumPy

@@ -22,7 +22,6 @@ use std::ffi::{c_char, c_int, c_void};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 
 use crate::ffi::{DLPackVersion, DLTensor};
 use crate::{DataType, Device};
@@ -56,7 +55,7 @@ struct DescrFields {
 /// learned once: `Some` once NumPy is known to export versioned capsules;
 /// `None` for older NumPy (or one whose probe failed), which keeps the
 /// `__dlpack__` path.
-static VERSION: PyOnceLock<Option<DLPackVersion>> = PyOnceLock::new();
+static VERSION: crate::once::Cell<Option<DLPackVersion>> = crate::once::Cell::new();
 
 /// An exact `numpy.ndarray` this path takes (see the module docs), read in
 /// place: the caller writes the description where it is kept, so nothing
@@ -223,7 +222,7 @@ fn learn_version(
         .and_then(|empty| probe(&empty))
         .ok()
         .flatten();
-    *crate::once::get_or_set(&VERSION, py, learned)
+    *VERSION.get_or_set(py, learned)
 }
 
 /// The DLPack dtype of a NumPy 2 descriptor in native byte order, `None`
