@@ -418,7 +418,8 @@ impl Driver {
     }
 }
 
-/// The driver functions [`load`] resolves, in the order it takes them.
+/// The driver functions [`load`] resolves, in this order (the first missing
+/// one is the error).
 const FUNCTIONS: &[&CStr] = &[
     c"cuInit",
     c"cuDeviceGet",
@@ -451,19 +452,45 @@ const FUNCTIONS: &[&CStr] = &[
     c"cuMemAllocManaged",
 ];
 
+/// `name`'s place in [`FUNCTIONS`], found when the crate compiles (a name
+/// not listed there fails the build, though not `cargo check`).
+const fn index_of(name: &CStr) -> usize {
+    let name = name.to_bytes();
+    let mut index = 0;
+    while index < FUNCTIONS.len() {
+        let listed = FUNCTIONS[index].to_bytes();
+        let mut same = listed.len() == name.len();
+        let mut byte = 0;
+        while same && byte < name.len() {
+            same = listed[byte] == name[byte];
+            byte += 1;
+        }
+        if same {
+            return index;
+        }
+        index += 1;
+    }
+    panic!("a driver function that FUNCTIONS does not list")
+}
+
 /// Opens the driver (`super::library`) and resolves the functions used;
 /// why it cannot be used otherwise (the library, a function missing, or
 /// `cuInit` failing).
 pub(super) fn load() -> Result<Driver, String> {
     let library = library::open_driver()?;
     // Every address first, in one loop (the first missing function is the
-    // error), then each taken in `FUNCTIONS`' order.
+    // error), then each function's by its name.
     let mut addresses = [std::ptr::null_mut(); FUNCTIONS.len()];
     for (address, name) in addresses.iter_mut().zip(FUNCTIONS) {
         *address = library.symbol(name)?;
     }
-    let mut addresses = addresses.into_iter();
-    let mut next = || addresses.next().expect("one address per name");
+    // The address resolved for the function named, by its place found at
+    // compile time.
+    macro_rules! address {
+        ($name:literal) => {
+            addresses[const { index_of($name) }]
+        };
+    }
     /// `address` as a function of the C signature `F`.
     ///
     /// # Safety
@@ -476,58 +503,58 @@ pub(super) fn load() -> Result<Driver, String> {
         unsafe { std::mem::transmute_copy::<*mut c_void, F>(&address) }
     }
     // SAFETY (here and for each field below): the address is that of the
-    // driver API function named at its place in `FUNCTIONS`, whose C
-    // signature in CUDA's cuda.h (stable since CUDA 4) is the declared type.
+    // driver API function named, whose C signature in CUDA's cuda.h (stable
+    // since CUDA 4) is the declared type.
     let init: unsafe extern "C" fn(c_uint) -> CuResult =
         // SAFETY: see above.
-        unsafe { function(next()) };
+        unsafe { function(address!(c"cuInit")) };
     let driver = Driver {
         // SAFETY: see above.
-        device_get: unsafe { function(next()) },
+        device_get: unsafe { function(address!(c"cuDeviceGet")) },
         // SAFETY: see above.
-        primary_ctx_retain: unsafe { function(next()) },
+        primary_ctx_retain: unsafe { function(address!(c"cuDevicePrimaryCtxRetain")) },
         // SAFETY: see above.
-        ctx_push: unsafe { function(next()) },
+        ctx_push: unsafe { function(address!(c"cuCtxPushCurrent_v2")) },
         // SAFETY: see above.
-        ctx_pop: unsafe { function(next()) },
+        ctx_pop: unsafe { function(address!(c"cuCtxPopCurrent_v2")) },
         // SAFETY: see above.
-        stream_get_ctx: unsafe { function(next()) },
+        stream_get_ctx: unsafe { function(address!(c"cuStreamGetCtx")) },
         contexts: [const { AtomicUsize::new(0) }; CONTEXTS],
         #[cfg(feature = "non-dlpack-import")]
         // SAFETY: see above.
-        pointer_get_attribute: unsafe { function(next()) },
+        pointer_get_attribute: unsafe { function(address!(c"cuPointerGetAttribute")) },
         // SAFETY: see above.
-        stream_synchronize: unsafe { function(next()) },
+        stream_synchronize: unsafe { function(address!(c"cuStreamSynchronize")) },
         // SAFETY: see above.
-        stream_is_capturing: unsafe { function(next()) },
+        stream_is_capturing: unsafe { function(address!(c"cuStreamIsCapturing")) },
         // SAFETY: see above.
-        event_create: unsafe { function(next()) },
+        event_create: unsafe { function(address!(c"cuEventCreate")) },
         // SAFETY: see above.
-        event_record: unsafe { function(next()) },
+        event_record: unsafe { function(address!(c"cuEventRecord")) },
         // SAFETY: see above.
-        stream_wait_event: unsafe { function(next()) },
+        stream_wait_event: unsafe { function(address!(c"cuStreamWaitEvent")) },
         // SAFETY: see above.
-        event_destroy: unsafe { function(next()) },
+        event_destroy: unsafe { function(address!(c"cuEventDestroy_v2")) },
         // SAFETY: see above.
-        memcpy_dtoh_async: unsafe { function(next()) },
+        memcpy_dtoh_async: unsafe { function(address!(c"cuMemcpyDtoHAsync_v2")) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        mem_alloc: unsafe { function(next()) },
+        mem_alloc: unsafe { function(address!(c"cuMemAlloc_v2")) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        mem_free: unsafe { function(next()) },
+        mem_free: unsafe { function(address!(c"cuMemFree_v2")) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        memcpy_htod_async: unsafe { function(next()) },
+        memcpy_htod_async: unsafe { function(address!(c"cuMemcpyHtoDAsync_v2")) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        mem_alloc_host: unsafe { function(next()) },
+        mem_alloc_host: unsafe { function(address!(c"cuMemAllocHost_v2")) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        mem_free_host: unsafe { function(next()) },
+        mem_free_host: unsafe { function(address!(c"cuMemFreeHost")) },
         #[cfg(feature = "pickle")]
         // SAFETY: see above.
-        mem_alloc_managed: unsafe { function(next()) },
+        mem_alloc_managed: unsafe { function(address!(c"cuMemAllocManaged")) },
     };
     // SAFETY: `cuInit(0)` may be called any number of times.
     let code = unsafe { init(0) };
