@@ -140,7 +140,7 @@ pub(crate) unsafe fn import(
         dtype: layout.dtype,
         _keeper: keeper,
     };
-    let managed = crate::export::managed_value(foreign)?;
+    let managed = crate::export::managed_value(std::sync::Arc::new(foreign))?;
     // SAFETY: a block `write_block` just made, ours alone, alive until its
     // deleter runs; its dims are the description's, valid.
     let managed = unsafe { crate::import::consume::Owned::adopt(managed) };
