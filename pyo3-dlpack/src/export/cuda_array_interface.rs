@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::error::PythonKind;
 use crate::export::Described;
@@ -69,20 +69,38 @@ pub(crate) fn describe<'py>(
     crate::export::synchronize(described.owner().as_ref(), info, LEGACY_DEFAULT_STREAM)?;
     let (shape, strides) = info.dims_slices();
     let itemsize = dtype.itemsize();
-    let dict = PyDict::new(py);
-    dict.set_item("shape", PyTuple::new(py, shape)?)?;
-    dict.set_item("typestr", &typestr)?;
     let read_only = info.writability() != Writability::Writable;
-    dict.set_item("data", (info.data_ptr() as usize, read_only))?;
-    dict.set_item("version", 3)?;
     let strides = if info.is_contiguous() {
         py.None().into_bound(py)
     } else {
         let bytes = strides.iter().map(|&s| layout::byte_stride(s, itemsize));
         PyTuple::new(py, bytes)?.into_any()
     };
-    dict.set_item("strides", strides)?;
-    dict.set_item("descr", vec![("", typestr.as_str())])?;
-    dict.set_item("stream", LEGACY_DEFAULT_STREAM)?;
+    // Values made first, then stored by one `set_item` (one instance of
+    // PyO3's generic, not one per value type), in the interface's order.
+    let items = [
+        ("shape", PyTuple::new(py, shape)?.into_any()),
+        ("typestr", PyString::new(py, &typestr).into_any()),
+        (
+            "data",
+            (info.data_ptr() as usize, read_only)
+                .into_pyobject(py)?
+                .into_any(),
+        ),
+        ("version", 3i32.into_pyobject(py)?.into_any()),
+        ("strides", strides),
+        (
+            "descr",
+            PyList::new(py, [("", typestr.as_str())])?.into_any(),
+        ),
+        (
+            "stream",
+            LEGACY_DEFAULT_STREAM.into_pyobject(py)?.into_any(),
+        ),
+    ];
+    let dict = PyDict::new(py);
+    for (key, value) in items {
+        dict.set_item(key, value)?;
+    }
     Ok(dict)
 }
