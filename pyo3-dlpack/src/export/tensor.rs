@@ -2,8 +2,6 @@
 
 use std::sync::Arc;
 
-#[cfg(feature = "non-dlpack-export")]
-use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 #[cfg(feature = "non-dlpack-export")]
 use pyo3::types::PyDict;
@@ -11,6 +9,8 @@ use pyo3::types::{PyCapsule, PyModule, PyTuple};
 use pyo3::{PyClass, PyClassInitializer};
 
 use crate::DLPackError;
+#[cfg(feature = "non-dlpack-export")]
+use crate::error::PythonKind;
 use crate::export::hinted::DLPackMethod;
 #[cfg(feature = "non-dlpack-export")]
 use crate::export::hinted::{DTypeLike, NumpyArray};
@@ -492,7 +492,7 @@ fn array_of<'py>(
     let info = slf.get().info();
     let device = info.device();
     if !device.is_host_accessible() {
-        return Err(PyBufferError::new_err(format!(
+        return Err(PythonKind::Buffer.new_err(format!(
             "cannot make a NumPy array of a tensor on {device}: NumPy reads host memory \
              only; import it with a framework for that device, such as \
              torch.from_dlpack(t) or cupy.from_dlpack(t)"
@@ -505,7 +505,7 @@ fn array_of<'py>(
         } else {
             "import it with torch.from_dlpack(t) or jax.numpy.from_dlpack(t)"
         };
-        return Err(PyBufferError::new_err(format!(
+        return Err(PythonKind::Buffer.new_err(format!(
             "cannot make a NumPy array of a {} tensor: NumPy has no such dtype; {elsewhere}",
             info.dtype()
         )));
@@ -526,9 +526,8 @@ fn array_of<'py>(
     }
     if copy == Some(false) {
         // NumPy's own words for `copy=False` where a cast must copy.
-        return Err(PyValueError::new_err(
-            "Unable to avoid copy while creating an array as requested.",
-        ));
+        return Err(PythonKind::Value
+            .new_err("Unable to avoid copy while creating an array as requested.".to_owned()));
     }
     array.call_method1(pyo3::intern!(py, "astype"), (dtype,))
 }
