@@ -73,8 +73,13 @@ pub(crate) fn describe<'py>(
     let strides = if info.is_contiguous() {
         py.None().into_bound(py)
     } else {
-        let bytes = strides.iter().map(|&s| layout::byte_stride(s, itemsize));
-        PyTuple::new(py, bytes)?.into_any()
+        // Collected first: a tuple of a slice, as `shape`'s (one instance of
+        // PyO3's generic tuple builder).
+        let bytes: Vec<i64> = strides
+            .iter()
+            .map(|&s| layout::byte_stride(s, itemsize) as i64)
+            .collect();
+        PyTuple::new(py, bytes.as_slice())?.into_any()
     };
     // Values made first, then stored by one `set_item` (one instance of
     // PyO3's generic, not one per value type), in the interface's order.
