@@ -66,8 +66,21 @@ impl DLPackTensor {
     /// Wraps a value, checking now that it describes a valid tensor (so a
     /// shape that does not fit its buffer fails here, not in the consumer).
     pub fn new<T: IntoDLPack>(value: T) -> Result<Self, DLPackError> {
-        let mut tensor = Self::from_arc(Arc::new(value))?;
-        if crate::export::managed::reads_no_elements::<T>() {
+        let reads_no_elements = crate::export::managed::reads_no_elements::<T>();
+        Self::from_new_arc(Arc::new(value), reads_no_elements)
+    }
+
+    /// [`new`](Self::new) past its one generic step (the `Arc`): one copy
+    /// for every value type, not one inlined into each `new::<T>`.
+    /// `reads_no_elements`: the value is a buffer of `bool`s that Rust code
+    /// never reads (see `managed::reads_no_elements`).
+    #[inline(never)]
+    fn from_new_arc(
+        value: Arc<dyn IntoDLPack>,
+        reads_no_elements: bool,
+    ) -> Result<Self, DLPackError> {
+        let mut tensor = Self::from_arc(value)?;
+        if reads_no_elements {
             tensor.described.lift_bool_guard();
         }
         Ok(tensor)
