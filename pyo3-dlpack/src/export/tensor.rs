@@ -284,16 +284,25 @@ impl DLPackTensor {
 }
 
 fn describe(info: &TensorInfo<'_>) -> String {
-    let shape: Vec<String> = info.dims_slices().0.iter().map(|d| d.to_string()).collect();
-    let trailing_comma = if shape.len() == 1 { "," } else { "" };
+    use std::fmt::Write;
+    // Written into one string, not a string per extent joined.
+    let dims = info.dims_slices().0;
+    let mut shape = String::new();
+    for (i, extent) in dims.iter().enumerate() {
+        if i > 0 {
+            shape.push_str(", ");
+        }
+        // Writing to a `String` cannot fail.
+        let _ = write!(shape, "{extent}");
+    }
+    let trailing_comma = if dims.len() == 1 { "," } else { "" };
     let read_only = if info.is_read_only() {
         ", read_only=True"
     } else {
         ""
     };
     format!(
-        "DLPackTensor(shape=({}{trailing_comma}), dtype={}, device={}{read_only})",
-        shape.join(", "),
+        "DLPackTensor(shape=({shape}{trailing_comma}), dtype={}, device={}{read_only})",
         info.dtype(),
         info.device()
     )
