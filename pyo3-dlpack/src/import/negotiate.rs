@@ -131,7 +131,8 @@ fn max_version_object(py: Python<'_>, (major, minor): (u32, u32)) -> PyResult<Bo
     static DEFAULT: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
     if (major, minor) == protocol::MAX_VERSION {
         let default = crate::once::get_or_try_init(&DEFAULT, py, || {
-            PyTuple::new(py, [1u32, 3]).map(Bound::unbind)
+            // As a pair, as other versions are made below (one conversion).
+            protocol::MAX_VERSION.into_pyobject(py).map(Bound::unbind)
         })?;
         return Ok(default.bind(py).clone().into_any());
     }
