@@ -93,7 +93,9 @@ pub(crate) fn export_shared<'py>(
 /// Makes the data safe to use on the consumer's `stream` before an export of
 /// device memory: the consumer's stream waits for the one the description
 /// names (an event, through the CUDA driver), then the value's own
-/// [`IntoDLPack::synchronize`] runs.
+/// [`IntoDLPack::synchronize`] runs. Out of line: device memory only, and
+/// one copy for its callers (`ready_device`, `__cuda_array_interface__`).
+#[inline(never)]
 pub(crate) fn synchronize<O: IntoDLPack + ?Sized>(
     value: &O,
     info: &TensorInfo<'_>,
