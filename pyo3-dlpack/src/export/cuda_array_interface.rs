@@ -81,31 +81,19 @@ pub(crate) fn describe<'py>(
             .collect();
         PyTuple::new(py, bytes.as_slice())?.into_any()
     };
-    // Values made first, then stored by one `set_item` (one instance of
-    // PyO3's generic, not one per value type), in the interface's order.
-    let items = [
-        ("shape", PyTuple::new(py, shape)?.into_any()),
-        ("typestr", PyString::new(py, &typestr).into_any()),
-        (
-            "data",
-            (info.data_ptr() as usize, read_only)
-                .into_pyobject(py)?
-                .into_any(),
-        ),
-        ("version", 3i32.into_pyobject(py)?.into_any()),
-        ("strides", strides),
-        (
-            "descr",
-            PyList::new(py, [("", typestr.as_str())])?.into_any(),
-        ),
-        (
-            "stream",
-            LEGACY_DEFAULT_STREAM.into_pyobject(py)?.into_any(),
-        ),
-    ];
+    // Each value made as a Python object first, so that every key is stored
+    // by one instance of PyO3's generic `set_item` (not one per value type),
+    // in the interface's order.
     let dict = PyDict::new(py);
-    for (key, value) in items {
-        dict.set_item(key, value)?;
-    }
+    dict.set_item("shape", PyTuple::new(py, shape)?.into_any())?;
+    dict.set_item("typestr", PyString::new(py, &typestr).into_any())?;
+    let data = (info.data_ptr() as usize, read_only).into_pyobject(py)?;
+    dict.set_item("data", data.into_any())?;
+    dict.set_item("version", 3i32.into_pyobject(py)?.into_any())?;
+    dict.set_item("strides", strides)?;
+    let descr = PyList::new(py, [("", typestr.as_str())])?;
+    dict.set_item("descr", descr.into_any())?;
+    let stream = LEGACY_DEFAULT_STREAM.into_pyobject(py)?;
+    dict.set_item("stream", stream.into_any())?;
     Ok(dict)
 }
