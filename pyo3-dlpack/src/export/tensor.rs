@@ -535,6 +535,8 @@ fn array_of<'py>(
     let numpy = py.import(pyo3::intern!(py, "numpy"))?;
     let from_dlpack = |copy: Option<bool>| {
         let kwargs = PyDict::new(py);
+        // As a Python object first: the `set_item` instance other calls use.
+        let copy = copy.into_pyobject(py)?.into_any();
         kwargs.set_item(pyo3::intern!(py, "copy"), copy)?;
         numpy.call_method(pyo3::intern!(py, "from_dlpack"), (slf,), Some(&kwargs))
     };
