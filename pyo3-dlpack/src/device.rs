@@ -300,13 +300,19 @@ pub struct ParseDeviceError {
 
 impl fmt::Display for ParseDeviceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = DEVICE_NAMES.iter().map(|(_, name)| *name).collect();
         write!(
             f,
-            "unknown device {:?}: expected `TYPE` or `TYPE:INDEX` with TYPE one of {}",
+            "unknown device {:?}: expected `TYPE` or `TYPE:INDEX` with TYPE one of ",
             self.input,
-            names.join(", ")
-        )
+        )?;
+        // Written one by one, not collected and joined.
+        for (i, (_, name)) in DEVICE_NAMES.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(name)?;
+        }
+        Ok(())
     }
 }
 

@@ -357,7 +357,12 @@ impl Dims<'_> {
 
     /// The entries as a `Vec<i64>` (entries above `i64::MAX` saturate).
     pub fn to_vec(&self) -> Vec<i64> {
-        self.iter().collect()
+        // A plain loop, not a collect (its instance is compiled for this one use).
+        let mut entries = Vec::with_capacity(self.len());
+        for entry in self.iter() {
+            entries.push(entry);
+        }
+        entries
     }
 }
 

@@ -860,12 +860,13 @@ impl fmt::Display for AdapterError {
                 match available.len() {
                     0 => f.write_str("which holds none"),
                     n => {
-                        let names: Vec<String> = available
-                            .iter()
-                            .take(SHOWN)
-                            .map(|n| format!("{n:?}"))
-                            .collect();
-                        write!(f, "which holds {}", names.join(", "))?;
+                        f.write_str("which holds ")?;
+                        for (i, name) in available.iter().take(SHOWN).enumerate() {
+                            if i > 0 {
+                                f.write_str(", ")?;
+                            }
+                            write!(f, "{name:?}")?;
+                        }
                         if n > SHOWN {
                             write!(f, " and {} more", n - SHOWN)?;
                         }

@@ -85,10 +85,17 @@ pub(crate) unsafe fn fill(
     // The view's own allocation, freed on release: its length, then the
     // shape, then the strides in bytes (the length, as `ndim` may be 1
     // for a consumer that asked for no shape).
-    let block: Box<[ffi::Py_ssize_t]> = std::iter::once((1 + 2 * ndim) as ffi::Py_ssize_t)
-        .chain(shape.iter().map(|&n| n as ffi::Py_ssize_t))
-        .chain(strides.iter().map(|&s| layout::byte_stride(s, itemsize)))
-        .collect();
+    // Plain pushes, not a chain of iterators collected (their adapters are
+    // compiled for this one use).
+    let mut block = Vec::with_capacity(1 + 2 * ndim);
+    block.push((1 + 2 * ndim) as ffi::Py_ssize_t);
+    for &n in shape {
+        block.push(n as ffi::Py_ssize_t);
+    }
+    for &s in strides {
+        block.push(layout::byte_stride(s, itemsize));
+    }
+    let block = block.into_boxed_slice();
     let block = Box::into_raw(block).cast::<ffi::Py_ssize_t>();
     let dims = block.wrapping_add(1);
     let format = if requested(flags, ffi::PyBUF_FORMAT) {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::error::PythonKind;
 use crate::export::Described;
@@ -69,20 +69,31 @@ pub(crate) fn describe<'py>(
     crate::export::synchronize(described.owner().as_ref(), info, LEGACY_DEFAULT_STREAM)?;
     let (shape, strides) = info.dims_slices();
     let itemsize = dtype.itemsize();
-    let dict = PyDict::new(py);
-    dict.set_item("shape", PyTuple::new(py, shape)?)?;
-    dict.set_item("typestr", &typestr)?;
     let read_only = info.writability() != Writability::Writable;
-    dict.set_item("data", (info.data_ptr() as usize, read_only))?;
-    dict.set_item("version", 3)?;
     let strides = if info.is_contiguous() {
         py.None().into_bound(py)
     } else {
-        let bytes = strides.iter().map(|&s| layout::byte_stride(s, itemsize));
-        PyTuple::new(py, bytes)?.into_any()
+        // Collected first: a tuple of a slice, as `shape`'s (one instance of
+        // PyO3's generic tuple builder).
+        let bytes: Vec<i64> = strides
+            .iter()
+            .map(|&s| layout::byte_stride(s, itemsize) as i64)
+            .collect();
+        PyTuple::new(py, bytes.as_slice())?.into_any()
     };
+    // Each value made as a Python object first, so that every key is stored
+    // by one instance of PyO3's generic `set_item` (not one per value type),
+    // in the interface's order.
+    let dict = PyDict::new(py);
+    dict.set_item("shape", PyTuple::new(py, shape)?.into_any())?;
+    dict.set_item("typestr", PyString::new(py, &typestr).into_any())?;
+    let data = (info.data_ptr() as usize, read_only).into_pyobject(py)?;
+    dict.set_item("data", data.into_any())?;
+    dict.set_item("version", 3i32.into_pyobject(py)?.into_any())?;
     dict.set_item("strides", strides)?;
-    dict.set_item("descr", vec![("", typestr.as_str())])?;
-    dict.set_item("stream", LEGACY_DEFAULT_STREAM)?;
+    let descr = PyList::new(py, [("", typestr.as_str())])?;
+    dict.set_item("descr", descr.into_any())?;
+    let stream = LEGACY_DEFAULT_STREAM.into_pyobject(py)?;
+    dict.set_item("stream", stream.into_any())?;
     Ok(dict)
 }

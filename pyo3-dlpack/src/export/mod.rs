@@ -93,7 +93,9 @@ pub(crate) fn export_shared<'py>(
 /// Makes the data safe to use on the consumer's `stream` before an export of
 /// device memory: the consumer's stream waits for the one the description
 /// names (an event, through the CUDA driver), then the value's own
-/// [`IntoDLPack::synchronize`] runs.
+/// [`IntoDLPack::synchronize`] runs. Out of line: device memory only, and
+/// one copy for its callers (`ready_device`, `__cuda_array_interface__`).
+#[inline(never)]
 pub(crate) fn synchronize<O: IntoDLPack + ?Sized>(
     value: &O,
     info: &TensorInfo<'_>,
@@ -141,13 +143,16 @@ pub(crate) fn managed_shared(
     described.into_block(plan)
 }
 
-/// A versioned managed tensor owning `owner` (imports from the protocols
-/// other than DLPack): the plan of `__dlpack__(max_version=(1, 3))`.
-#[cfg(feature = "non-dlpack-import")]
-pub(crate) fn managed_value<O: IntoDLPack>(
-    owner: O,
+/// A versioned managed tensor owning `value` (imports from the protocols
+/// other than DLPack, the exchange API's allocator): the plan of
+/// `__dlpack__(max_version=(1, 3))`. Shared as a `DLPackTensor`'s value is
+/// (see `seal_copy`): its block is written and freed by the code that serves
+/// every `DLPackTensor`, not by a second instance of it for each value type.
+#[cfg(any(feature = "exchange-api", feature = "non-dlpack-import"))]
+pub(crate) fn managed_value(
+    value: Arc<dyn IntoDLPack>,
 ) -> Result<NonNull<DLManagedTensorVersioned>, DLPackError> {
-    let described = Described::new(owner)?;
+    let described = Described::shared(value)?;
     let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(described.info())?;
     Ok(described.into_block(&plan))
 }
@@ -159,11 +164,7 @@ pub(crate) fn managed_host_tensor(
     shape: &[i64],
     dtype: DataType,
 ) -> Result<NonNull<DLManagedTensorVersioned>, DLPackError> {
-    // Shared as a `DLPackTensor`'s value is (see `seal_copy`).
-    let value: Arc<dyn IntoDLPack> = Arc::new(HostTensor::zeroed(shape, dtype)?);
-    let described = Described::shared(value)?;
-    let plan = ExportRequest::of_format(CapsuleFormat::Versioned).plan(described.info())?;
-    Ok(described.into_block(&plan))
+    managed_value(Arc::new(HostTensor::zeroed(shape, dtype)?))
 }
 
 /// Readies the memory for the consumer `plan` is for: the consumer's stream

@@ -2,8 +2,6 @@
 
 use std::sync::Arc;
 
-#[cfg(feature = "non-dlpack-export")]
-use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 #[cfg(feature = "non-dlpack-export")]
 use pyo3::types::PyDict;
@@ -11,6 +9,8 @@ use pyo3::types::{PyCapsule, PyModule, PyTuple};
 use pyo3::{PyClass, PyClassInitializer};
 
 use crate::DLPackError;
+#[cfg(feature = "non-dlpack-export")]
+use crate::error::PythonKind;
 use crate::export::hinted::DLPackMethod;
 #[cfg(feature = "non-dlpack-export")]
 use crate::export::hinted::{DTypeLike, NumpyArray};
@@ -66,8 +66,21 @@ impl DLPackTensor {
     /// Wraps a value, checking now that it describes a valid tensor (so a
     /// shape that does not fit its buffer fails here, not in the consumer).
     pub fn new<T: IntoDLPack>(value: T) -> Result<Self, DLPackError> {
-        let mut tensor = Self::from_arc(Arc::new(value))?;
-        if crate::export::managed::reads_no_elements::<T>() {
+        let reads_no_elements = crate::export::managed::reads_no_elements::<T>();
+        Self::from_new_arc(Arc::new(value), reads_no_elements)
+    }
+
+    /// [`new`](Self::new) past its one generic step (the `Arc`): one copy
+    /// for every value type, not one inlined into each `new::<T>`.
+    /// `reads_no_elements`: the value is a buffer of `bool`s that Rust code
+    /// never reads (see `managed::reads_no_elements`).
+    #[inline(never)]
+    fn from_new_arc(
+        value: Arc<dyn IntoDLPack>,
+        reads_no_elements: bool,
+    ) -> Result<Self, DLPackError> {
+        let mut tensor = Self::from_arc(value)?;
+        if reads_no_elements {
             tensor.described.lift_bool_guard();
         }
         Ok(tensor)
@@ -271,16 +284,25 @@ impl DLPackTensor {
 }
 
 fn describe(info: &TensorInfo<'_>) -> String {
-    let shape: Vec<String> = info.dims_slices().0.iter().map(|d| d.to_string()).collect();
-    let trailing_comma = if shape.len() == 1 { "," } else { "" };
+    use std::fmt::Write;
+    // Written into one string, not a string per extent joined.
+    let dims = info.dims_slices().0;
+    let mut shape = String::new();
+    for (i, extent) in dims.iter().enumerate() {
+        if i > 0 {
+            shape.push_str(", ");
+        }
+        // Writing to a `String` cannot fail.
+        let _ = write!(shape, "{extent}");
+    }
+    let trailing_comma = if dims.len() == 1 { "," } else { "" };
     let read_only = if info.is_read_only() {
         ", read_only=True"
     } else {
         ""
     };
     format!(
-        "DLPackTensor(shape=({}{trailing_comma}), dtype={}, device={}{read_only})",
-        shape.join(", "),
+        "DLPackTensor(shape=({shape}{trailing_comma}), dtype={}, device={}{read_only})",
         info.dtype(),
         info.device()
     )
@@ -492,7 +514,7 @@ fn array_of<'py>(
     let info = slf.get().info();
     let device = info.device();
     if !device.is_host_accessible() {
-        return Err(PyBufferError::new_err(format!(
+        return Err(PythonKind::Buffer.new_err(format!(
             "cannot make a NumPy array of a tensor on {device}: NumPy reads host memory \
              only; import it with a framework for that device, such as \
              torch.from_dlpack(t) or cupy.from_dlpack(t)"
@@ -505,7 +527,7 @@ fn array_of<'py>(
         } else {
             "import it with torch.from_dlpack(t) or jax.numpy.from_dlpack(t)"
         };
-        return Err(PyBufferError::new_err(format!(
+        return Err(PythonKind::Buffer.new_err(format!(
             "cannot make a NumPy array of a {} tensor: NumPy has no such dtype; {elsewhere}",
             info.dtype()
         )));
@@ -513,6 +535,8 @@ fn array_of<'py>(
     let numpy = py.import(pyo3::intern!(py, "numpy"))?;
     let from_dlpack = |copy: Option<bool>| {
         let kwargs = PyDict::new(py);
+        // As a Python object first: the `set_item` instance other calls use.
+        let copy = copy.into_pyobject(py)?.into_any();
         kwargs.set_item(pyo3::intern!(py, "copy"), copy)?;
         numpy.call_method(pyo3::intern!(py, "from_dlpack"), (slf,), Some(&kwargs))
     };
@@ -526,9 +550,8 @@ fn array_of<'py>(
     }
     if copy == Some(false) {
         // NumPy's own words for `copy=False` where a cast must copy.
-        return Err(PyValueError::new_err(
-            "Unable to avoid copy while creating an array as requested.",
-        ));
+        return Err(PythonKind::Value
+            .new_err("Unable to avoid copy while creating an array as requested.".to_owned()));
     }
     array.call_method1(pyo3::intern!(py, "astype"), (dtype,))
 }

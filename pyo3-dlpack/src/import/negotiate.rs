@@ -57,21 +57,40 @@ pub(crate) fn request_capsule<'py>(
     let result = match keywords.call_dlpack(obj) {
         Ok(None) => return Ok(None),
         Err(err) if retry_allowed && rejected_max_version(py, &err) => {
-            // An older producer (`__dlpack__(self, stream=None)`): ask again
-            // with only what it understands.
-            let mut legacy = Keywords::new(py);
-            if let Some(stream) = stream {
-                legacy.push(intern!(py, "stream"), stream.into_pyobject(py)?.into_any());
-            }
-            legacy
-                .call_dlpack(obj)
-                .inspect_err(|retry_err| retry_err.set_cause(py, Some(err)))?
-                .ok_or_else(|| not_dlpack(obj))?
+            retry_legacy(obj, stream, err)?
         }
         Ok(Some(result)) => result,
         Err(err) => return Err(err),
     };
-    result.cast_into::<PyCapsule>().map(Some).map_err(|err| {
+    capsule_of(obj, result).map(Some)
+}
+
+/// An older producer (`__dlpack__(self, stream=None)`) rejected
+/// `max_version` (`err`): asks again with only what it understands.
+#[cold]
+#[inline(never)]
+fn retry_legacy<'py>(
+    obj: &Bound<'py, PyAny>,
+    stream: Option<i64>,
+    err: PyErr,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    let mut legacy = Keywords::new(py);
+    if let Some(stream) = stream {
+        legacy.push(intern!(py, "stream"), stream.into_pyobject(py)?.into_any());
+    }
+    legacy
+        .call_dlpack(obj)
+        .inspect_err(|retry_err| retry_err.set_cause(py, Some(err)))?
+        .ok_or_else(|| not_dlpack(obj))
+}
+
+/// What `obj.__dlpack__` returned, which must be a capsule.
+fn capsule_of<'py>(
+    obj: &Bound<'py, PyAny>,
+    result: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    result.cast_into::<PyCapsule>().map_err(|err| {
         DLPackError::NotACapsule {
             producer: type_name(obj),
             found: type_name(err.into_inner().as_any()),
@@ -104,13 +123,7 @@ pub(crate) fn probe_dlpack<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, 
     let Some(result) = keywords.call_dlpack(obj)? else {
         return Err(not_dlpack(obj));
     };
-    result.cast_into::<PyCapsule>().map_err(|err| {
-        DLPackError::NotACapsule {
-            producer: type_name(obj),
-            found: type_name(err.into_inner().as_any()),
-        }
-        .into()
-    })
+    capsule_of(obj, result)
 }
 
 /// `(1, 3)` as a Python tuple, made once; other versions on the fly.
@@ -118,7 +131,8 @@ fn max_version_object(py: Python<'_>, (major, minor): (u32, u32)) -> PyResult<Bo
     static DEFAULT: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
     if (major, minor) == protocol::MAX_VERSION {
         let default = crate::once::get_or_try_init(&DEFAULT, py, || {
-            PyTuple::new(py, [1u32, 3]).map(Bound::unbind)
+            // As a pair, as other versions are made below (one conversion).
+            protocol::MAX_VERSION.into_pyobject(py).map(Bound::unbind)
         })?;
         return Ok(default.bind(py).clone().into_any());
     }
@@ -244,33 +258,57 @@ pub(crate) fn producer_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>
         return Ok(None);
     };
     let result = method.call0()?;
-    let invalid = || {
-        DLPackError::from(CapsuleError::DeviceTuple {
-            type_name: type_name(obj),
-            found: result.repr().map_or_else(|_| "?".into(), |r| r.to_string()),
-        })
+    let Ok(pair) = result.cast::<PySequence>() else {
+        return Err(invalid_device(obj, &result));
     };
-    let pair = result.cast::<PySequence>().map_err(|_| invalid())?;
     if pair.len()? != 2 {
-        return Err(invalid().into());
+        return Err(invalid_device(obj, &result));
     }
-    let int = |i: usize, field: &str| -> PyResult<i32> {
-        let item = pair.get_item(i)?;
-        if !item.is_instance_of::<PyInt>() {
-            return Err(invalid().into());
-        }
-        Ok(int_in_range(&item, i32::MIN..=i32::MAX, || {
-            format!("the {field} of {}.__dlpack_device__()", type_name(obj))
-        })?)
-    };
-    let device_type = DeviceType::from_code(int(0, "device_type")?);
+    let device_type = DeviceType::from_code(device_field(obj, &result, pair, 0)?);
     // The CPU has one device, and `None` for its index is read as 0, as
     // NumPy reads it: paddle 3.3 reports `(kDLCPU, None)`. Any other device's
     // index must be an int.
     if device_type == DeviceType::CPU && pair.get_item(1)?.is_none() {
         return Ok(Some(Device::cpu()));
     }
-    Ok(Some(Device::new(device_type, int(1, "device_id")?)))
+    Ok(Some(Device::new(
+        device_type,
+        device_field(obj, &result, pair, 1)?,
+    )))
+}
+
+/// Entry `index` (0: the device type, 1: the device id) of the pair
+/// `result`, which `obj.__dlpack_device__()` returned: an int within `i32`.
+fn device_field(
+    obj: &Bound<'_, PyAny>,
+    result: &Bound<'_, PyAny>,
+    pair: &Bound<'_, PySequence>,
+    index: usize,
+) -> PyResult<i32> {
+    let item = pair.get_item(index)?;
+    if !item.is_instance_of::<PyInt>() {
+        return Err(invalid_device(obj, result));
+    }
+    let field = if index == 0 {
+        "device_type"
+    } else {
+        "device_id"
+    };
+    Ok(int_in_range(&item, i32::MIN..=i32::MAX, || {
+        format!("the {field} of {}.__dlpack_device__()", type_name(obj))
+    })?)
+}
+
+/// The error for a `__dlpack_device__()` of `obj` that returned `result`,
+/// not a pair of ints.
+#[cold]
+#[inline(never)]
+fn invalid_device(obj: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyErr {
+    DLPackError::from(CapsuleError::DeviceTuple {
+        type_name: type_name(obj),
+        found: result.repr().map_or_else(|_| "?".into(), |r| r.to_string()),
+    })
+    .into()
 }
 
 /// Whether `__dlpack__` failed because it does not take `max_version` (the
@@ -278,7 +316,9 @@ pub(crate) fn producer_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>
 /// mismatch, also through decorators or pybind11's "incompatible function
 /// arguments"), a `NotImplementedError` or a `ValueError` (array-api-strict)
 /// whose message names `max_version`. Any other failure is the producer's
-/// own and reaches the caller unchanged.
+/// own and reaches the caller unchanged. Out of line: a failed call only.
+#[cold]
+#[inline(never)]
 fn rejected_max_version(py: Python<'_>, err: &PyErr) -> bool {
     let kind_fits = err.is_instance_of::<PyTypeError>(py)
         || err.is_instance_of::<PyNotImplementedError>(py)

@@ -233,16 +233,19 @@ impl fmt::Debug for Protocols {
             (Self::ARRAY_INTERFACE, "ARRAY_INTERFACE"),
             (Self::BUFFER, "BUFFER"),
         ];
-        let set: Vec<_> = names
+        let set = names
             .iter()
-            .filter(|(p, _)| self.contains(*p) && *p != Self::NONE)
-            .map(|(_, name)| *name)
-            .collect();
-        if set.is_empty() {
-            f.write_str("NONE")
-        } else {
-            f.write_str(&set.join(" | "))
+            .filter(|(p, _)| self.contains(*p) && *p != Self::NONE);
+        // Written one by one, not collected and joined.
+        let mut empty = true;
+        for (_, name) in set {
+            if !empty {
+                f.write_str(" | ")?;
+            }
+            f.write_str(name)?;
+            empty = false;
         }
+        if empty { f.write_str("NONE") } else { Ok(()) }
     }
 }
 
@@ -250,20 +253,30 @@ impl Protocols {
     /// The accepted ways in, for the error when an object speaks none:
     /// `"__dlpack__, __array_interface__ or the buffer protocol"`.
     pub(crate) fn names(self) -> String {
-        let mut names = vec!["__dlpack__"];
         let compiled = cfg!(feature = "non-dlpack-import");
-        if compiled && self.contains(Self::CUDA_ARRAY_INTERFACE) {
-            names.push("__cuda_array_interface__");
+        let others = [
+            (
+                compiled && self.contains(Self::CUDA_ARRAY_INTERFACE),
+                "__cuda_array_interface__",
+            ),
+            (
+                compiled && self.contains(Self::ARRAY_INTERFACE),
+                "__array_interface__",
+            ),
+            (
+                compiled && self.contains(Self::BUFFER) && cfg!(any(not(Py_LIMITED_API), Py_3_11)),
+                "the buffer protocol",
+            ),
+        ];
+        // "a", "a or b", "a, b or c": written into one string, not collected
+        // and joined.
+        let mut left = others.iter().filter(|(accepted, _)| *accepted).count();
+        let mut text = String::from("__dlpack__");
+        for (_, name) in others.iter().filter(|(accepted, _)| *accepted) {
+            left -= 1;
+            text.push_str(if left == 0 { " or " } else { ", " });
+            text.push_str(name);
         }
-        if compiled && self.contains(Self::ARRAY_INTERFACE) {
-            names.push("__array_interface__");
-        }
-        if compiled && self.contains(Self::BUFFER) && cfg!(any(not(Py_LIMITED_API), Py_3_11)) {
-            names.push("the buffer protocol");
-        }
-        match names.split_last() {
-            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
-            _ => names.join(""),
-        }
+        text
     }
 }

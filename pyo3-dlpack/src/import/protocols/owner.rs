@@ -101,28 +101,21 @@ pub(crate) unsafe fn import(
     let (start, len, byte_offset) = match memory {
         // A region past the end of the address space is a lie.
         Memory::Region { start, len, offset } if start.checked_add(len).is_none() => {
-            return Err(DLPackError::SizeOverflow(SizeOverflow::AddressSpace {
-                shape: layout.shape.clone(),
-                strides: strides.clone(),
-                byte_offset: offset as u64,
-            })
-            .into());
+            return Err(outside(layout.shape, strides, offset).into());
         }
         Memory::Region { start, len, offset } => (start, len, offset),
         Memory::FirstElement(first) if numel == 0 => (first, 0, 0),
         Memory::FirstElement(first) => {
-            let outside = || {
-                DLPackError::SizeOverflow(SizeOverflow::AddressSpace {
-                    shape: layout.shape.clone(),
-                    strides: strides.clone(),
-                    byte_offset: 0,
-                })
-            };
-            let (low, high) =
-                layout::reach(&layout.shape, &strides, itemsize).ok_or_else(outside)?;
             // `usize` fits `i128`; the lowest address must not be negative.
-            let start = usize::try_from(first as i128 + low).map_err(|_| outside())?;
-            (start, (high - low) as usize, (-low) as usize)
+            let reached =
+                layout::reach(&layout.shape, &strides, itemsize).and_then(|(low, high)| {
+                    let start = usize::try_from(first as i128 + low).ok()?;
+                    Some((start, (high - low) as usize, (-low) as usize))
+                });
+            match reached {
+                Some(reached) => reached,
+                None => return Err(outside(layout.shape, strides, 0).into()),
+            }
         }
     };
     // SAFETY: the caller's promise: the region stays allocated on `device`
@@ -140,38 +133,47 @@ pub(crate) unsafe fn import(
         dtype: layout.dtype,
         _keeper: keeper,
     };
-    let managed = crate::export::managed_value(foreign)?;
+    let managed = crate::export::managed_value(std::sync::Arc::new(foreign))?;
     // SAFETY: a block `write_block` just made, ours alone, alive until its
     // deleter runs; its dims are the description's, valid.
     let managed = unsafe { crate::import::consume::Owned::adopt(managed) };
     Ok(PyTensor::from_versioned(managed)?)
 }
 
+/// The error for a layout that reaches outside the address space.
+#[cold]
+#[inline(never)]
+fn outside(shape: Vec<i64>, strides: Vec<i64>, byte_offset: usize) -> DLPackError {
+    DLPackError::SizeOverflow(SizeOverflow::AddressSpace {
+        shape,
+        strides,
+        byte_offset: byte_offset as u64,
+    })
+}
+
 /// Strides in elements (row-major when the protocol gave none); a byte
 /// stride that is not a multiple of the element size is refused.
 fn element_strides(layout: &Layout, interface: Interface) -> Result<Vec<i64>, InterfaceError> {
     let itemsize = layout.dtype.itemsize();
-    match &layout.byte_strides {
-        None => {
-            let mut strides = vec![0; layout.shape.len()];
-            layout::row_major(&layout.shape, &mut strides);
-            Ok(strides)
+    let Some(bytes) = &layout.byte_strides else {
+        let mut strides = vec![0; layout.shape.len()];
+        layout::row_major(&layout.shape, &mut strides);
+        return Ok(strides);
+    };
+    // A plain loop, not a collect into a `Result` (its adapters are compiled
+    // for this one use).
+    let mut strides = Vec::with_capacity(bytes.len());
+    for &stride in bytes {
+        if stride % itemsize as i64 != 0 {
+            return Err(InterfaceError::Stride {
+                interface,
+                stride,
+                itemsize,
+            });
         }
-        Some(bytes) => bytes
-            .iter()
-            .map(|&stride| {
-                if stride % itemsize as i64 == 0 {
-                    Ok(stride / itemsize as i64)
-                } else {
-                    Err(InterfaceError::Stride {
-                        interface,
-                        stride,
-                        itemsize,
-                    })
-                }
-            })
-            .collect(),
+        strides.push(stride / itemsize as i64);
     }
+    Ok(strides)
 }
 
 #[cfg(test)]
