@@ -274,3 +274,21 @@ fn versioned_export(obj: &Bound<'_, PyAny>) -> PyResult<Option<DLPackVersion>> {
 mod fast_path_tests;
 #[cfg(test)]
 mod tests;
+
+/// `f`, attached, once NumPy, torch and JAX are imported. The test harness
+/// runs tests on parallel threads, and first imports of these on two
+/// threads at once can fail (NumPy's "cannot load module more than once per
+/// process", jaxlib's "Encountered an error while initializing the
+/// extension"): the first caller imports them, the others wait detached.
+#[cfg(test)]
+fn attach_with_frameworks<R>(f: impl FnOnce(Python<'_>) -> R) -> R {
+    static IMPORTED: std::sync::Once = std::sync::Once::new();
+    IMPORTED.call_once(|| {
+        Python::attach(|py| {
+            for name in ["numpy", "torch", "jax"] {
+                py.import(name).unwrap();
+            }
+        })
+    });
+    Python::attach(f)
+}

@@ -21,7 +21,7 @@ fn run<'py>(globals: &Bound<'py, PyDict>, code: &str) -> Bound<'py, PyAny> {
 
 #[test]
 fn numpy_arrays_are_read_in_place_with_fast_paths_only() {
-    Python::attach(|py| {
+    super::attach_with_frameworks(|py| {
         let globals = PyDict::new(py);
         let array = run(
             &globals,
@@ -44,7 +44,7 @@ fn numpy_arrays_are_read_in_place_with_fast_paths_only() {
 /// interpreter fail (a partially initialised module).
 #[test]
 fn jax_arrays_and_values_skip_dlpack_and_from_dlpack_with_fast_paths_only() {
-    Python::attach(|py| {
+    super::attach_with_frameworks(|py| {
         jax_arrays_skip_their_dlpack(py);
         values_reach_jax_without_from_dlpack(py);
     });

@@ -118,7 +118,7 @@ fn count(calls: &Bound<'_, PyAny>) -> usize {
 
 #[test]
 fn an_import_takes_the_table_only_with_the_feature() {
-    Python::attach(|py| {
+    super::attach_with_frameworks(|py| {
         let (obj, tensor, calls) = producer(py);
         let imported = PyTensor::from_pyany(&obj).unwrap();
         assert_eq!(OWNED.load(Ordering::SeqCst), TABLE);
@@ -139,7 +139,7 @@ fn an_import_takes_the_table_only_with_the_feature() {
 
 #[test]
 fn allocate_like_takes_the_tables_allocator_only_with_the_feature() {
-    Python::attach(|py| {
+    super::attach_with_frameworks(|py| {
         let (obj, _, _) = producer(py);
         let err = allocate_like(&obj, &[2, 3], DataType::F32).unwrap_err();
         assert_eq!(ALLOCATED.load(Ordering::SeqCst), TABLE);
@@ -160,7 +160,7 @@ fn allocate_like_takes_the_tables_allocator_only_with_the_feature() {
 
 #[test]
 fn dlpack_tensor_offers_its_table_only_with_the_feature() {
-    Python::attach(|py| {
+    super::attach_with_frameworks(|py| {
         let class = py.get_type::<DLPackTensor>();
         assert_eq!(
             class.hasattr("__dlpack_c_exchange_api__").unwrap(),
@@ -174,7 +174,7 @@ fn dlpack_tensor_offers_its_table_only_with_the_feature() {
 /// thread only: other tests run meanwhile).
 #[test]
 fn native_torch_takes_torchs_table_only_with_the_feature() {
-    Python::attach(|py| {
+    super::attach_with_frameworks(|py| {
         let torch = py.import("torch").unwrap();
         assert!(
             torch
