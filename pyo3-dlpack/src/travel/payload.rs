@@ -150,10 +150,13 @@ impl Header {
             .iter()
             .filter(|&&n| n != 0)
             .try_fold(1i64, |product, &n| product.checked_mul(n));
-        if spans.is_none_or(|product| isize::try_from(product).is_err()) {
-            return Err(invalid(format!(
+        let too_large = |shape: &[i64]| {
+            invalid(format!(
                 "a {dtype} tensor of shape {shape:?} does not fit in memory"
-            )));
+            ))
+        };
+        if spans.is_none_or(|product| isize::try_from(product).is_err()) {
+            return Err(too_large(&shape));
         }
         if device.device_id < 0 {
             return Err(invalid(format!(
@@ -168,11 +171,7 @@ impl Header {
             .ok()
             .and_then(|numel| layout::storage_bytes(numel, dtype, false))
             .filter(|&n| isize::try_from(n).is_ok())
-            .ok_or_else(|| {
-                invalid(format!(
-                    "a {dtype} tensor of shape {shape:?} does not fit in memory"
-                ))
-            })?;
+            .ok_or_else(|| too_large(&shape))?;
         Ok(Self {
             dtype,
             shape,

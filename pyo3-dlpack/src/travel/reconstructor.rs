@@ -35,7 +35,7 @@ use std::ffi::{CStr, c_char, c_int};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyList, PyString, PyTuple};
 
 /// The symbol pickles name: this crate's 0.4 series and payload format 1.
 /// (`export_name` takes a literal; a test keeps it in step with the version.)
@@ -205,14 +205,14 @@ pub(crate) fn restorer(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 /// (Read through the module's `__dict__`: no attribute hook runs.)
 fn class_restorer(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
     let class = py.get_type::<crate::export::DLPackTensor>();
-    let (Ok(module), Ok(qualname)) = (
-        class
-            .getattr(pyo3::intern!(py, "__module__"))?
-            .extract::<String>(),
-        class
-            .getattr(pyo3::intern!(py, "__qualname__"))?
-            .extract::<String>(),
-    ) else {
+    let module = class.getattr(pyo3::intern!(py, "__module__"))?;
+    let qualname = class.getattr(pyo3::intern!(py, "__qualname__"))?;
+    // Each a `str` of valid UTF-8, looked up as a plain `str` of its text.
+    let text = |name: &Bound<'_, PyAny>| {
+        let text = name.cast::<PyString>().ok()?.to_cow().ok()?;
+        Some(PyString::new(py, &text))
+    };
+    let (Some(module), Some(qualname)) = (text(&module), text(&qualname)) else {
         return Ok(None);
     };
     let modules = py.import("sys")?.getattr("modules")?;
