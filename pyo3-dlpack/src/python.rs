@@ -123,7 +123,7 @@ pub(crate) fn imported_module<'py>(
 pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type()
         .name()
-        .map_or_else(|_| "object".into(), |n| n.to_string())
+        .map_or_else(|_| "object".into(), |n| format!("{n}"))
 }
 
 /// `module.QualName` of `obj`'s type (`numpy.ndarray`, `torch.Tensor`), for
@@ -132,7 +132,7 @@ pub(crate) fn qualified_type_name(obj: &Bound<'_, PyAny>) -> String {
     let ty = obj.get_type();
     let qualname = ty
         .qualname()
-        .map_or_else(|_| type_name(obj), |name| name.to_string());
+        .map_or_else(|_| type_name(obj), |name| format!("{name}"));
     match ty.module() {
         Ok(module) => format!("{module}.{qualname}"),
         Err(_) => qualname,

@@ -302,7 +302,7 @@ fn boolean(value: &Bound<'_, PyAny>) -> Result<bool, DLPackError> {
 fn describe(value: &Bound<'_, PyAny>) -> Result<String, DLPackError> {
     let repr = crate::python::shown(value, value.repr())?;
     let ty = value.get_type();
-    let name = ty.name().map_or_else(|_| "?".into(), |n| n.to_string());
+    let name = ty.name().map_or_else(|_| "?".into(), |n| format!("{n}"));
     let type_name = match ty.module() {
         Ok(module) if module.to_cow().is_ok_and(|m| m != "builtins") => format!("{module}.{name}"),
         _ => name,

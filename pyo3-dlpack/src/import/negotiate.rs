@@ -306,7 +306,9 @@ fn device_field(
 fn invalid_device(obj: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyErr {
     DLPackError::from(CapsuleError::DeviceTuple {
         type_name: type_name(obj),
-        found: result.repr().map_or_else(|_| "?".into(), |r| r.to_string()),
+        found: result
+            .repr()
+            .map_or_else(|_| "?".into(), |r| format!("{r}")),
     })
     .into()
 }
