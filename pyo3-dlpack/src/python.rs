@@ -13,6 +13,28 @@ use crate::DLPackError;
 use crate::error::ArgumentError;
 use crate::error::PythonKind;
 
+/// `result`'s value, or `None` with its error dropped: out of line, by
+/// [`discard`], so that a unit ignoring errors this way carries no copy of
+/// `PyErr`'s drop code of its own (some 300 bytes each).
+#[inline]
+pub(crate) fn ok<T>(result: PyResult<T>) -> Option<T> {
+    match result {
+        Ok(value) => Some(value),
+        Err(err) => {
+            discard(err);
+            None
+        }
+    }
+}
+
+/// Drops an error that is not raised: the crate's one copy of the drop code
+/// for the callers of [`ok`].
+#[cold]
+#[inline(never)]
+pub(crate) fn discard(err: PyErr) {
+    drop(err);
+}
+
 /// `value`, a Python `int` (checked by the caller), as a `T` within `range`;
 /// otherwise [`ArgumentError::OutOfRange`] naming `what` (an `OverflowError`,
 /// as NumPy raises for `max_version=(2**70, 0)`). A thin generic shell: the
