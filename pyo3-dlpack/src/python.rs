@@ -215,3 +215,14 @@ impl Drop for RecursionLevel<'_> {
         unsafe { pyo3::ffi::Py_LeaveRecursiveCall() };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ok_keeps_the_value_and_drops_the_error() {
+        assert_eq!(ok(Ok::<_, PyErr>(7)), Some(7));
+        assert_eq!(ok(Err::<i32, _>(PyAttributeError::new_err("gone"))), None);
+    }
+}
