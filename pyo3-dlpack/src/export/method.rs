@@ -456,7 +456,6 @@ mod fastcall {
 
     use pyo3::ffi;
     use pyo3::prelude::*;
-    use pyo3::sync::PyOnceLock;
     use pyo3::types::{PyCapsule, PyString, PyTuple};
 
     use crate::error::PythonKind;
@@ -561,12 +560,12 @@ mod fastcall {
 
     /// The parameter names as interned strings, made once.
     fn interned(py: Python<'_>) -> &[Py<PyString>; 4] {
-        static INTERNED: PyOnceLock<[Py<PyString>; 4]> = PyOnceLock::new();
+        static INTERNED: crate::once::Cell<[Py<PyString>; 4]> = crate::once::Cell::new();
         if let Some(names) = INTERNED.get(py) {
             return names;
         }
         let names = NAMES.map(|name| PyString::intern(py, name).unbind());
-        crate::once::get_or_set(&INTERNED, py, names)
+        INTERNED.get_or_set(py, names)
     }
 
     /// The index of the parameter `name` is, by identity with the interned

@@ -25,8 +25,8 @@ pub(crate) fn defers_to_python(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 
 /// `torch._C._is_torch_function_mode_enabled()`.
 fn mode_is_active(py: Python<'_>) -> PyResult<bool> {
-    static QUESTION: PyOnceLock<ModeQuestion> = PyOnceLock::new();
-    let question = crate::once::get_or_try_init(&QUESTION, py, || {
+    static QUESTION: crate::once::Cell<ModeQuestion> = crate::once::Cell::new();
+    let question = QUESTION.get_or_try_init(py, || {
         let function = py
             .import("torch._C")?
             .getattr("_is_torch_function_mode_enabled")?;
