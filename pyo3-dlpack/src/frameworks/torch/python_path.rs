@@ -15,7 +15,6 @@
 //! function, the limited API, PyPy), the Python-level questions remain.
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 
 /// Whether an import of `obj`, an exact `torch.Tensor`, must call its
 /// `__dlpack__` rather than torch's C exchange table (see the module).
@@ -132,7 +131,8 @@ fn is_method_of(
         im_func: *mut pyo3::ffi::PyObject,
         im_self: *mut pyo3::ffi::PyObject,
     }
-    static METHOD_TYPE: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
+    static METHOD_TYPE: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> =
+        pyo3::sync::PyOnceLock::new();
     let method_type = crate::once::import_type(&METHOD_TYPE, found.py(), "types", "MethodType")?;
     if !found.get_type().is(method_type) {
         return Ok(false);
