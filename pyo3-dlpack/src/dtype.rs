@@ -340,7 +340,7 @@ impl std::str::FromStr for DataType {
         NAMED_TYPES
             .iter()
             .copied()
-            .find(|dtype| dtype.to_string() == s)
+            .find(|dtype| format!("{dtype}") == s)
             .ok_or_else(|| ParseDataTypeError { input: s.into() })
     }
 }

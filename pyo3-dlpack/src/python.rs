@@ -13,6 +13,28 @@ use crate::DLPackError;
 use crate::error::ArgumentError;
 use crate::error::PythonKind;
 
+/// `result`'s value, or `None` with its error dropped: out of line, by
+/// [`discard`], so that a unit ignoring errors this way carries no copy of
+/// `PyErr`'s drop code of its own (some 300 bytes each).
+#[inline]
+pub(crate) fn ok<T>(result: PyResult<T>) -> Option<T> {
+    match result {
+        Ok(value) => Some(value),
+        Err(err) => {
+            discard(err);
+            None
+        }
+    }
+}
+
+/// Drops an error that is not raised: the crate's one copy of the drop code
+/// for the callers of [`ok`].
+#[cold]
+#[inline(never)]
+pub(crate) fn discard(err: PyErr) {
+    drop(err);
+}
+
 /// `value`, a Python `int` (checked by the caller), as a `T` within `range`;
 /// otherwise [`ArgumentError::OutOfRange`] naming `what` (an `OverflowError`,
 /// as NumPy raises for `max_version=(2**70, 0)`). A thin generic shell: the
@@ -123,7 +145,7 @@ pub(crate) fn imported_module<'py>(
 pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type()
         .name()
-        .map_or_else(|_| "object".into(), |n| n.to_string())
+        .map_or_else(|_| "object".into(), |n| format!("{n}"))
 }
 
 /// `module.QualName` of `obj`'s type (`numpy.ndarray`, `torch.Tensor`), for
@@ -132,7 +154,7 @@ pub(crate) fn qualified_type_name(obj: &Bound<'_, PyAny>) -> String {
     let ty = obj.get_type();
     let qualname = ty
         .qualname()
-        .map_or_else(|_| type_name(obj), |name| name.to_string());
+        .map_or_else(|_| type_name(obj), |name| format!("{name}"));
     match ty.module() {
         Ok(module) => format!("{module}.{qualname}"),
         Err(_) => qualname,
@@ -191,5 +213,16 @@ impl Drop for RecursionLevel<'_> {
         // `enter`, on the same thread (the level holds a `Python<'py>`, so
         // it is neither `Send` nor outlives the attachment).
         unsafe { pyo3::ffi::Py_LeaveRecursiveCall() };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ok_keeps_the_value_and_drops_the_error() {
+        assert_eq!(ok(Ok::<_, PyErr>(7)), Some(7));
+        assert_eq!(ok(Err::<i32, _>(PyAttributeError::new_err("gone"))), None);
     }
 }

@@ -401,6 +401,13 @@ def test_properties_and_repr():
     assert repr(ext.from_bytes(bytes(2), "uint8", [2], read_only=True)) == (
         "DLPackTensor(shape=(2,), dtype=uint8, device=cpu:0, read_only=True)"
     )
+    # No extent (no comma) and three (a comma between each, none after).
+    assert repr(ext.from_bytes(bytes(8), "float64", [])) == (
+        "DLPackTensor(shape=(), dtype=float64, device=cpu:0)"
+    )
+    assert repr(ext.from_bytes(bytes(24), "int16", [2, 1, 6])) == (
+        "DLPackTensor(shape=(2, 1, 6), dtype=int16, device=cpu:0)"
+    )
     assert isinstance(x, ext.DLPackTensor)
 
 

@@ -250,7 +250,7 @@ pub(crate) struct WithArticle<'a>(pub(crate) &'a dyn fmt::Display);
 
 impl fmt::Display for WithArticle<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let word = self.0.to_string();
+        let word = format!("{}", self.0);
         write!(f, "{} {word}", article(&word))
     }
 }
@@ -514,7 +514,7 @@ impl From<DLPackError> for PyErr {
         // Lazy, needing no interpreter until Python looks at it: a user
         // may convert on a thread that is not attached (`PythonKind::new_err`
         // attaches, for the crate's own Python-facing code).
-        let message = err.to_string();
+        let message = format!("{err}");
         match err.python_kind() {
             PythonKind::Buffer => PyBufferError::new_err(message),
             PythonKind::Type => PyTypeError::new_err(message),

@@ -305,7 +305,7 @@ fn report(set_error: DLPackSetError, error_ctx: *mut c_void, err: &DLPackError) 
         set_error,
         error_ctx,
         err.python_kind().name(),
-        &err.to_string(),
+        &format!("{err}"),
     );
 }
 

@@ -36,7 +36,7 @@ pub(crate) const NAMES: [&str; 4] = ["stream", "max_version", "dl_device", "copy
 /// The parameter a keyword names, by its characters (a `str` subclass's own
 /// methods are not called).
 pub(crate) fn keyword_index(name: &Bound<'_, PyAny>) -> Option<usize> {
-    let text = name.cast::<PyString>().ok()?.to_cow().ok()?;
+    let text = crate::python::ok(name.cast::<PyString>().ok()?.to_cow())?;
     NAMES.iter().position(|known| *known == text)
 }
 
@@ -167,8 +167,8 @@ fn int_pair<'py>(
     // Fast path: the exact 2-tuple of exact ints every consumer sends.
     if let Ok(tuple) = value.cast_exact::<PyTuple>() {
         if tuple.len() == 2 {
-            let first = tuple.get_borrowed_item(0).ok().filter(is_exact_int);
-            let second = tuple.get_borrowed_item(1).ok().filter(is_exact_int);
+            let first = crate::python::ok(tuple.get_borrowed_item(0)).filter(is_exact_int);
+            let second = crate::python::ok(tuple.get_borrowed_item(1)).filter(is_exact_int);
             if let (Some(first), Some(second)) = (first, second) {
                 return Ok([first.to_owned(), second.to_owned()]);
             }
@@ -186,7 +186,7 @@ fn int_pair<'py>(
         return Err(wrong());
     }
     let item = |i| {
-        let item = tuple.get_item(i).map_err(|_| wrong())?;
+        let item = crate::python::ok(tuple.get_item(i)).ok_or_else(wrong)?;
         if !is_int(&item) {
             return Err(wrong());
         }
@@ -207,8 +207,8 @@ fn exact_version(value: &Bound<'_, PyAny>) -> Option<(u32, u32)> {
         return None;
     }
     let part = |index| {
-        let item = tuple.get_borrowed_item(index).ok().filter(is_exact_int)?;
-        item.extract::<u32>().ok()
+        let item = crate::python::ok(tuple.get_borrowed_item(index)).filter(is_exact_int)?;
+        crate::python::ok(item.extract::<u32>())
     };
     let pair = (part(0)?, part(1)?);
     seen::remember(tuple, pair);
@@ -302,9 +302,11 @@ fn boolean(value: &Bound<'_, PyAny>) -> Result<bool, DLPackError> {
 fn describe(value: &Bound<'_, PyAny>) -> Result<String, DLPackError> {
     let repr = crate::python::shown(value, value.repr())?;
     let ty = value.get_type();
-    let name = ty.name().map_or_else(|_| "?".into(), |n| n.to_string());
-    let type_name = match ty.module() {
-        Ok(module) if module.to_cow().is_ok_and(|m| m != "builtins") => format!("{module}.{name}"),
+    let name = crate::python::ok(ty.name()).map_or_else(|| "?".into(), |n| format!("{n}"));
+    let type_name = match crate::python::ok(ty.module()) {
+        Some(module) if crate::python::ok(module.to_cow()).is_some_and(|m| m != "builtins") => {
+            format!("{module}.{name}")
+        }
         _ => name,
     };
     Ok(format!("{repr} ({type_name})"))
@@ -454,7 +456,6 @@ mod fastcall {
 
     use pyo3::ffi;
     use pyo3::prelude::*;
-    use pyo3::sync::PyOnceLock;
     use pyo3::types::{PyCapsule, PyString, PyTuple};
 
     use crate::error::PythonKind;
@@ -559,12 +560,12 @@ mod fastcall {
 
     /// The parameter names as interned strings, made once.
     fn interned(py: Python<'_>) -> &[Py<PyString>; 4] {
-        static INTERNED: PyOnceLock<[Py<PyString>; 4]> = PyOnceLock::new();
+        static INTERNED: crate::once::Cell<[Py<PyString>; 4]> = crate::once::Cell::new();
         if let Some(names) = INTERNED.get(py) {
             return names;
         }
         let names = NAMES.map(|name| PyString::intern(py, name).unbind());
-        crate::once::get_or_set(&INTERNED, py, names)
+        INTERNED.get_or_set(py, names)
     }
 
     /// The index of the parameter `name` is, by identity with the interned

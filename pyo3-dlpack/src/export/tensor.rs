@@ -283,18 +283,25 @@ impl DLPackTensor {
     }
 }
 
-fn describe(info: &TensorInfo<'_>) -> String {
-    use std::fmt::Write;
-    // Written into one string, not a string per extent joined.
-    let dims = info.dims_slices().0;
-    let mut shape = String::new();
-    for (i, extent) in dims.iter().enumerate() {
-        if i > 0 {
-            shape.push_str(", ");
+/// Extents as a Python tuple's inside (`2, 3`), written where the whole
+/// repr is: no string of its own, nor one per extent.
+struct Extents<'a>(&'a [i64]);
+
+impl std::fmt::Display for Extents<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, extent) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{extent}")?;
         }
-        // Writing to a `String` cannot fail.
-        let _ = write!(shape, "{extent}");
+        Ok(())
     }
+}
+
+fn describe(info: &TensorInfo<'_>) -> String {
+    let dims = info.dims_slices().0;
+    let shape = Extents(dims);
     let trailing_comma = if dims.len() == 1 { "," } else { "" };
     let read_only = if info.is_read_only() {
         ", read_only=True"
@@ -356,13 +363,13 @@ impl DLPackTensor {
     /// Element type name, such as `"float32"` or `"bfloat16"`.
     #[getter]
     fn dtype(&self) -> String {
-        self.info().dtype().to_string()
+        format!("{}", self.info().dtype())
     }
 
     /// Device, such as `"cpu:0"` or `"cuda:1"`.
     #[getter]
     fn device(&self) -> String {
-        self.info().device().to_string()
+        format!("{}", self.info().device())
     }
 
     /// Whether consumers get a read-only tensor.

@@ -110,7 +110,7 @@ fn device_of(like: &Bound<'_, PyAny>) -> PyResult<Device> {
 fn check_allocatable(like: &Bound<'_, PyAny>, dtype: DataType) -> PyResult<()> {
     let reason = match crate::protocol::check_dtype(dtype) {
         // Multi-lane dtypes among them.
-        Err(err) => err.to_string(),
+        Err(err) => format!("{err}"),
         Ok(()) if dtype.bits % 8 != 0 => {
             "no framework allocates elements narrower than a byte".to_owned()
         }
@@ -227,7 +227,7 @@ fn through_constructor<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = like.py();
     let framework = Framework::of(like)?;
-    let name = dtype.to_string();
+    let name = format!("{dtype}");
     let kwargs = PyDict::new(py);
     let module = match framework {
         Some(Framework::NumPy) => {

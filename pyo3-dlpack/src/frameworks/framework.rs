@@ -3,7 +3,6 @@
 //! `from_dlpack` makes its arrays.
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 
 use crate::export::{DLPackTensor, IntoDLPack};
 
@@ -87,16 +86,16 @@ impl Framework {
     /// about half a microsecond even for a module already imported. Its
     /// attributes are read at each use (a patched `from_dlpack` is seen).
     pub(crate) fn import(self, py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
-        static MODULES: [PyOnceLock<Py<PyModule>>; 4] = [const { PyOnceLock::new() }; 4];
+        static MODULES: [crate::once::Cell<Py<PyModule>>; 4] =
+            [const { crate::once::Cell::new() }; 4];
         let index = match self {
             Self::NumPy => 0,
             Self::Torch => 1,
             Self::Jax => 2,
             Self::CuPy => 3,
         };
-        let module = crate::once::get_or_try_init(&MODULES[index], py, || {
-            Ok::<_, PyErr>(py.import(self.module())?.unbind())
-        })?;
+        let module = MODULES[index]
+            .get_or_try_init(py, || Ok::<_, PyErr>(py.import(self.module())?.unbind()))?;
         Ok(module.bind(py).clone())
     }
 

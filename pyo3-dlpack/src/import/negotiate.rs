@@ -5,7 +5,6 @@
 use pyo3::exceptions::{PyAttributeError, PyNotImplementedError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 #[cfg(not(any(Py_3_12, not(any(Py_LIMITED_API, PyPy)))))]
 use pyo3::types::PyDict;
 use pyo3::types::{PyBool, PyCapsule, PyInt, PySequence, PyString, PyTuple};
@@ -128,9 +127,9 @@ pub(crate) fn probe_dlpack<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, 
 
 /// `(1, 3)` as a Python tuple, made once; other versions on the fly.
 fn max_version_object(py: Python<'_>, (major, minor): (u32, u32)) -> PyResult<Bound<'_, PyAny>> {
-    static DEFAULT: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+    static DEFAULT: crate::once::Cell<Py<PyTuple>> = crate::once::Cell::new();
     if (major, minor) == protocol::MAX_VERSION {
-        let default = crate::once::get_or_try_init(&DEFAULT, py, || {
+        let default = DEFAULT.get_or_try_init(py, || {
             // As a pair, as other versions are made below (one conversion).
             protocol::MAX_VERSION.into_pyobject(py).map(Bound::unbind)
         })?;
@@ -186,10 +185,10 @@ impl<'py> Keywords<'py> {
     /// The keyword names as a tuple; `("max_version",)` is made once.
     #[cfg(any(Py_3_12, not(any(Py_LIMITED_API, PyPy))))]
     fn kwnames(&self) -> PyResult<Bound<'py, PyTuple>> {
-        static MAX_VERSION_ONLY: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+        static MAX_VERSION_ONLY: crate::once::Cell<Py<PyTuple>> = crate::once::Cell::new();
         let max_version = intern!(self.py, "max_version");
         if self.len == 1 && self.names[0].as_ref().is_some_and(|n| n.is(max_version)) {
-            let cached = crate::once::get_or_try_init(&MAX_VERSION_ONLY, self.py, || {
+            let cached = MAX_VERSION_ONLY.get_or_try_init(self.py, || {
                 PyTuple::new(self.py, [max_version]).map(Bound::unbind)
             })?;
             return Ok(cached.bind(self.py).clone());
@@ -306,7 +305,9 @@ fn device_field(
 fn invalid_device(obj: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyErr {
     DLPackError::from(CapsuleError::DeviceTuple {
         type_name: type_name(obj),
-        found: result.repr().map_or_else(|_| "?".into(), |r| r.to_string()),
+        found: result
+            .repr()
+            .map_or_else(|_| "?".into(), |r| format!("{r}")),
     })
     .into()
 }

@@ -123,7 +123,7 @@ pub(crate) fn dtype_without_dlpack(obj: &Bound<'_, PyAny>) -> Option<PyErr> {
         .ok()?
         .extract()
         .ok()?;
-    let name = dtype.str().ok()?.to_string();
+    let name = format!("{}", dtype.str().ok()?);
     let way_out = match kind.as_str() {
         "M" | "m" => format!(
             "DLPack has no {} type; pass x.view('int64') (its int64 counts of the unit in {name})",

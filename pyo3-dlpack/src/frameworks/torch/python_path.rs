@@ -15,7 +15,6 @@
 //! function, the limited API, PyPy), the Python-level questions remain.
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 
 /// Whether an import of `obj`, an exact `torch.Tensor`, must call its
 /// `__dlpack__` rather than torch's C exchange table (see the module).
@@ -25,8 +24,8 @@ pub(crate) fn defers_to_python(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 
 /// `torch._C._is_torch_function_mode_enabled()`.
 fn mode_is_active(py: Python<'_>) -> PyResult<bool> {
-    static QUESTION: PyOnceLock<ModeQuestion> = PyOnceLock::new();
-    let question = crate::once::get_or_try_init(&QUESTION, py, || {
+    static QUESTION: crate::once::Cell<ModeQuestion> = crate::once::Cell::new();
+    let question = QUESTION.get_or_try_init(py, || {
         let function = py
             .import("torch._C")?
             .getattr("_is_torch_function_mode_enabled")?;
@@ -132,7 +131,8 @@ fn is_method_of(
         im_func: *mut pyo3::ffi::PyObject,
         im_self: *mut pyo3::ffi::PyObject,
     }
-    static METHOD_TYPE: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
+    static METHOD_TYPE: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> =
+        pyo3::sync::PyOnceLock::new();
     let method_type = crate::once::import_type(&METHOD_TYPE, found.py(), "types", "MethodType")?;
     if !found.get_type().is(method_type) {
         return Ok(false);

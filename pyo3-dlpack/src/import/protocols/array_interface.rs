@@ -25,7 +25,7 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>, value: Bound<'_, PyAny>) -> PyResul
                     interface: Interface::ArrayInterface,
                     field: "offset",
                     expected: "0 when data is an (address, read_only) tuple",
-                    found: offset.to_string(),
+                    found: format!("{offset}"),
                 })
                 .into());
             }

@@ -138,11 +138,11 @@ pub(crate) fn import_with(
 /// Version 3's `stream`: absent or `None`, or a positive int (0 is
 /// disallowed by the specification: it is ambiguous).
 fn stream(dict: &InterfaceDict<'_>) -> Result<Option<usize>, DLPackError> {
-    match dict.get("stream").ok().flatten() {
+    match crate::python::ok(dict.get("stream")).flatten() {
         None => Ok(None),
         Some(value) if value.is_none() => Ok(None),
-        Some(value) => match value.extract::<usize>() {
-            Ok(stream) if stream != 0 => Ok(Some(stream)),
+        Some(value) => match crate::python::ok(value.extract::<usize>()) {
+            Some(stream) if stream != 0 => Ok(Some(stream)),
             _ => Err(malformed(
                 Interface::CudaArrayInterface,
                 "stream",

@@ -175,7 +175,8 @@ pub(crate) fn malformed(
 }
 
 fn repr(value: &Bound<'_, PyAny>) -> String {
-    value
-        .repr()
-        .map_or_else(|_| "an object without a repr".to_owned(), |r| r.to_string())
+    value.repr().map_or_else(
+        |_| "an object without a repr".to_owned(),
+        |r| format!("{r}"),
+    )
 }
