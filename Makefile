@@ -65,6 +65,8 @@ lint: | $(VENV_PY)
 	cargo clippy -p typed-args --features experimental-inspect -- -D warnings
 	# No default features: DLPack only (benchmarks/size builds it so).
 	cargo clippy -p pyo3-dlpack --all-targets --no-default-features -- -D warnings
+	# And with the stub hints: PyO3's introspection names the types of methods compiled out.
+	cargo clippy -p pyo3-dlpack --no-default-features --features experimental-inspect -- -D warnings
 	# The docs as a user's `cargo doc` builds them (default features), then as docs.rs does.
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p pyo3-dlpack
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p pyo3-dlpack --all-features

@@ -66,10 +66,10 @@ macro_rules! hints {
 
 hints! {
     /// `numpy.ndarray`.
-    #[cfg(feature = "non-dlpack-export")]
+    #[cfg(any(feature = "non-dlpack-export", feature = "experimental-inspect"))]
     NumpyArray = pyo3::type_hint_identifier!("numpy", "ndarray");
     /// `numpy.typing.DTypeLike`: what NumPy takes as a dtype.
-    #[cfg(feature = "non-dlpack-export")]
+    #[cfg(any(feature = "non-dlpack-export", feature = "experimental-inspect"))]
     DTypeLike = pyo3::type_hint_identifier!("numpy.typing", "DTypeLike");
     /// `jax.Array`.
     JaxArray = pyo3::type_hint_identifier!("jax", "Array");

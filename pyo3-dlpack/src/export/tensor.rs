@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-#[cfg(feature = "non-dlpack-export")]
+// (PyO3's introspection names the types of methods compiled out, too.)
+#[cfg(any(feature = "non-dlpack-export", feature = "experimental-inspect"))]
 use pyo3::types::PyDict;
 use pyo3::types::{PyCapsule, PyModule, PyTuple};
 use pyo3::{PyClass, PyClassInitializer};
@@ -12,10 +13,9 @@ use crate::DLPackError;
 #[cfg(feature = "non-dlpack-export")]
 use crate::error::PythonKind;
 use crate::export::hinted::DLPackMethod;
-#[cfg(feature = "non-dlpack-export")]
+#[cfg(any(feature = "non-dlpack-export", feature = "experimental-inspect"))]
 use crate::export::hinted::{DTypeLike, NumpyArray};
 use crate::export::hinted::{Hinted, JaxArray};
-// (PyO3's introspection names the types of methods compiled out, too.)
 #[cfg(any(feature = "pickle", feature = "experimental-inspect"))]
 use crate::export::hinted::{Memo, Reduction, Tensor};
 use crate::export::info::TensorInfo;
