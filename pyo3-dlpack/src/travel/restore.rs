@@ -15,7 +15,7 @@ use crate::{DLPackError, DataType, Device, DeviceType};
 /// `pickle.UnpicklingError` with `error`'s text.
 #[cold]
 pub(crate) fn unpickling_error(py: Python<'_>, error: PayloadError) -> PyErr {
-    pickle_error(py, pyo3::intern!(py, "UnpicklingError"), error.to_string())
+    pickle_error(py, pyo3::intern!(py, "UnpicklingError"), format!("{error}"))
 }
 
 /// `pickle.<class>(message)`, called as Python code would raise it:
