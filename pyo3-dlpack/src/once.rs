@@ -22,7 +22,8 @@ use pyo3::sync::PyOnceLock;
 
 /// A cell set once per process with no lock at all: the value is boxed and
 /// published by one compare-and-swap of a pointer, never freed nor changed
-/// afterwards (it lives as long as the process, as a static's value does).
+/// afterwards. Only a `static` can be used (the methods take `&'static
+/// self`), so the value lives as long as its cell: nothing leaks.
 /// As [`get_or_set`] on a `PyOnceLock`, threads racing to set it may each
 /// make a value; the first published is kept and the others are dropped.
 /// For values whose cell is read where nothing else needs a `PyOnceLock`:
@@ -47,7 +48,7 @@ impl<T: Send + Sync> Cell<T> {
 
     /// The value, if one was set.
     #[inline]
-    pub(crate) fn get(&self, _py: Python<'_>) -> Option<&T> {
+    pub(crate) fn get(&'static self, _py: Python<'_>) -> Option<&'static T> {
         let value = self.value.load(Ordering::Acquire);
         // SAFETY: a non-NULL pointer here came from `Box::into_raw` in
         // `get_or_set`, was published with Release (read with Acquire) and
@@ -57,7 +58,7 @@ impl<T: Send + Sync> Cell<T> {
 
     /// The value, setting `value` first if there is none (else dropping it,
     /// attached: values hold Python references).
-    pub(crate) fn get_or_set(&self, _py: Python<'_>, value: T) -> &T {
+    pub(crate) fn get_or_set(&'static self, _py: Python<'_>, value: T) -> &'static T {
         let mine = Box::into_raw(Box::new(value));
         match self.value.compare_exchange(
             ptr::null_mut(),
@@ -81,10 +82,10 @@ impl<T: Send + Sync> Cell<T> {
     /// Inlined, the making apart, as [`get_or_try_init`].
     #[inline]
     pub(crate) fn get_or_try_init<E>(
-        &self,
+        &'static self,
         py: Python<'_>,
         init: impl FnOnce() -> Result<T, E>,
-    ) -> Result<&T, E> {
+    ) -> Result<&'static T, E> {
         match self.get(py) {
             Some(value) => Ok(value),
             None => self.make(py, init),
@@ -94,7 +95,11 @@ impl<T: Send + Sync> Cell<T> {
     /// The first call's half of [`Cell::get_or_try_init`].
     #[cold]
     #[inline(never)]
-    fn make<E>(&self, py: Python<'_>, init: impl FnOnce() -> Result<T, E>) -> Result<&T, E> {
+    fn make<E>(
+        &'static self,
+        py: Python<'_>,
+        init: impl FnOnce() -> Result<T, E>,
+    ) -> Result<&'static T, E> {
         Ok(self.get_or_set(py, init()?))
     }
 }
@@ -155,4 +160,40 @@ pub(crate) fn import_type<'py>(
         )
     })?;
     Ok(ty.bind(py))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use pyo3::prelude::*;
+
+    use super::Cell;
+
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+
+    /// Counts its drops in `DROPS`.
+    struct Counted(u8);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_cell_keeps_the_first_value_and_drops_the_others() {
+        static CELL: Cell<Counted> = Cell::new();
+        Python::attach(|py| {
+            assert!(CELL.get(py).is_none());
+            assert_eq!(CELL.get_or_set(py, Counted(1)).0, 1);
+            // A second value loses: dropped at once, the first kept.
+            assert_eq!(CELL.get_or_set(py, Counted(2)).0, 1);
+            assert_eq!(DROPS.load(Ordering::Relaxed), 1);
+            let made: Result<_, ()> = CELL.get_or_try_init(py, || Ok(Counted(3)));
+            assert_eq!(made.unwrap().0, 1, "no value made once one is set");
+            assert_eq!(DROPS.load(Ordering::Relaxed), 1);
+            assert!(std::ptr::eq(CELL.get(py).unwrap(), CELL.get(py).unwrap()));
+        });
+    }
 }
