@@ -1,34 +1,35 @@
-//! Values made once per process, in cells a `fork` never copies held
-//! (DESIGN.md invariant 10).
+//! Values made once per process: the crate's one rule for them. Each lives
+//! in a `static` [`Cell`], is made with no cell held, and is published by
+//! one compare-and-swap.
 //!
-//! PyO3's `PyOnceLock::get_or_try_init` holds its cell while the
-//! initialiser runs; an initialiser that runs Python code (an import, an
-//! allocation that starts the garbage collector) lets other threads run,
-//! and one that forks then copies the cell held: the child waited for it
-//! forever. Here the value is made first, with no cell held, and then
-//! stored: `set` holds the cell only to move the value in, attached and
-//! running no Python code, so no fork falls there (a fork needs the
-//! interpreter, and on a free-threaded one stops the world at a point
-//! where Python code runs). Threads racing to make a value may each make
-//! one; the first stored is kept and the others are dropped, so what an
-//! initialiser does must be harmless to repeat.
+//! **Fork-safe** (DESIGN.md invariant 10). PyO3's `PyOnceLock::get_or_try_init`
+//! holds its cell while the initialiser runs; an initialiser that runs
+//! Python code (an import, an allocation that starts the garbage collector)
+//! lets other threads run, and one that forks then copies the cell held:
+//! the child waited for it forever. A [`Cell`] is never held at all: the
+//! value is made first, by whichever thread asks, and a fork copies either
+//! an empty cell (the child makes the value itself) or a published one.
+//!
+//! **Racing threads** may each make a value; the first published is kept
+//! and the others are dropped, so what an initialiser does must be harmless
+//! to repeat.
+//!
+//! **Small.** A `PyOnceLock<T>` brings its own copy of the once-machinery
+//! for every `T` (some hundreds of bytes each); a [`Cell`] brings a load
+//! and a swap.
 
 use std::marker::PhantomData;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 
 /// A cell set once per process with no lock at all: the value is boxed and
 /// published by one compare-and-swap of a pointer, never freed nor changed
 /// afterwards. Only a `static` can be used (the methods take `&'static
-/// self`), so the value lives as long as its cell: nothing leaks.
-/// As [`get_or_set`] on a `PyOnceLock`, threads racing to set it may each
-/// make a value; the first published is kept and the others are dropped.
-/// For values whose cell is read where nothing else needs a `PyOnceLock`:
-/// a `PyOnceLock<T>` brings its own copy of the once-machinery for every
-/// `T` (some hundreds of bytes each), this brings a load and a swap.
+/// self`), so the value lives as long as its cell: nothing leaks. Threads
+/// racing to set it may each make a value; the first published is kept and
+/// the others are dropped.
 pub(crate) struct Cell<T> {
     value: AtomicPtr<T>,
     /// Shares a `T` between threads as a `PyOnceLock<T>` does (no `Sync`
@@ -79,7 +80,9 @@ impl<T: Send + Sync> Cell<T> {
     }
 
     /// The value, made by `init` (with no cell held) if there is none.
-    /// Inlined, the making apart, as [`get_or_try_init`].
+    ///
+    /// Inlined, the making apart: a value already made is one load and a
+    /// compare in the caller (the torch import asks two such cells per call).
     #[inline]
     pub(crate) fn get_or_try_init<E>(
         &'static self,
@@ -104,41 +107,8 @@ impl<T: Send + Sync> Cell<T> {
     }
 }
 
-/// `cell`'s value, storing `value` first if it has none (else dropping it).
-pub(crate) fn get_or_set<'a, T>(cell: &'a PyOnceLock<T>, py: Python<'_>, value: T) -> &'a T {
-    let _lost = cell.set(py, value);
-    cell.get(py).expect("a cell just set holds a value")
-}
-
-/// `cell`'s value, made by `init` (with no cell held) if it has none.
-///
-/// Inlined, the making apart: a value already made is one load and a
-/// compare in the caller (the torch import asks two such cells per call).
-#[inline]
-pub(crate) fn get_or_try_init<'a, T, E>(
-    cell: &'a PyOnceLock<T>,
-    py: Python<'_>,
-    init: impl FnOnce() -> Result<T, E>,
-) -> Result<&'a T, E> {
-    match cell.get(py) {
-        Some(value) => Ok(value),
-        None => make(cell, py, init),
-    }
-}
-
-/// The first call's half of [`get_or_try_init`].
-#[cold]
-#[inline(never)]
-fn make<'a, T, E>(
-    cell: &'a PyOnceLock<T>,
-    py: Python<'_>,
-    init: impl FnOnce() -> Result<T, E>,
-) -> Result<&'a T, E> {
-    Ok(get_or_set(cell, py, init()?))
-}
-
-/// The type `module.name`, imported once (as `PyOnceLock::import`, with no
-/// cell held while importing).
+/// The type `module.name`, imported once (as `PyOnceLock::import`, but with
+/// no cell held while importing).
 // Its users: the torch import's method check (of the exchange API's path),
 // and pickling's `PickleBuffer` (which needs `Py_buffer`).
 #[cfg(any(
@@ -146,12 +116,12 @@ fn make<'a, T, E>(
     all(feature = "pickle", any(not(Py_LIMITED_API), Py_3_11))
 ))]
 pub(crate) fn import_type<'py>(
-    cell: &'static PyOnceLock<Py<pyo3::types::PyType>>,
+    cell: &'static Cell<Py<pyo3::types::PyType>>,
     py: Python<'py>,
     module: &str,
     name: &str,
 ) -> PyResult<&'py Bound<'py, pyo3::types::PyType>> {
-    let ty = get_or_try_init(cell, py, || {
+    let ty = cell.get_or_try_init(py, || {
         Ok::<_, PyErr>(
             py.import(module)?
                 .getattr(name)?

@@ -84,8 +84,8 @@ impl TensorBytes {
     ) -> PyResult<Bound<'_, PyAny>> {
         #[cfg(any(not(Py_LIMITED_API), Py_3_11))]
         if protocol >= 5 {
-            static PICKLE_BUFFER: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> =
-                pyo3::sync::PyOnceLock::new();
+            static PICKLE_BUFFER: crate::once::Cell<Py<pyo3::types::PyType>> =
+                crate::once::Cell::new();
             let pickle_buffer =
                 crate::once::import_type(&PICKLE_BUFFER, py, "pickle", "PickleBuffer")?;
             return pickle_buffer.call1((Bound::new(py, self)?,));

@@ -34,7 +34,6 @@ use std::ffi::{CStr, c_char, c_int};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyString, PyTuple};
 
 /// The symbol pickles name: this crate's 0.4 series and payload format 1.
@@ -92,7 +91,7 @@ pub unsafe extern "C" fn pyo3_dlpack_install(module: *const c_char) -> c_int {
 /// naming the module already installed on (each later unpickling calls
 /// this again) costs one comparison of names.
 fn install(py: Python<'_>, name: &str) -> PyResult<()> {
-    static INSTALLED: PyOnceLock<String> = PyOnceLock::new();
+    static INSTALLED: crate::once::Cell<String> = crate::once::Cell::new();
     if INSTALLED.get(py).is_some_and(|installed| installed == name) {
         return Ok(());
     }
@@ -105,7 +104,7 @@ fn install(py: Python<'_>, name: &str) -> PyResult<()> {
     if !module.hasattr(ATTRIBUTE)? {
         module.setattr(ATTRIBUTE, restorer_for(py, name)?)?;
     }
-    crate::once::get_or_set(&INSTALLED, py, name.to_owned());
+    INSTALLED.get_or_set(py, name.to_owned());
     Ok(())
 }
 
@@ -120,9 +119,9 @@ enum Role {
     /// The reconstructor: called, it restores a state tuple; pickled, it is
     /// the lookup the module's documentation shows.
     Restorer {
+        /// The extension module it is installed on. A process has one
+        /// restorer ([`restorer_for`]'s), so one module.
         module: String,
-        /// What `__reduce__` returns, made once (every pickle names the same).
-        reduced: PyOnceLock<Py<PyTuple>>,
     },
     /// A call that pickle makes when it loads: `func(*args)`. Called, it
     /// calls what that call returns (pickle checks that a reducer's
@@ -144,10 +143,12 @@ impl Restore {
 
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         match &self.role {
-            Role::Restorer { module, reduced } => {
-                let reduced = crate::once::get_or_try_init(reduced, py, || {
-                    Ok::<_, PyErr>(lookup(py, module)?.unbind())
-                })?;
+            Role::Restorer { module } => {
+                // What this returns, made once: every pickle names the same,
+                // and a process has one restorer to pickle (`restorer_for`'s).
+                static REDUCED: crate::once::Cell<Py<PyTuple>> = crate::once::Cell::new();
+                let reduced =
+                    REDUCED.get_or_try_init(py, || Ok::<_, PyErr>(lookup(py, module)?.unbind()))?;
                 Ok(reduced.bind(py).clone())
             }
             Role::Call { func, args } => (func.bind(py), args.bind(py)).into_pyobject(py),
@@ -187,8 +188,8 @@ fn lookup<'py>(py: Python<'py>, module: &str) -> PyResult<Bound<'py, PyTuple>> {
 /// installed on the extension module, which pickles as the lookup the
 /// module's documentation shows. Chosen at the first pickling.
 pub(crate) fn restorer(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    static NAMED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let restore = crate::once::get_or_try_init(&NAMED, py, || {
+    static NAMED: crate::once::Cell<Py<PyAny>> = crate::once::Cell::new();
+    let restore = NAMED.get_or_try_init(py, || {
         if let Some(method) = class_restorer(py)? {
             return Ok(method.unbind());
         }
@@ -231,11 +232,10 @@ fn class_restorer(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
 /// The module reconstructor, a [`Restore`] (one per process; kept as any
 /// object: its users need no more).
 fn restorer_for<'py>(py: Python<'py>, module: &str) -> PyResult<&'py Bound<'py, PyAny>> {
-    static RESTORE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let restore = crate::once::get_or_try_init(&RESTORE, py, || {
+    static RESTORE: crate::once::Cell<Py<PyAny>> = crate::once::Cell::new();
+    let restore = RESTORE.get_or_try_init(py, || {
         let role = Role::Restorer {
             module: module.to_owned(),
-            reduced: PyOnceLock::new(),
         };
         Ok::<_, PyErr>(Py::new(py, Restore { role })?.into_any())
     })?;
@@ -247,7 +247,7 @@ fn restorer_for<'py>(py: Python<'py>, module: &str) -> PyResult<&'py Bound<'py, 
 /// through their `__dict__` (no attribute hook runs: a lazy module stays
 /// unloaded) and no library is opened.
 fn extension_module(py: Python<'_>) -> PyResult<String> {
-    static FOUND: PyOnceLock<String> = PyOnceLock::new();
+    static FOUND: crate::once::Cell<String> = crate::once::Cell::new();
     if let Some(name) = FOUND.get(py) {
         return Ok(name.clone());
     }
@@ -260,7 +260,7 @@ fn extension_module(py: Python<'_>) -> PyResult<String> {
     for item in modules.try_iter()? {
         let (name, module): (String, Bound<'_, PyAny>) = item?.extract()?;
         if holds_this_crate(py, &module)? {
-            let _ = FOUND.set(py, name.clone());
+            FOUND.get_or_set(py, name.clone());
             return Ok(name);
         }
     }
@@ -289,8 +289,12 @@ fn holds_this_crate(py: Python<'_>, module: &Bound<'_, PyAny>) -> PyResult<bool>
 /// the dynamic loader reports it, both resolved).
 #[cfg(unix)]
 fn same_library(py: Python<'_>, path: &str) -> PyResult<bool> {
-    static OURS: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    let Some(ours) = OURS.get_or_init(library_path) else {
+    static OURS: crate::once::Cell<Option<String>> = crate::once::Cell::new();
+    let ours = match OURS.get(py) {
+        Some(ours) => ours,
+        None => OURS.get_or_set(py, library_path()),
+    };
+    let Some(ours) = ours else {
         return Ok(false);
     };
     // The file's name: what follows the last '/'.

@@ -150,8 +150,8 @@ pub(crate) fn dtype_without_dlpack(obj: &Bound<'_, PyAny>) -> Option<PyErr> {
 /// raises for such dtypes (and NumPy's own tests expect of `from_dlpack`),
 /// that is also a `TypeError`, which PyO3 names the argument in.
 fn dtype_error_class(py: Python<'_>) -> PyResult<&Bound<'_, pyo3::types::PyType>> {
-    static CLASS: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> = pyo3::sync::PyOnceLock::new();
-    let class = crate::once::get_or_try_init(&CLASS, py, || {
+    static CLASS: crate::once::Cell<Py<pyo3::types::PyType>> = crate::once::Cell::new();
+    let class = CLASS.get_or_try_init(py, || {
         let bases = (
             py.get_type::<pyo3::exceptions::PyBufferError>(),
             py.get_type::<pyo3::exceptions::PyTypeError>(),

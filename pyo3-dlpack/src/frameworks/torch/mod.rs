@@ -15,7 +15,6 @@ mod native;
 mod python_path;
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
 pub(crate) use native::tensor_of;
@@ -26,7 +25,7 @@ pub(crate) use python_path::defers_to_python;
 pub(crate) const MODULE: &str = "torch";
 
 /// `torch.Tensor`, once found.
-static TENSOR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static TENSOR: crate::once::Cell<Py<PyType>> = crate::once::Cell::new();
 
 /// `torch.Tensor`, if torch is imported (this never imports it); `None`
 /// otherwise (not remembered: torch may be imported later).
@@ -45,11 +44,7 @@ pub(crate) fn tensor_type(py: Python<'_>) -> Option<Bound<'_, PyType>> {
     if !is_built_on_torchs_c_type(&ty) {
         return None;
     }
-    Some(
-        crate::once::get_or_set(&TENSOR, py, ty.unbind())
-            .bind(py)
-            .clone(),
-    )
+    Some(TENSOR.get_or_set(py, ty.unbind()).bind(py).clone())
 }
 
 /// Whether `ty`'s `requires_grad` is a C getter defined by a static type

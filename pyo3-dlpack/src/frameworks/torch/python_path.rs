@@ -131,8 +131,7 @@ fn is_method_of(
         im_func: *mut pyo3::ffi::PyObject,
         im_self: *mut pyo3::ffi::PyObject,
     }
-    static METHOD_TYPE: pyo3::sync::PyOnceLock<Py<pyo3::types::PyType>> =
-        pyo3::sync::PyOnceLock::new();
+    static METHOD_TYPE: crate::once::Cell<Py<pyo3::types::PyType>> = crate::once::Cell::new();
     let method_type = crate::once::import_type(&METHOD_TYPE, found.py(), "types", "MethodType")?;
     if !found.get_type().is(method_type) {
         return Ok(false);
