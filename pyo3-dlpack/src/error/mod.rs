@@ -508,14 +508,27 @@ impl From<InterfaceError> for DLPackError {
 
 impl From<DLPackError> for PyErr {
     fn from(err: DLPackError) -> Self {
-        if let DLPackError::User(err) = &err {
+        err.into_pyerr()
+    }
+}
+
+impl DLPackError {
+    /// The Python exception this error becomes (see the type's table).
+    ///
+    /// Out of line in this module, so the conversion's callers drop no
+    /// `DLPackError` (its drop glue, about 1 KB, is copied into every
+    /// codegen unit that drops one, and PyO3's `From` impls for `PyErr`
+    /// are placed beside `PyErr`'s, away from this module).
+    #[inline(never)]
+    fn into_pyerr(self) -> PyErr {
+        if let Self::User(err) = &self {
             return err.to_pyerr();
         }
         // Lazy, needing no interpreter until Python looks at it: a user
         // may convert on a thread that is not attached (`PythonKind::new_err`
         // attaches, for the crate's own Python-facing code).
-        let message = format!("{err}");
-        match err.python_kind() {
+        let message = format!("{self}");
+        match self.python_kind() {
             PythonKind::Buffer => PyBufferError::new_err(message),
             PythonKind::Type => PyTypeError::new_err(message),
             PythonKind::Value => PyValueError::new_err(message),

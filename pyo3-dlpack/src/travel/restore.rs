@@ -353,7 +353,11 @@ struct DeviceMemory {
 impl DeviceMemory {
     /// `host`'s bytes in new memory of `kind` for `device` (no allocation
     /// when empty).
-    fn upload(kind: Memory, device: Device, host: &[u8]) -> Result<Self, DLPackError> {
+    fn upload(
+        kind: Memory,
+        device: Device,
+        host: &[u8],
+    ) -> Result<Self, crate::error::InterfaceError> {
         let ptr = if host.is_empty() {
             0
         } else {
