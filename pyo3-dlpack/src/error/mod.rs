@@ -1,5 +1,11 @@
 //! The crate's one error type, its structured details, and its one mapping
 //! to Python exceptions.
+//!
+//! A [`DLPackError`] is dropped in this module only: the crate's code moves
+//! one into an out-of-line function here (`into_pyerr`, `into_message`,
+//! `discard`, `redescribed`, ...) rather than dropping it.
+//! Its drop glue (about 1 KB, with its fields') is copied into every
+//! codegen unit that drops one, so into every extension once per such unit.
 
 mod contradiction;
 mod detail;
@@ -226,6 +232,20 @@ impl DLPackError {
             Self::User(_) => self,
             err => Self::Export(ExportError::Description(Box::new(err))),
         }
+    }
+
+    /// This error, met making the exchange API allocator's tensor of
+    /// `dtype`: the allocator's ([`ExportError::Allocation`], wrapping it).
+    /// Out of line, so the allocator holds no `DLPackError` where an
+    /// unwind would drop it (see the module's documentation).
+    #[cfg(feature = "exchange-api")]
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn in_allocation(self, dtype: DataType) -> Self {
+        Self::Export(ExportError::Allocation {
+            dtype,
+            source: Box::new(self),
+        })
     }
 }
 
@@ -513,12 +533,35 @@ impl From<DLPackError> for PyErr {
 }
 
 impl DLPackError {
+    /// The kind of Python exception this error becomes, and its message,
+    /// for the exchange API's `SetError` callback (the error dropped here:
+    /// see the module's documentation).
+    #[cfg(feature = "exchange-api")]
+    #[inline(never)]
+    pub(crate) fn into_report(self) -> (PythonKind, String) {
+        (self.python_kind(), self.into_message())
+    }
+
+    /// This error's message (its `Display`), the error dropped here (see
+    /// the module's documentation).
+    #[cfg(any(feature = "exchange-api", feature = "pickle"))]
+    #[inline(never)]
+    pub(crate) fn into_message(self) -> String {
+        format!("{self}")
+    }
+
+    /// Drops this error here (see the module's documentation), for code
+    /// that only needs to know that something failed:
+    /// `result.map_err(DLPackError::discard).ok()`.
+    #[cfg(feature = "pickle")]
+    #[inline(never)]
+    pub(crate) fn discard(self) {}
+
     /// The Python exception this error becomes (see the type's table).
     ///
-    /// Out of line in this module, so the conversion's callers drop no
-    /// `DLPackError` (its drop glue, about 1 KB, is copied into every
-    /// codegen unit that drops one, and PyO3's `From` impls for `PyErr`
-    /// are placed beside `PyErr`'s, away from this module).
+    /// Out of line in this module, where the error is dropped (see the
+    /// module's documentation): the `From` impl above is compiled beside
+    /// PyO3's own code for `PyErr`, away from this module.
     #[inline(never)]
     fn into_pyerr(self) -> PyErr {
         if let Self::User(err) = &self {

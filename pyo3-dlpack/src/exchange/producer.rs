@@ -200,24 +200,25 @@ unsafe extern "C" fn managed_to_py_object(
     let py = unsafe { Python::assume_attached() };
     guarded(py, |py| {
         let out = out_param(out, "out")?;
-        let managed = NonNull::new(tensor).ok_or(DLPackError::Export(ExportError::NullTensor))?;
+        let Some(managed) = NonNull::new(tensor) else {
+            return Err(DLPackError::Export(ExportError::NullTensor).into());
+        };
         // SAFETY: the consumer hands over a live versioned tensor; it is
         // checked before it is adopted, so on failure the consumer still owns
         // it (tvm-ffi and torch delete it themselves when this call fails).
         let mut imported = unsafe { PyTensor::adopt_versioned(managed) }?;
         if let Err(err) = imported.tensor_info() {
+            let err = PyErr::from(err);
             imported.release();
-            return Err(err.into());
+            return Err(err);
         }
         // Moved into the object: no Rust view of it can be made again.
         imported.unregister();
-        // Not `expect`: that would format the error with `Debug`, and so
-        // link every error type's derived `Debug` into every extension.
         // `from_arc`, the shared half of `new` (whose other half is for
-        // Rust `bool` buffers): no copy of `new` for `PyTensor`.
-        let Ok(tensor) = DLPackTensor::from_arc(std::sync::Arc::new(imported)) else {
-            unreachable!("described successfully just above");
-        };
+        // Rust `bool` buffers): no copy of `new` for `PyTensor`. It cannot
+        // fail (described successfully just above); its error is passed on,
+        // not dropped here (no copy of the error's drop glue).
+        let tensor = DLPackTensor::from_arc(std::sync::Arc::new(imported))?;
         // Only an allocation failure of the Python object itself is left;
         // the tensor is then deleted with the value, and the error reported.
         let object = Bound::new(py, tensor)?;
@@ -241,9 +242,14 @@ unsafe extern "C" fn allocator(
     set_error: DLPackSetError,
 ) -> i32 {
     let result = catch_unwind(AssertUnwindSafe(|| {
-        let out = NonNull::new(out).ok_or(ExportError::NullOut { name: "out" })?;
-        let prototype =
-            NonNull::new(prototype).ok_or(ExportError::NullOut { name: "prototype" })?;
+        // Errors made only when returned: one made and then dropped would
+        // bring the drop glue of every error type into this code.
+        let Some(out) = NonNull::new(out) else {
+            return Err(ExportError::NullOut { name: "out" }.into());
+        };
+        let Some(prototype) = NonNull::new(prototype) else {
+            return Err(ExportError::NullOut { name: "prototype" }.into());
+        };
         // SAFETY: a non-NULL prototype from the consumer; only dtype, ndim,
         // shape and device are read, as the header says.
         let managed = allocate(unsafe { prototype.as_ref() })?;
@@ -254,10 +260,13 @@ unsafe extern "C" fn allocator(
     match result {
         Ok(Ok(())) => 0,
         Ok(Err(err)) => {
-            report(set_error, error_ctx, &err);
+            // The consumer's `SetError` gets the name of the Python exception
+            // the error is everywhere else, and its message.
+            let (kind, message) = err.into_report();
+            report_message(set_error, error_ctx, kind.name(), &message);
             -1
         }
-        Err(_) => {
+        Err(_payload) => {
             report_message(
                 set_error,
                 error_ctx,
@@ -277,13 +286,7 @@ fn allocate(prototype: &DLTensor) -> Result<NonNull<DLManagedTensorVersioned>, D
         return Err(ExportError::AllocationDevice { device }.into());
     }
     let dtype = prototype.dtype;
-    allocate_on_host(prototype).map_err(|source| {
-        ExportError::Allocation {
-            dtype,
-            source: Box::new(source),
-        }
-        .into()
-    })
+    allocate_on_host(prototype).map_err(|source| source.in_allocation(dtype))
 }
 
 /// [`allocate`] of a CPU prototype: its dtype and shape checked, then the
@@ -298,17 +301,8 @@ fn allocate_on_host(
     managed_host_tensor(shape, prototype.dtype)
 }
 
-/// Hands an error to the consumer's `SetError` callback, with the name of
-/// the Python exception the error is everywhere else.
-fn report(set_error: DLPackSetError, error_ctx: *mut c_void, err: &DLPackError) {
-    report_message(
-        set_error,
-        error_ctx,
-        err.python_kind().name(),
-        &format!("{err}"),
-    );
-}
-
+/// Hands `message` to the consumer's `SetError` callback, as an exception
+/// of type `kind`.
 fn report_message(set_error: DLPackSetError, error_ctx: *mut c_void, kind: &CStr, message: &str) {
     let Some(set_error) = set_error else { return };
     // NUL bytes (which would end the C string) as spaces, byte for byte.

@@ -115,7 +115,7 @@ impl Header {
         let (code, bits, lanes): (u8, u8, u16) =
             extract(&item(1), "the dtype (code, bits, lanes)")?;
         let dtype = DataType::new(DataTypeCode::from_code(code), bits, lanes);
-        crate::protocol::check_dtype(dtype).map_err(|err| invalid(format!("{err}")))?;
+        crate::protocol::check_dtype(dtype).map_err(|err| invalid(err.into_message()))?;
         let shape: Vec<i64> = extract(&item(2), "the shape (a tuple of ints)")?;
         let (device_type, device_id): (i32, i32) = extract(&item(3), "the device")?;
         let device = Device::new(DeviceType::from_code(device_type), device_id);
@@ -168,6 +168,7 @@ impl Header {
             return Err(invalid(format!("expected the CPU as cpu:0, got {device}")));
         }
         let nbytes = layout::numel(&shape)
+            .map_err(crate::DLPackError::discard)
             .ok()
             .and_then(|numel| layout::storage_bytes(numel, dtype, false))
             .filter(|&n| isize::try_from(n).is_ok())
