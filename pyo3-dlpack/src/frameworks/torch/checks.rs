@@ -29,16 +29,12 @@ pub(crate) struct TorchChecks {
 }
 
 /// The checks of `torch.Tensor`, of which a process has one.
-static TORCH_TENSOR: std::sync::OnceLock<TorchChecks> = std::sync::OnceLock::new();
+static TORCH_TENSOR: crate::once::Cell<TorchChecks> = crate::once::Cell::new();
 
 impl TorchChecks {
     /// The checks for `ty` (`torch.Tensor`), found once per process.
     pub(crate) fn of_torch_tensor(ty: &Bound<'_, PyType>) -> PyResult<&'static Self> {
-        if let Some(checks) = TORCH_TENSOR.get() {
-            return Ok(checks);
-        }
-        let checks = Self::of(ty)?;
-        Ok(TORCH_TENSOR.get_or_init(|| checks))
+        TORCH_TENSOR.get_or_try_init(ty.py(), || Self::of(ty))
     }
 
     /// The checks for `ty` (`torch.Tensor`).
