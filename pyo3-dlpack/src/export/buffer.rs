@@ -35,8 +35,13 @@ fn format(dtype: DataType) -> Option<&'static CStr> {
     })
 }
 
-fn refuse(message: String) -> PyErr {
-    PythonKind::Buffer.new_err(message)
+/// The `BufferError` of a refused request. Out of line, taking a fixed
+/// message as it is: one copy of its allocation, not one at each place
+/// that refuses.
+#[cold]
+#[inline(never)]
+fn refuse(message: impl Into<String>) -> PyErr {
+    PythonKind::Buffer.new_err(message.into())
 }
 
 /// Fills `view` for a consumer's `flags` from the tensor `info` describes,
@@ -53,7 +58,7 @@ pub(crate) unsafe fn fill(
     owner: Bound<'_, PyAny>,
 ) -> PyResult<()> {
     if view.is_null() {
-        return Err(refuse("the buffer view is NULL".to_owned()));
+        return Err(refuse("the buffer view is NULL"));
     }
     let device = info.device();
     if !device.is_host_accessible() {
@@ -64,8 +69,7 @@ pub(crate) unsafe fn fill(
     if !info.is_bounds_checked() {
         return Err(refuse(
             "the buffer protocol cannot expose this tensor: the length of its memory is \
-             unknown (raw memory exported without one)"
-                .to_owned(),
+             unknown (raw memory exported without one)",
         ));
     }
     crate::cuda::host::make_host_readable(owner.py(), device, info.stream())?;
@@ -151,8 +155,7 @@ fn check_request(flags: c_int, info: &TensorInfo<'_>, writable: bool) -> PyResul
     if requested(flags, ffi::PyBUF_WRITABLE) && !writable {
         return Err(refuse(
             "expected a writable buffer request on a writable tensor, got one on a read-only \
-             tensor"
-                .to_owned(),
+             tensor",
         ));
     }
     let (shape, strides) = info.dims_slices();
@@ -179,8 +182,7 @@ fn check_request(flags: c_int, info: &TensorInfo<'_>, writable: bool) -> PyResul
     if !requested(flags, ffi::PyBUF_ND) && requested(flags, ffi::PyBUF_FORMAT) {
         return Err(refuse(
             "expected PyBUF_ND with PyBUF_FORMAT: a buffer without a shape is read as unsigned \
-             bytes, which a format would contradict"
-                .to_owned(),
+             bytes, which a format would contradict",
         ));
     }
     Ok(())
