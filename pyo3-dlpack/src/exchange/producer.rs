@@ -200,7 +200,8 @@ unsafe extern "C" fn managed_to_py_object(
     let py = unsafe { Python::assume_attached() };
     guarded(py, |py| {
         let out = out_param(out, "out")?;
-        let managed = NonNull::new(tensor).ok_or(DLPackError::Export(ExportError::NullTensor))?;
+        let managed =
+            NonNull::new(tensor).ok_or_else(|| DLPackError::Export(ExportError::NullTensor))?;
         // SAFETY: the consumer hands over a live versioned tensor; it is
         // checked before it is adopted, so on failure the consumer still owns
         // it (tvm-ffi and torch delete it themselves when this call fails).
@@ -241,9 +242,9 @@ unsafe extern "C" fn allocator(
     set_error: DLPackSetError,
 ) -> i32 {
     let result = catch_unwind(AssertUnwindSafe(|| {
-        let out = NonNull::new(out).ok_or(ExportError::NullOut { name: "out" })?;
+        let out = NonNull::new(out).ok_or_else(|| ExportError::NullOut { name: "out" })?;
         let prototype =
-            NonNull::new(prototype).ok_or(ExportError::NullOut { name: "prototype" })?;
+            NonNull::new(prototype).ok_or_else(|| ExportError::NullOut { name: "prototype" })?;
         // SAFETY: a non-NULL prototype from the consumer; only dtype, ndim,
         // shape and device are read, as the header says.
         let managed = allocate(unsafe { prototype.as_ref() })?;
