@@ -12,25 +12,30 @@ use pyo3::prelude::*;
 use crate::error::PythonKind;
 use crate::export::info::TensorInfo;
 use crate::layout;
-use crate::{DataType, Writability};
+use crate::{DataType, DataTypeCode, Writability};
 
-/// The struct format of a dtype, if the buffer protocol has one.
+/// The struct format of a dtype, if the buffer protocol has one. Matched
+/// on the code, then the bits (a switch on each), not on each whole dtype
+/// in turn.
 fn format(dtype: DataType) -> Option<&'static CStr> {
-    Some(match dtype {
-        DataType::BOOL => c"?",
-        DataType::I8 => c"b",
-        DataType::U8 => c"B",
-        DataType::I16 => c"h",
-        DataType::U16 => c"H",
-        DataType::I32 => c"i",
-        DataType::U32 => c"I",
-        DataType::I64 => c"q",
-        DataType::U64 => c"Q",
-        DataType::F16 => c"e",
-        DataType::F32 => c"f",
-        DataType::F64 => c"d",
-        DataType::C64 => c"Zf",
-        DataType::C128 => c"Zd",
+    if dtype.lanes != 1 {
+        return None;
+    }
+    Some(match (dtype.code, dtype.bits) {
+        (DataTypeCode::BOOL, 8) => c"?",
+        (DataTypeCode::INT, 8) => c"b",
+        (DataTypeCode::UINT, 8) => c"B",
+        (DataTypeCode::INT, 16) => c"h",
+        (DataTypeCode::UINT, 16) => c"H",
+        (DataTypeCode::INT, 32) => c"i",
+        (DataTypeCode::UINT, 32) => c"I",
+        (DataTypeCode::INT, 64) => c"q",
+        (DataTypeCode::UINT, 64) => c"Q",
+        (DataTypeCode::FLOAT, 16) => c"e",
+        (DataTypeCode::FLOAT, 32) => c"f",
+        (DataTypeCode::FLOAT, 64) => c"d",
+        (DataTypeCode::COMPLEX, 64) => c"Zf",
+        (DataTypeCode::COMPLEX, 128) => c"Zd",
         _ => return None,
     })
 }
