@@ -336,10 +336,11 @@ unsafe extern "C" fn delete_ordered<M: ManagedTensor, O: Send + 'static>(managed
     let Some(block) = NonNull::new(managed) else {
         return;
     };
-    // SAFETY: a live block (the caller's contract) whose `manager_ctx`
-    // `ordered_block` set to a leaked `Box<ReleaseWait>`, taken back once,
-    // here.
-    let wait = unsafe { Box::from_raw(block.as_ref().context().cast::<ReleaseWait>()) };
+    // SAFETY: a live block, by the caller's contract.
+    let context = unsafe { block.as_ref() }.context();
+    // SAFETY: `ordered_block` set the block's `manager_ctx` to a leaked
+    // `Box<ReleaseWait>`, taken back once, here.
+    let wait = unsafe { Box::from_raw(context.cast::<ReleaseWait>()) };
     drop_owner(wait);
     // SAFETY: a block `write_block` made for the same `M` and `O`
     // (`ordered_block` only changed its release fields), freed once: this
