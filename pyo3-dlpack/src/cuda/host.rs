@@ -129,31 +129,38 @@ unsafe fn copy_from_cuda(
     let start = (src as usize).wrapping_sub(before);
     let cuda = super::driver::driver("copying CUDA device memory to the host")?;
     let stream = stream.unwrap_or(LEGACY_STREAM);
-    let copy = |to: *mut u8| {
-        // An address, to cross into the closure run without the GIL.
-        let to = to as usize;
-        Python::attach(|py| {
-            py.detach(|| {
-                // SAFETY: `to` is writable for `span` bytes and untouched
-                // until this returns (each caller below); the driver reads
-                // device memory only, and refuses a range that is not.
-                unsafe { cuda.copy_to_host(device.device_id, start, span, stream, to as *mut u8) }
-            })
-        })
+    // Straight into `dst` when the span is the elements in row-major order;
+    // else into a staging buffer, gathered from below. One copy call either
+    // way (one instance of its attach and detach).
+    let direct = span == numel * itemsize && crate::layout::is_contiguous(shape, strides);
+    let mut staged = Vec::<u8>::new();
+    let to = if direct {
+        dst
+    } else {
+        staged
+            .try_reserve_exact(span)
+            .map_err(|_| SizeOverflow::Allocation {
+                shape: shape.to_vec(),
+                dtype,
+            })?;
+        staged.as_mut_ptr()
     };
-    if span == numel * itemsize && crate::layout::is_contiguous(shape, strides) {
-        copy(dst)?;
+    // An address, to cross into the closure run without the GIL.
+    let to = to as usize;
+    Python::attach(|py| {
+        py.detach(|| {
+            // SAFETY: `to` is `dst` (writable for the `numel * itemsize`
+            // bytes that are the whole span here: the caller's contract) or
+            // the staging buffer's `span` reserved bytes, untouched until
+            // this returns; the driver reads device memory only, and
+            // refuses a range that is not.
+            unsafe { cuda.copy_to_host(device.device_id, start, span, stream, to as *mut u8) }
+        })
+    })?;
+    if direct {
         return Ok(());
     }
-    let mut staged = Vec::<u8>::new();
-    staged
-        .try_reserve_exact(span)
-        .map_err(|_| SizeOverflow::Allocation {
-            shape: shape.to_vec(),
-            dtype,
-        })?;
-    copy(staged.as_mut_ptr())?;
-    // SAFETY: the driver wrote all `span` bytes (`copy` returned Ok).
+    // SAFETY: the driver wrote all `span` bytes (the copy returned Ok).
     unsafe { staged.set_len(span) };
     // The first element's place in the staged span; every element the
     // layout reaches lies in `[0, span)` from the span's start.

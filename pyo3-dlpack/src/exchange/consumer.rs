@@ -18,8 +18,6 @@ use std::ffi::c_void;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use pyo3::exceptions::PyAttributeError;
-
 use crate::cuda::streams;
 use crate::error::ExportError;
 use crate::{DLPackError, DataType, protocol};
@@ -304,15 +302,12 @@ fn is_torch_tensor_like(ty: &Bound<'_, PyType>) -> PyResult<bool> {
 
 /// `ty.name`, or `None` where it has no such attribute (an
 /// `AttributeError`, as `hasattr` reads it); other exceptions are raised.
+/// The crate's one copy of that rule: [`crate::python::optional_attr`].
 fn attribute<'py>(
     ty: &Bound<'py, PyType>,
     name: &Bound<'py, PyString>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    match ty.getattr(name) {
-        Ok(attr) => Ok(Some(attr)),
-        Err(err) if err.is_instance_of::<PyAttributeError>(ty.py()) => Ok(None),
-        Err(err) => Err(err),
-    }
+    crate::python::optional_attr(ty.as_any(), name)
 }
 
 /// The class in `ty`'s MRO whose own `__dict__` holds the attribute `name`.

@@ -200,9 +200,8 @@ unsafe extern "C" fn managed_to_py_object(
     let py = unsafe { Python::assume_attached() };
     guarded(py, |py| {
         let out = out_param(out, "out")?;
-        let Some(managed) = NonNull::new(tensor) else {
-            return Err(DLPackError::Export(ExportError::NullTensor).into());
-        };
+        let managed =
+            NonNull::new(tensor).ok_or_else(|| DLPackError::Export(ExportError::NullTensor))?;
         // SAFETY: the consumer hands over a live versioned tensor; it is
         // checked before it is adopted, so on failure the consumer still owns
         // it (tvm-ffi and torch delete it themselves when this call fails).
@@ -242,14 +241,9 @@ unsafe extern "C" fn allocator(
     set_error: DLPackSetError,
 ) -> i32 {
     let result = catch_unwind(AssertUnwindSafe(|| {
-        // Errors made only when returned: one made and then dropped would
-        // bring the drop glue of every error type into this code.
-        let Some(out) = NonNull::new(out) else {
-            return Err(ExportError::NullOut { name: "out" }.into());
-        };
-        let Some(prototype) = NonNull::new(prototype) else {
-            return Err(ExportError::NullOut { name: "prototype" }.into());
-        };
+        let out = NonNull::new(out).ok_or_else(|| ExportError::NullOut { name: "out" })?;
+        let prototype =
+            NonNull::new(prototype).ok_or_else(|| ExportError::NullOut { name: "prototype" })?;
         // SAFETY: a non-NULL prototype from the consumer; only dtype, ndim,
         // shape and device are read, as the header says.
         let managed = allocate(unsafe { prototype.as_ref() })?;

@@ -197,6 +197,9 @@ impl<T: Element> AlignedBuffer<T> {
 }
 
 impl<T: Element> Drop for AlignedBuffer<T> {
+    /// Out of line: one copy of the layout's arithmetic and the free for
+    /// every value that holds a buffer (its drop glue calls this).
+    #[inline(never)]
     fn drop(&mut self) {
         if self.len * size_of::<T>() != 0 {
             let (layout, _) = Self::layout(self.len);

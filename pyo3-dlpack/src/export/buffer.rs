@@ -12,31 +12,41 @@ use pyo3::prelude::*;
 use crate::error::PythonKind;
 use crate::export::info::TensorInfo;
 use crate::layout;
-use crate::{DataType, Writability};
+use crate::{DataType, DataTypeCode, Writability};
 
-/// The struct format of a dtype, if the buffer protocol has one.
+/// The struct format of a dtype, if the buffer protocol has one. Matched
+/// on the code, then the bits (a switch on each), not on each whole dtype
+/// in turn.
 fn format(dtype: DataType) -> Option<&'static CStr> {
-    Some(match dtype {
-        DataType::BOOL => c"?",
-        DataType::I8 => c"b",
-        DataType::U8 => c"B",
-        DataType::I16 => c"h",
-        DataType::U16 => c"H",
-        DataType::I32 => c"i",
-        DataType::U32 => c"I",
-        DataType::I64 => c"q",
-        DataType::U64 => c"Q",
-        DataType::F16 => c"e",
-        DataType::F32 => c"f",
-        DataType::F64 => c"d",
-        DataType::C64 => c"Zf",
-        DataType::C128 => c"Zd",
+    if dtype.lanes != 1 {
+        return None;
+    }
+    Some(match (dtype.code, dtype.bits) {
+        (DataTypeCode::BOOL, 8) => c"?",
+        (DataTypeCode::INT, 8) => c"b",
+        (DataTypeCode::UINT, 8) => c"B",
+        (DataTypeCode::INT, 16) => c"h",
+        (DataTypeCode::UINT, 16) => c"H",
+        (DataTypeCode::INT, 32) => c"i",
+        (DataTypeCode::UINT, 32) => c"I",
+        (DataTypeCode::INT, 64) => c"q",
+        (DataTypeCode::UINT, 64) => c"Q",
+        (DataTypeCode::FLOAT, 16) => c"e",
+        (DataTypeCode::FLOAT, 32) => c"f",
+        (DataTypeCode::FLOAT, 64) => c"d",
+        (DataTypeCode::COMPLEX, 64) => c"Zf",
+        (DataTypeCode::COMPLEX, 128) => c"Zd",
         _ => return None,
     })
 }
 
-fn refuse(message: String) -> PyErr {
-    PythonKind::Buffer.new_err(message)
+/// The `BufferError` of a refused request. Out of line, taking a fixed
+/// message as it is: one copy of its allocation, not one at each place
+/// that refuses.
+#[cold]
+#[inline(never)]
+fn refuse(message: impl Into<String>) -> PyErr {
+    PythonKind::Buffer.new_err(message.into())
 }
 
 /// Fills `view` for a consumer's `flags` from the tensor `info` describes,
@@ -53,7 +63,7 @@ pub(crate) unsafe fn fill(
     owner: Bound<'_, PyAny>,
 ) -> PyResult<()> {
     if view.is_null() {
-        return Err(refuse("the buffer view is NULL".to_owned()));
+        return Err(refuse("the buffer view is NULL"));
     }
     let device = info.device();
     if !device.is_host_accessible() {
@@ -64,8 +74,7 @@ pub(crate) unsafe fn fill(
     if !info.is_bounds_checked() {
         return Err(refuse(
             "the buffer protocol cannot expose this tensor: the length of its memory is \
-             unknown (raw memory exported without one)"
-                .to_owned(),
+             unknown (raw memory exported without one)",
         ));
     }
     crate::cuda::host::make_host_readable(owner.py(), device, info.stream())?;
@@ -151,8 +160,7 @@ fn check_request(flags: c_int, info: &TensorInfo<'_>, writable: bool) -> PyResul
     if requested(flags, ffi::PyBUF_WRITABLE) && !writable {
         return Err(refuse(
             "expected a writable buffer request on a writable tensor, got one on a read-only \
-             tensor"
-                .to_owned(),
+             tensor",
         ));
     }
     let (shape, strides) = info.dims_slices();
@@ -179,8 +187,7 @@ fn check_request(flags: c_int, info: &TensorInfo<'_>, writable: bool) -> PyResul
     if !requested(flags, ffi::PyBUF_ND) && requested(flags, ffi::PyBUF_FORMAT) {
         return Err(refuse(
             "expected PyBUF_ND with PyBUF_FORMAT: a buffer without a shape is read as unsigned \
-             bytes, which a format would contradict"
-                .to_owned(),
+             bytes, which a format would contradict",
         ));
     }
     Ok(())

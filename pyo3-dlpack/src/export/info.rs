@@ -96,7 +96,13 @@ pub struct TensorInfoBuilder<'a> {
 impl<'a> TensorInfo<'a> {
     /// Starts describing an export of `data`.
     pub fn builder<D: TensorData + ?Sized>(data: &'a D) -> TensorInfoBuilder<'a> {
-        let builder = TensorInfoBuilder {
+        // The memory's own layout, if it has one, is the layout given so far
+        // (made once: not a builder without it, then copied with it).
+        let (shape, strides, byte_offset, layout_fixed) = match data.own_layout() {
+            None => (None, None, 0, false),
+            Some(own) => (Some(own.shape), Some(own.strides), own.byte_offset, true),
+        };
+        TensorInfoBuilder {
             data: data.data_ptr(),
             byte_len: data.byte_len(),
             buffer_dtype: data.dtype(),
@@ -104,27 +110,17 @@ impl<'a> TensorInfo<'a> {
             buffer_device: data.device(),
             device: data.device(),
             dtype: None,
-            shape: None,
-            strides: None,
-            byte_offset: 0,
+            shape,
+            strides,
+            byte_offset,
             read_only: false,
             stream: data.stream(),
             buffer_at: address_of(data),
             rust_elements: D::STATIC_DTYPE,
             bool_vouched: false,
-            layout_fixed: false,
+            layout_fixed,
             conflict: None,
             misaligned_vouched: false,
-        };
-        match data.own_layout() {
-            None => builder,
-            Some(own) => TensorInfoBuilder {
-                shape: Some(own.shape),
-                strides: Some(own.strides),
-                byte_offset: own.byte_offset,
-                layout_fixed: true,
-                ..builder
-            },
         }
     }
 

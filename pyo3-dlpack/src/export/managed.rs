@@ -21,9 +21,7 @@
 //! respects a consumer's rename and a pending exception.
 
 use std::alloc::Layout;
-use std::ffi::CStr;
-#[cfg(test)]
-use std::ffi::c_void;
+use std::ffi::{CStr, c_void};
 use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{self, NonNull};
@@ -53,7 +51,8 @@ thread_local! {
 /// # Safety
 ///
 /// `NAME` must be the capsule name the DLPack Python specification gives the
-/// struct, and `deleter` must return the struct's own deleter field.
+/// struct; `deleter` and `context` must return the struct's own deleter and
+/// `manager_ctx` fields, and `set_release` set those two fields.
 pub(crate) unsafe trait ManagedTensor: Sized + 'static {
     /// Name of an unconsumed capsule holding this struct.
     const NAME: &'static CStr;
@@ -61,6 +60,10 @@ pub(crate) unsafe trait ManagedTensor: Sized + 'static {
     fn assemble(dl_tensor: DLTensor, flags: u64, deleter: unsafe extern "C" fn(*mut Self)) -> Self;
     /// The deleter field.
     fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)>;
+    /// The `manager_ctx` field.
+    fn context(&self) -> *mut c_void;
+    /// Sets the `manager_ctx` and deleter fields.
+    fn set_release(&mut self, context: *mut c_void, deleter: unsafe extern "C" fn(*mut Self));
 }
 
 // SAFETY: the legacy struct travels as "dltensor" and `deleter` is its field.
@@ -80,6 +83,13 @@ unsafe impl ManagedTensor for DLManagedTensor {
     fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
         self.deleter
     }
+    fn context(&self) -> *mut c_void {
+        self.manager_ctx
+    }
+    fn set_release(&mut self, context: *mut c_void, deleter: unsafe extern "C" fn(*mut Self)) {
+        self.manager_ctx = context;
+        self.deleter = Some(deleter);
+    }
 }
 
 // SAFETY: the versioned struct travels as "dltensor_versioned" and `deleter` is its field.
@@ -96,6 +106,13 @@ unsafe impl ManagedTensor for DLManagedTensorVersioned {
     }
     fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
         self.deleter
+    }
+    fn context(&self) -> *mut c_void {
+        self.manager_ctx
+    }
+    fn set_release(&mut self, context: *mut c_void, deleter: unsafe extern "C" fn(*mut Self)) {
+        self.manager_ctx = context;
+        self.deleter = Some(deleter);
     }
 }
 
@@ -252,8 +269,12 @@ impl<T: Send + Sync + ?Sized + 'static> IntoBlock for &Described<Arc<T>> {
 
 /// [`IntoBlock::into_block`] of a value (owned, or shared through `owner`)
 /// exported to a consumer on CUDA's legacy default stream: when the value
-/// has a stream of its own, the block's owner makes it wait for the legacy
-/// stream before letting the value go ([`OrderedRelease`]).
+/// has a stream of its own, the block's release makes it wait for the
+/// legacy stream before letting the value go ([`delete_ordered`]). The
+/// block itself is the one [`write_block`] writes for every export (one
+/// instance of it and of its deleter per owner type, not a second for an
+/// ordered owner): the wait travels in its `manager_ctx`, the producer's
+/// own field, with a deleter that queues it first.
 ///
 /// # Safety
 ///
@@ -264,43 +285,67 @@ unsafe fn ordered_block<M: ManagedTensor, O: Send + 'static>(
     plan: &ExportPlan,
     owner: O,
 ) -> NonNull<M> {
-    match crate::cuda::streams::release_wait(info.device(), info.stream(), plan.sync_stream) {
-        Some((consumer, value)) => {
-            let device = info.device().device_id;
-            let owner = OrderedRelease {
-                _owner: owner,
-                device,
-                consumer,
-                value,
-            };
-            // SAFETY: the caller's contract: `owner`, which keeps the
-            // described memory alive, is in the owner that moves in.
-            unsafe { write_block(info, plan, owner) }
-        }
-        // SAFETY: the caller's contract.
-        None => unsafe { write_block(info, plan, owner) },
+    // SAFETY: the caller's contract.
+    let mut block = unsafe { write_block::<M, O>(info, plan, owner) };
+    if let Some((consumer, value)) =
+        crate::cuda::streams::release_wait(info.device(), info.stream(), plan.sync_stream)
+    {
+        let wait = Box::new(ReleaseWait {
+            device: info.device().device_id,
+            consumer,
+            value,
+        });
+        // SAFETY: the block `write_block` just made, not yet handed out: ours
+        // alone. Its deleter becomes `delete_ordered` for the same `M` and
+        // `O`, which takes the wait back from `manager_ctx` (NULL until now).
+        unsafe { block.as_mut() }.set_release(Box::into_raw(wait).cast(), delete_ordered::<M, O>);
     }
+    block
 }
 
-/// An export's owner that, when released, makes the value's stream wait
+/// The wait a released export makes: the value's stream (`value`) waits
 /// for the consumer's work queued so far on stream `consumer` (the legacy
-/// default stream: see `cuda::streams::release_wait`), then lets the
-/// value go. A wait that cannot be queued (no driver, a context under
-/// capture) is skipped: a deleter cannot fail.
-struct OrderedRelease<O> {
-    /// Held, not read: dropped after `drop` has queued the wait.
-    _owner: O,
+/// default stream: see `cuda::streams::release_wait`), queued when this is
+/// dropped, before the value goes. A wait that cannot be queued (no driver,
+/// a context under capture) is skipped: a deleter cannot fail.
+struct ReleaseWait {
     device: i32,
     consumer: usize,
     value: usize,
 }
 
-impl<O> Drop for OrderedRelease<O> {
+impl Drop for ReleaseWait {
     fn drop(&mut self) {
         if let Ok(driver) = crate::cuda::driver::driver("ordering a released export's stream") {
             let _ = driver.wait(self.device, self.consumer, self.value);
         }
     }
+}
+
+/// The deleter of a block [`ordered_block`] made: queues the wait its
+/// `manager_ctx` holds ([`ReleaseWait`]), then frees the block and drops
+/// the value as [`delete_block`] does. Like it, it touches no Python object
+/// and lets no panic escape into C.
+///
+/// # Safety
+///
+/// `managed` is null, or a pointer returned by `ordered_block` for the same
+/// `M` and `O`, with its wait, that has not been passed to this deleter
+/// before.
+unsafe extern "C" fn delete_ordered<M: ManagedTensor, O: Send + 'static>(managed: *mut M) {
+    let Some(block) = NonNull::new(managed) else {
+        return;
+    };
+    // SAFETY: a live block, by the caller's contract.
+    let context = unsafe { block.as_ref() }.context();
+    // SAFETY: `ordered_block` set the block's `manager_ctx` to a leaked
+    // `Box<ReleaseWait>`, taken back once, here.
+    let wait = unsafe { Box::from_raw(context.cast::<ReleaseWait>()) };
+    drop_owner(wait);
+    // SAFETY: a block `write_block` made for the same `M` and `O`
+    // (`ordered_block` only changed its release fields), freed once: this
+    // is its deleter's single call.
+    unsafe { delete_block::<M, O>(managed) };
 }
 
 /// Writes the one block of an export, as `plan` says (device, flags):

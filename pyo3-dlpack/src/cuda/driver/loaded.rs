@@ -127,8 +127,7 @@ impl Driver {
         calls: impl FnOnce() -> Result<(), InterfaceError>,
     ) -> Result<(), InterfaceError> {
         let context = self.push_context(ordinal, stream)?;
-        let result = calls();
-        result.and(self.pop_context(context))
+        self.pop_context(context, calls())
     }
 
     /// Makes the context of `stream` (see `context_of`) current on this
@@ -143,9 +142,21 @@ impl Driver {
     }
 
     /// Pops `context`, which [`push_context`](Self::push_context) pushed,
-    /// making current again whatever was before it.
+    /// making current again whatever was before it, after `calls` (what the
+    /// calls made in it returned): their error first, else the pop's. Takes
+    /// their result, so that the choice and the dropping of the other error
+    /// are here once, not inlined around every call.
     #[inline(never)]
-    fn pop_context(&self, context: *mut c_void) -> Result<(), InterfaceError> {
+    fn pop_context(
+        &self,
+        context: *mut c_void,
+        calls: Result<(), InterfaceError>,
+    ) -> Result<(), InterfaceError> {
+        calls.and(self.pop(context))
+    }
+
+    /// The pop itself of [`pop_context`](Self::pop_context).
+    fn pop(&self, context: *mut c_void) -> Result<(), InterfaceError> {
         let mut popped: *mut c_void = std::ptr::null_mut();
         // SAFETY: a resolved `cuCtxPopCurrent_v2` writing a live local.
         check("cuCtxPopCurrent_v2", unsafe {
