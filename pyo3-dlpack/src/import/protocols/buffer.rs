@@ -54,14 +54,21 @@ pub(crate) fn region(obj: &Bound<'_, PyAny>) -> PyResult<(usize, usize, bool, Bu
     // (which is what array-interface data buffers are).
     // SAFETY: attached; a filled view.
     if unsafe { ffi::PyBuffer_IsContiguous(raw, b'C' as std::ffi::c_char) } == 0 {
-        return Err(DLPackError::from(InterfaceError::Malformed {
-            interface: Interface::ArrayInterface,
-            field: "data",
-            expected: "a C-contiguous buffer",
-            found: format!("a non-contiguous {} buffer", type_name(obj)),
-        })
-        .into());
+        return Err(not_contiguous(obj));
     }
     let len = usize::try_from(raw.len).unwrap_or(0);
     Ok((raw.buf as usize, len, raw.readonly != 0, view))
+}
+
+/// The error for array-interface `data` whose buffer is not C-contiguous.
+#[cold]
+#[inline(never)]
+fn not_contiguous(obj: &Bound<'_, PyAny>) -> PyErr {
+    DLPackError::from(InterfaceError::Malformed {
+        interface: Interface::ArrayInterface,
+        field: "data",
+        expected: "a C-contiguous buffer",
+        found: format!("a non-contiguous {} buffer", type_name(obj)),
+    })
+    .into()
 }

@@ -7,7 +7,6 @@
 use pyo3::prelude::*;
 
 use super::interface_dict::{InterfaceDict, malformed};
-use super::owner::{self, Memory};
 use crate::cuda::driver::{self as cuda_driver, Cuda};
 use crate::error::{Interface, InterfaceError};
 use crate::import::tensor::PyTensor;
@@ -78,8 +77,7 @@ pub(crate) fn import_with(
             "data",
             "a non-NULL address for a non-empty array",
             &data,
-        )
-        .into());
+        ));
     }
     let mut ready_on = None;
     let device = if empty {
@@ -117,30 +115,19 @@ pub(crate) fn import_with(
         }
         Device::new(kind, ordinal)
     };
-    let keeper = dict.keeper(obj)?;
     // SAFETY: the interface's promise: device memory at `address` that lives
-    // as long as the producer object or its interface dict (both kept by the
-    // tensor), writable unless `read_only`; it is described, never read, by
-    // the import.
-    let mut tensor = unsafe {
-        owner::import(
-            Memory::FirstElement(address),
-            layout,
-            device,
-            Interface::CudaArrayInterface,
-            keeper,
-        )
-    }?;
+    // as long as the producer object or its interface dict, writable unless
+    // `read_only`; it is described, never read, by the import.
+    let mut tensor = unsafe { dict.import_address(obj, address, layout, device) }?;
     tensor.set_stream(ready_on);
     Ok(tensor)
 }
 
 /// Version 3's `stream`: absent or `None`, or a positive int (0 is
 /// disallowed by the specification: it is ambiguous).
-fn stream(dict: &InterfaceDict<'_>) -> Result<Option<usize>, DLPackError> {
-    match crate::python::ok(dict.get("stream")).flatten() {
+fn stream(dict: &InterfaceDict<'_>) -> PyResult<Option<usize>> {
+    match dict.optional("stream") {
         None => Ok(None),
-        Some(value) if value.is_none() => Ok(None),
         Some(value) => match crate::python::ok(value.extract::<usize>()) {
             Some(stream) if stream != 0 => Ok(Some(stream)),
             _ => Err(malformed(
