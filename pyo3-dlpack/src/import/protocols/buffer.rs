@@ -19,11 +19,7 @@ use crate::{DLPackError, Device};
 pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     let view = BufferView::get(obj)?;
     let raw = view.raw();
-    if !raw.suboffsets.is_null() {
-        return Err(DLPackError::from(InterfaceError::Suboffsets).into());
-    }
-    let itemsize = usize::try_from(raw.itemsize).unwrap_or(0);
-    let dtype = from_struct_format(&view.format(), itemsize).map_err(DLPackError::from)?;
+    let dtype = element_type(&view).map_err(DLPackError::from)?;
     let layout = Layout {
         shape: view.shape(),
         byte_strides: view.strides(),
@@ -43,6 +39,17 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
             Keeper::View(view),
         )
     }
+}
+
+/// The dtype of the view's elements, which must be reached without
+/// suboffsets.
+fn element_type(view: &BufferView) -> Result<crate::DataType, InterfaceError> {
+    let raw = view.raw();
+    if !raw.suboffsets.is_null() {
+        return Err(InterfaceError::Suboffsets);
+    }
+    let itemsize = usize::try_from(raw.itemsize).unwrap_or(0);
+    from_struct_format(&view.format(), itemsize)
 }
 
 /// The buffer of `obj` as a region (for `__array_interface__` data given as

@@ -66,16 +66,14 @@ impl BufferView {
     }
 
     #[cfg(feature = "non-dlpack-import")]
-    pub(crate) fn format(&self) -> String {
+    pub(crate) fn format(&self) -> std::borrow::Cow<'_, str> {
         let format = self.raw().format;
         if format.is_null() {
-            return "B".to_owned(); // the buffer protocol's default: unsigned bytes
+            return "B".into(); // the buffer protocol's default: unsigned bytes
         }
         // SAFETY: a NUL-terminated string owned by the exporter, valid while
-        // the view is held.
-        unsafe { std::ffi::CStr::from_ptr(format) }
-            .to_string_lossy()
-            .into_owned()
+        // the view is held (as long as `self` is borrowed).
+        unsafe { std::ffi::CStr::from_ptr(format) }.to_string_lossy()
     }
 }
 
