@@ -79,3 +79,35 @@ fn not_contiguous(obj: &Bound<'_, PyAny>) -> PyErr {
     })
     .into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An indirect (PIL-style) buffer is refused as such, before its format
+    /// is read (`x` has no dtype: the suboffsets are what is named).
+    #[test]
+    fn an_indirect_buffer_is_refused_for_its_suboffsets() {
+        let mut suboffsets: [ffi::Py_ssize_t; 1] = [0];
+        let mut raw = ffi::Py_buffer::new();
+        raw.itemsize = 1;
+        raw.ndim = 1;
+        raw.format = c"x".as_ptr().cast_mut();
+        raw.suboffsets = suboffsets.as_mut_ptr();
+        let view = BufferView::filled(raw);
+        assert!(matches!(
+            element_type(&view),
+            Err(InterfaceError::Suboffsets)
+        ));
+        // The same view without suboffsets is refused for its format.
+        let mut raw = ffi::Py_buffer::new();
+        raw.itemsize = 1;
+        raw.format = c"x".as_ptr().cast_mut();
+        let err = element_type(&BufferView::filled(raw)).unwrap_err();
+        assert_eq!(
+            format!("{err}"),
+            "the buffer protocol describes elements of format 'x', which has no DLPack dtype: \
+             expected a bool, integer, float or complex number"
+        );
+    }
+}

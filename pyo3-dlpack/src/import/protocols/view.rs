@@ -32,6 +32,13 @@ impl BufferView {
         Ok(Self(view))
     }
 
+    /// A view filled by hand (of no exporter: `obj` NULL, so its release
+    /// does nothing), for tests of what an exporter may hand over.
+    #[cfg(test)]
+    pub(crate) fn filled(raw: ffi::Py_buffer) -> Self {
+        Self(Box::new(raw))
+    }
+
     pub(crate) fn raw(&self) -> &ffi::Py_buffer {
         &self.0
     }
