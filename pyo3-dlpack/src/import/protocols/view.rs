@@ -85,6 +85,9 @@ impl BufferView {
 }
 
 impl Drop for BufferView {
+    // Out of line: each unit that drops a view carries its own drop glue,
+    // which is then a call (and the box's free), not this body.
+    #[inline(never)]
     fn drop(&mut self) {
         // If the interpreter is gone, so is the exporter: nothing to release.
         let _ = Python::try_attach(|_| {
