@@ -143,7 +143,8 @@ fn max_version_object(py: Python<'_>, (major, minor): (u32, u32)) -> PyResult<Bo
 /// allocated for the common call, `__dlpack__(max_version=(1, 3))`.
 struct Keywords<'py> {
     py: Python<'py>,
-    names: [Option<Bound<'py, PyString>>; 4],
+    /// Interned names (`intern!`), borrowed: no reference counting.
+    names: [Option<&'py Bound<'py, PyString>>; 4],
     values: [Option<Bound<'py, PyAny>>; 4],
     len: usize,
 }
@@ -158,8 +159,8 @@ impl<'py> Keywords<'py> {
         }
     }
 
-    fn push(&mut self, name: &Bound<'py, PyString>, value: Bound<'py, PyAny>) {
-        self.names[self.len] = Some(name.clone());
+    fn push(&mut self, name: &'py Bound<'py, PyString>, value: Bound<'py, PyAny>) {
+        self.names[self.len] = Some(name);
         self.values[self.len] = Some(value);
         self.len += 1;
     }
@@ -179,7 +180,7 @@ impl<'py> Keywords<'py> {
     }
 
     fn names(&self) -> impl Iterator<Item = &Bound<'py, PyString>> {
-        self.names[..self.len].iter().flatten()
+        self.names[..self.len].iter().flatten().copied()
     }
 
     /// The keyword names as a tuple; `("max_version",)` is made once.
