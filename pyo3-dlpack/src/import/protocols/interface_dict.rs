@@ -138,7 +138,9 @@ impl<'py> InterfaceDict<'py> {
         Ok((address, read_only))
     }
 
-    /// A required field.
+    /// A required field (out of line: read by both interfaces and for
+    /// several fields).
+    #[inline(never)]
     pub(crate) fn required(&self, key: &'static str) -> PyResult<Bound<'py, PyAny>> {
         match crate::python::ok(self.get(key)).flatten() {
             Some(value) => Ok(value),
