@@ -59,6 +59,7 @@ impl BufferView {
     }
 
     #[cfg(feature = "non-dlpack-import")]
+    #[inline(never)] // one copy for shape and strides
     fn dims(&self, dims: *mut ffi::Py_ssize_t) -> Vec<i64> {
         let ndim = usize::try_from(self.raw().ndim).unwrap_or(0);
         if ndim == 0 || dims.is_null() {
