@@ -143,7 +143,8 @@ fn max_version_object(py: Python<'_>, (major, minor): (u32, u32)) -> PyResult<Bo
 /// allocated for the common call, `__dlpack__(max_version=(1, 3))`.
 struct Keywords<'py> {
     py: Python<'py>,
-    names: [Option<Bound<'py, PyString>>; 4],
+    /// Interned names (`intern!`), borrowed: no reference counting.
+    names: [Option<&'py Bound<'py, PyString>>; 4],
     values: [Option<Bound<'py, PyAny>>; 4],
     len: usize,
 }
@@ -158,8 +159,8 @@ impl<'py> Keywords<'py> {
         }
     }
 
-    fn push(&mut self, name: &Bound<'py, PyString>, value: Bound<'py, PyAny>) {
-        self.names[self.len] = Some(name.clone());
+    fn push(&mut self, name: &'py Bound<'py, PyString>, value: Bound<'py, PyAny>) {
+        self.names[self.len] = Some(name);
         self.values[self.len] = Some(value);
         self.len += 1;
     }
@@ -179,7 +180,7 @@ impl<'py> Keywords<'py> {
     }
 
     fn names(&self) -> impl Iterator<Item = &Bound<'py, PyString>> {
-        self.names[..self.len].iter().flatten()
+        self.names[..self.len].iter().flatten().copied()
     }
 
     /// The keyword names as a tuple; `("max_version",)` is made once.
@@ -324,5 +325,11 @@ fn rejected_max_version(py: Python<'_>, err: &PyErr) -> bool {
     let kind_fits = err.is_instance_of::<PyTypeError>(py)
         || err.is_instance_of::<PyNotImplementedError>(py)
         || err.is_instance_of::<PyValueError>(py);
-    kind_fits && crate::python::text_of(err.value(py).as_any()).contains("max_version")
+    // A plain scan of the bytes: `str::contains` was inlined here with its
+    // vectorised search (some 600 bytes for a failed call's message).
+    kind_fits
+        && crate::python::text_of(err.value(py).as_any())
+            .as_bytes()
+            .windows(b"max_version".len())
+            .any(|word| word == b"max_version")
 }

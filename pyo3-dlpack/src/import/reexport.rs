@@ -88,12 +88,15 @@ impl IntoDLPack for PyTensor {
             }
             .into());
         }
-        let builder = TensorInfo::builder(self).shape(self.shape());
-        let builder = if self.dtype().is_byte_sized() {
-            builder.strides(self.strides())
-        } else {
-            builder
-        };
-        builder.byte_offset(first.wrapping_sub(lowest)).build()
+        let builder = TensorInfo::builder(self);
+        if self.dtype().is_byte_sized() {
+            // Shape, strides and byte offset are its own (`own_layout`):
+            // given again, they would only be compared with themselves.
+            return builder.build();
+        }
+        builder
+            .shape(self.shape())
+            .byte_offset(first.wrapping_sub(lowest))
+            .build()
     }
 }

@@ -157,6 +157,9 @@ impl Entry {
 static LIVE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+// Out of line: one copy of the lock's code for the table's functions and
+// the fork handlers.
+#[inline(never)]
 fn live() -> MutexGuard<'static, Vec<Entry>> {
     // A panic while holding the lock cannot leave the list inconsistent
     // (each operation is one push or one swap_remove).

@@ -232,7 +232,11 @@ impl PyTensor {
         let dl_tensor = dl_tensor_of(managed, &state.own_tensor);
         let (shape, strides) = state.dims_copy.as_ref().expect("copied on import").split();
         let strides = (!dl_tensor.strides.is_null()).then_some(strides);
-        foreign::check_dims_into(dl_tensor, shape, strides, true, &mut state.checked)
+        // The general checks, which `check_dims_into`'s row-major shortcut
+        // only shortens (it never answers for the sub-byte elements padded
+        // here): not a second inlined copy of that shortcut.
+        protocol::check_dtype(dl_tensor.dtype)?;
+        foreign::check_any_layout_into(dl_tensor, shape, strides, true, &mut state.checked)
     }
 
     /// The address range `[start, end)` of every byte the elements reach.

@@ -21,39 +21,36 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>, value: Bound<'_, PyAny>) -> PyResul
         Some(data) if data.is_instance_of::<pyo3::types::PyTuple>() => {
             let (address, read_only) = dict.pointer(&data)?;
             if offset != 0 {
-                return Err(DLPackError::from(InterfaceError::Malformed {
-                    interface: Interface::ArrayInterface,
-                    field: "offset",
-                    expected: "0 when data is an (address, read_only) tuple",
-                    found: format!("{offset}"),
-                })
-                .into());
+                return Err(offset_with_address(offset));
             }
             let layout = dict.layout(read_only)?;
-            let keeper = dict.keeper(obj)?;
-            // SAFETY: the interface's promise: the memory at `address` lives
-            // as long as the producer object or its interface dict, both of
-            // which the tensor keeps, and may be written unless `read_only`.
-            unsafe {
-                owner::import(
-                    Memory::FirstElement(address),
-                    layout,
-                    Device::cpu(),
-                    Interface::ArrayInterface,
-                    keeper,
-                )
-            }
+            // SAFETY: the interface's promise: host memory at `address` that
+            // lives as long as the producer object or its interface dict,
+            // writable unless `read_only`.
+            unsafe { dict.import_address(obj, address, layout, Device::cpu()) }
         }
         data => import_buffer(&dict, data.as_ref().unwrap_or(obj), offset),
     }
 }
 
+/// The error for an `offset` given with an `(address, read_only)` pair.
+#[cold]
+#[inline(never)]
+fn offset_with_address(offset: usize) -> PyErr {
+    DLPackError::from(InterfaceError::Malformed {
+        interface: Interface::ArrayInterface,
+        field: "offset",
+        expected: "0 when data is an (address, read_only) tuple",
+        found: format!("{offset}"),
+    })
+    .into()
+}
+
 /// `offset`: a non-negative int, 0 when absent.
-fn offset(dict: &InterfaceDict<'_>) -> Result<usize, DLPackError> {
-    match dict.get("offset").ok().flatten() {
+fn offset(dict: &InterfaceDict<'_>) -> PyResult<usize> {
+    match dict.optional("offset") {
         None => Ok(0),
-        Some(value) if value.is_none() => Ok(0),
-        Some(value) => value.extract::<usize>().map_err(|_| {
+        Some(value) => crate::python::ok(value.extract::<usize>()).ok_or_else(|| {
             malformed(
                 Interface::ArrayInterface,
                 "offset",

@@ -19,11 +19,7 @@ use crate::{DLPackError, Device};
 pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     let view = BufferView::get(obj)?;
     let raw = view.raw();
-    if !raw.suboffsets.is_null() {
-        return Err(DLPackError::from(InterfaceError::Suboffsets).into());
-    }
-    let itemsize = usize::try_from(raw.itemsize).unwrap_or(0);
-    let dtype = from_struct_format(&view.format(), itemsize).map_err(DLPackError::from)?;
+    let dtype = element_type(&view).map_err(DLPackError::from)?;
     let layout = Layout {
         shape: view.shape(),
         byte_strides: view.strides(),
@@ -45,6 +41,17 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     }
 }
 
+/// The dtype of the view's elements, which must be reached without
+/// suboffsets.
+fn element_type(view: &BufferView) -> Result<crate::DataType, InterfaceError> {
+    let raw = view.raw();
+    if !raw.suboffsets.is_null() {
+        return Err(InterfaceError::Suboffsets);
+    }
+    let itemsize = usize::try_from(raw.itemsize).unwrap_or(0);
+    from_struct_format(&view.format(), itemsize)
+}
+
 /// The buffer of `obj` as a region (for `__array_interface__` data given as
 /// a buffer object): its start, length and read-only flag, and the view.
 pub(crate) fn region(obj: &Bound<'_, PyAny>) -> PyResult<(usize, usize, bool, BufferView)> {
@@ -54,14 +61,53 @@ pub(crate) fn region(obj: &Bound<'_, PyAny>) -> PyResult<(usize, usize, bool, Bu
     // (which is what array-interface data buffers are).
     // SAFETY: attached; a filled view.
     if unsafe { ffi::PyBuffer_IsContiguous(raw, b'C' as std::ffi::c_char) } == 0 {
-        return Err(DLPackError::from(InterfaceError::Malformed {
-            interface: Interface::ArrayInterface,
-            field: "data",
-            expected: "a C-contiguous buffer",
-            found: format!("a non-contiguous {} buffer", type_name(obj)),
-        })
-        .into());
+        return Err(not_contiguous(obj));
     }
     let len = usize::try_from(raw.len).unwrap_or(0);
     Ok((raw.buf as usize, len, raw.readonly != 0, view))
+}
+
+/// The error for array-interface `data` whose buffer is not C-contiguous.
+#[cold]
+#[inline(never)]
+fn not_contiguous(obj: &Bound<'_, PyAny>) -> PyErr {
+    DLPackError::from(InterfaceError::Malformed {
+        interface: Interface::ArrayInterface,
+        field: "data",
+        expected: "a C-contiguous buffer",
+        found: format!("a non-contiguous {} buffer", type_name(obj)),
+    })
+    .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An indirect (PIL-style) buffer is refused as such, before its format
+    /// is read (`x` has no dtype: the suboffsets are what is named).
+    #[test]
+    fn an_indirect_buffer_is_refused_for_its_suboffsets() {
+        let mut suboffsets: [ffi::Py_ssize_t; 1] = [0];
+        let mut raw = ffi::Py_buffer::new();
+        raw.itemsize = 1;
+        raw.ndim = 1;
+        raw.format = c"x".as_ptr().cast_mut();
+        raw.suboffsets = suboffsets.as_mut_ptr();
+        let view = BufferView::filled(raw);
+        assert!(matches!(
+            element_type(&view),
+            Err(InterfaceError::Suboffsets)
+        ));
+        // The same view without suboffsets is refused for its format.
+        let mut raw = ffi::Py_buffer::new();
+        raw.itemsize = 1;
+        raw.format = c"x".as_ptr().cast_mut();
+        let err = element_type(&BufferView::filled(raw)).unwrap_err();
+        assert_eq!(
+            format!("{err}"),
+            "the buffer protocol describes elements of format 'x', which has no DLPack dtype: \
+             expected a bool, integer, float or complex number"
+        );
+    }
 }

@@ -7,7 +7,6 @@
 use pyo3::prelude::*;
 
 use super::interface_dict::{InterfaceDict, malformed};
-use super::owner::{self, Memory};
 use crate::cuda::driver::{self as cuda_driver, Cuda};
 use crate::error::{Interface, InterfaceError};
 use crate::import::tensor::PyTensor;
@@ -78,69 +77,69 @@ pub(crate) fn import_with(
             "data",
             "a non-NULL address for a non-empty array",
             &data,
-        )
-        .into());
+        ));
     }
-    let mut ready_on = None;
-    let device = if empty {
+    let (device, ready_on) = if empty {
         // Nothing is on any device: no driver is needed to say which.
-        Device::new(DeviceType::CUDA, 0)
+        (Device::new(DeviceType::CUDA, 0), None)
     } else {
-        let cuda = cuda().map_err(DLPackError::from)?;
-        let (ordinal, managed) = cuda.pointer_device(address).map_err(DLPackError::from)?;
-        let kind = if managed {
-            DeviceType::CUDA_MANAGED
-        } else {
-            DeviceType::CUDA
-        };
-        match ordering(stream, consumer_stream) {
-            // Ready on the producer's stream (if it named one): the consumer
-            // opted out of synchronisation, or shares it.
-            Ordering::Nothing => ready_on = stream.map(|s| s as i64),
-            // Blocking without the GIL: work queued on the stream may need it.
-            Ordering::Synchronize { producer } => {
-                match obj.py().detach(|| cuda.synchronize(ordinal, producer)) {
-                    Ok(()) => {}
-                    // The producer's stream is being captured (the one case the
-                    // driver wrapper refuses as capturing): work can be ordered
-                    // after the producer's only on that stream, so the data is
-                    // ready there, as if stream-ordered.
-                    Err(InterfaceError::CudaCapturing { .. }) => ready_on = Some(producer as i64),
-                    Err(err) => return Err(DLPackError::from(err).into()),
-                }
-            }
-            Ordering::Wait { producer, consumer } => {
-                cuda.wait(ordinal, producer, consumer)
-                    .map_err(DLPackError::from)?;
-                ready_on = Some(consumer as i64);
-            }
-        }
-        Device::new(kind, ordinal)
+        locate(obj.py(), cuda, address, stream, consumer_stream).map_err(DLPackError::from)?
     };
-    let keeper = dict.keeper(obj)?;
     // SAFETY: the interface's promise: device memory at `address` that lives
-    // as long as the producer object or its interface dict (both kept by the
-    // tensor), writable unless `read_only`; it is described, never read, by
-    // the import.
-    let mut tensor = unsafe {
-        owner::import(
-            Memory::FirstElement(address),
-            layout,
-            device,
-            Interface::CudaArrayInterface,
-            keeper,
-        )
-    }?;
+    // as long as the producer object or its interface dict, writable unless
+    // `read_only`; it is described, never read, by the import.
+    let mut tensor = unsafe { dict.import_address(obj, address, layout, device) }?;
     tensor.set_stream(ready_on);
     Ok(tensor)
 }
 
+/// The device of the non-NULL `address`, asked of the driver `cuda`, and
+/// the stream the data is ready on (`None`: every stream) once the
+/// producer's `stream` is ordered before the consumer's (one conversion of
+/// the driver's errors, by the caller).
+fn locate(
+    py: Python<'_>,
+    cuda: impl FnOnce() -> Result<&'static dyn Cuda, InterfaceError>,
+    address: usize,
+    stream: Option<usize>,
+    consumer_stream: Option<i64>,
+) -> Result<(Device, Option<i64>), InterfaceError> {
+    let cuda = cuda()?;
+    let (ordinal, managed) = cuda.pointer_device(address)?;
+    let kind = if managed {
+        DeviceType::CUDA_MANAGED
+    } else {
+        DeviceType::CUDA
+    };
+    let ready_on = match ordering(stream, consumer_stream) {
+        // Ready on the producer's stream (if it named one): the consumer
+        // opted out of synchronisation, or shares it.
+        Ordering::Nothing => stream.map(|s| s as i64),
+        // Blocking without the GIL: work queued on the stream may need it.
+        Ordering::Synchronize { producer } => {
+            match py.detach(|| cuda.synchronize(ordinal, producer)) {
+                Ok(()) => None,
+                // The producer's stream is being captured (the one case the
+                // driver wrapper refuses as capturing): work can be ordered
+                // after the producer's only on that stream, so the data is
+                // ready there, as if stream-ordered.
+                Err(InterfaceError::CudaCapturing { .. }) => Some(producer as i64),
+                Err(err) => return Err(err),
+            }
+        }
+        Ordering::Wait { producer, consumer } => {
+            cuda.wait(ordinal, producer, consumer)?;
+            Some(consumer as i64)
+        }
+    };
+    Ok((Device::new(kind, ordinal), ready_on))
+}
+
 /// Version 3's `stream`: absent or `None`, or a positive int (0 is
 /// disallowed by the specification: it is ambiguous).
-fn stream(dict: &InterfaceDict<'_>) -> Result<Option<usize>, DLPackError> {
-    match crate::python::ok(dict.get("stream")).flatten() {
+fn stream(dict: &InterfaceDict<'_>) -> PyResult<Option<usize>> {
+    match dict.optional("stream") {
         None => Ok(None),
-        Some(value) if value.is_none() => Ok(None),
         Some(value) => match crate::python::ok(value.extract::<usize>()) {
             Some(stream) if stream != 0 => Ok(Some(stream)),
             _ => Err(malformed(

@@ -36,10 +36,7 @@ pub(crate) fn from_struct_format(
     format: &str,
     itemsize: usize,
 ) -> Result<DataType, InterfaceError> {
-    let unsupported = || InterfaceError::UnsupportedFormat {
-        interface: Interface::Buffer,
-        format: format.to_owned(),
-    };
+    let unsupported = || unsupported(Interface::Buffer, format);
     let (order, code) = match format.as_bytes().first() {
         Some(b'@') => (Order::Native, &format[1..]),
         Some(b'=') => (Order::Native, &format[1..]),
@@ -77,10 +74,7 @@ pub(crate) fn from_typestr(
     typestr: &str,
     interface: Interface,
 ) -> Result<DataType, InterfaceError> {
-    let unsupported = || InterfaceError::UnsupportedFormat {
-        interface,
-        format: typestr.to_owned(),
-    };
+    let unsupported = || unsupported(interface, typestr);
     let bytes = typestr.as_bytes();
     let order = match bytes.first() {
         Some(b'<') => Order::Little,
@@ -108,6 +102,17 @@ pub(crate) fn from_typestr(
     }
     check_order(order, itemsize, kind, interface, typestr)?;
     Ok(DataType::new(kind, (itemsize * 8) as u8, 1))
+}
+
+/// The error for an element type of no DLPack dtype (one copy for every
+/// way a format or typestr can be refused).
+#[cold]
+#[inline(never)]
+fn unsupported(interface: Interface, format: &str) -> InterfaceError {
+    InterfaceError::UnsupportedFormat {
+        interface,
+        format: format.to_owned(),
+    }
 }
 
 /// Single bytes have no byte order; wider elements must be in native order.

@@ -6,10 +6,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyTuple};
 
 use super::format::from_typestr;
-use super::owner::{Keeper, Layout};
-use crate::DLPackError;
+use super::owner::{self, Keeper, Layout, Memory};
 use crate::error::{Interface, InterfaceError};
+use crate::import::tensor::PyTensor;
 use crate::python::int_in_range;
+use crate::{DLPackError, Device};
 
 /// The fields of an interface dict that describe the layout.
 pub(crate) struct InterfaceDict<'py> {
@@ -19,7 +20,7 @@ pub(crate) struct InterfaceDict<'py> {
 
 impl<'py> InterfaceDict<'py> {
     /// `value` must be a dict.
-    pub(crate) fn new(interface: Interface, value: Bound<'py, PyAny>) -> Result<Self, DLPackError> {
+    pub(crate) fn new(interface: Interface, value: Bound<'py, PyAny>) -> PyResult<Self> {
         match value.cast_into::<PyDict>() {
             Ok(dict) => Ok(Self { interface, dict }),
             Err(err) => Err(malformed(
@@ -31,13 +32,35 @@ impl<'py> InterfaceDict<'py> {
         }
     }
 
-    /// What an import of a raw address keeps alive: the producer and this
-    /// dict. NumPy's convention lets the dict alone own the memory (its
-    /// `__ref` entry: a NumPy scalar's interface describes a temporary
-    /// array only the dict holds), so the dict lives as long as the tensor.
-    pub(crate) fn keeper(&self, producer: &Bound<'py, PyAny>) -> PyResult<Keeper> {
+    /// Imports the elements `layout` describes from `address` (the first
+    /// element's) on `device`, kept alive by the producer and this dict.
+    /// NumPy's convention lets the dict alone own the memory (its `__ref`
+    /// entry: a NumPy scalar's interface describes a temporary array only
+    /// the dict holds), so the dict lives as long as the tensor.
+    ///
+    /// # Safety
+    ///
+    /// The interface's promise: the memory at `address` lives as long as
+    /// the producer or this dict, writable unless `layout.read_only`.
+    pub(crate) unsafe fn import_address(
+        &self,
+        producer: &Bound<'py, PyAny>,
+        address: usize,
+        layout: Layout,
+        device: Device,
+    ) -> PyResult<PyTensor> {
         let both = PyTuple::new(producer.py(), [producer.as_any(), self.dict.as_any()])?;
-        Ok(Keeper::Object(Some(both.into_any().unbind())))
+        let keeper = Keeper::Object(Some(both.into_any().unbind()));
+        // SAFETY: the caller's promise, for as long as `keeper` holds both.
+        unsafe {
+            owner::import(
+                Memory::FirstElement(address),
+                layout,
+                device,
+                self.interface,
+                keeper,
+            )
+        }
     }
 
     /// An optional field; `None` when absent (a present `None` is returned as such).
@@ -45,45 +68,45 @@ impl<'py> InterfaceDict<'py> {
         self.dict.get_item(key)
     }
 
+    /// An optional field that has a value: `None` when absent, when `None`,
+    /// or when the lookup raises (one out-of-line copy for every such field).
+    #[inline(never)]
+    pub(crate) fn optional(&self, key: &str) -> Option<Bound<'py, PyAny>> {
+        crate::python::ok(self.get(key))
+            .flatten()
+            .filter(|value| !value.is_none())
+    }
+
     /// `version`: one of `accepted`.
-    pub(crate) fn version(
-        &self,
-        accepted: &[i64],
-        expected: &'static str,
-    ) -> Result<i64, DLPackError> {
-        let found = self.get("version").ok().flatten();
-        match found.as_ref().and_then(|v| v.extract::<i64>().ok()) {
+    pub(crate) fn version(&self, accepted: &[i64], expected: &'static str) -> PyResult<i64> {
+        let found = crate::python::ok(self.get("version")).flatten();
+        match found
+            .as_ref()
+            .and_then(|v| crate::python::ok(v.extract::<i64>()))
+        {
             Some(version) if accepted.contains(&version) => Ok(version),
-            _ => Err(InterfaceError::Version {
-                interface: self.interface,
-                expected,
-                found: found.map_or_else(|| "none".to_owned(), |v| repr(&v)),
-            }
-            .into()),
+            _ => Err(wrong_version(self.interface, expected, found)),
         }
     }
 
     /// `shape`, `typestr`, `strides` (bytes; absent or `None`: row-major)
     /// and no `mask`; `read_only` comes from `data`, read by the caller.
-    pub(crate) fn layout(&self, read_only: bool) -> Result<Layout, DLPackError> {
-        if let Some(mask) = self.get("mask").ok().flatten() {
-            if !mask.is_none() {
-                return Err(InterfaceError::Mask {
-                    interface: self.interface,
-                }
-                .into());
-            }
+    pub(crate) fn layout(&self, read_only: bool) -> PyResult<Layout> {
+        if self.optional("mask").is_some() {
+            return Err(DLPackError::from(InterfaceError::Mask {
+                interface: self.interface,
+            })
+            .into());
         }
         let typestr = self.required("typestr")?;
-        let typestr_str = typestr
-            .extract::<String>()
-            .map_err(|_| malformed(self.interface, "typestr", "a str", &typestr))?;
-        let dtype = from_typestr(&typestr_str, self.interface)?;
+        let typestr_str = crate::python::ok(typestr.extract::<String>())
+            .ok_or_else(|| malformed(self.interface, "typestr", "a str", &typestr))?;
+        let dtype = from_typestr(&typestr_str, self.interface).map_err(DLPackError::from)?;
         let shape = self.required("shape")?;
         let shape = int_tuple(&shape, self.interface, "shape")?
             .ok_or_else(|| malformed(self.interface, "shape", "a tuple of ints", &shape))?;
-        let byte_strides = match self.get("strides").ok().flatten() {
-            Some(strides) if !strides.is_none() => Some(
+        let byte_strides = match self.optional("strides") {
+            Some(strides) => Some(
                 int_tuple(&strides, self.interface, "strides")?
                     .filter(|s| s.len() == shape.len())
                     .ok_or_else(|| {
@@ -95,7 +118,7 @@ impl<'py> InterfaceDict<'py> {
                         )
                     })?,
             ),
-            _ => None,
+            None => None,
         };
         Ok(Layout {
             shape,
@@ -108,26 +131,20 @@ impl<'py> InterfaceDict<'py> {
     /// `data` as `(address, read_only)`; the flag is read by its truth
     /// value, as NumPy reads it (`(ptr, 1)`, `(ptr, 0)`): a flag whose
     /// `__bool__` raises raises that exception.
-    pub(crate) fn pointer(&self, data: &Bound<'py, PyAny>) -> Result<(usize, bool), DLPackError> {
-        let wrong = || malformed(self.interface, "data", "an (int, bool) tuple", data);
-        let (address, read_only) = data
-            .extract::<(usize, Bound<'py, PyAny>)>()
-            .map_err(|_| wrong())?;
+    pub(crate) fn pointer(&self, data: &Bound<'py, PyAny>) -> PyResult<(usize, bool)> {
+        let (address, read_only) = crate::python::ok(data.extract::<(usize, Bound<'py, PyAny>)>())
+            .ok_or_else(|| malformed(self.interface, "data", "an (int, bool) tuple", data))?;
         let read_only = read_only.is_truthy()?;
         Ok((address, read_only))
     }
 
-    /// A required field.
-    pub(crate) fn required(&self, key: &'static str) -> Result<Bound<'py, PyAny>, DLPackError> {
-        match self.get(key).ok().flatten() {
+    /// A required field (out of line: read by both interfaces and for
+    /// several fields).
+    #[inline(never)]
+    pub(crate) fn required(&self, key: &'static str) -> PyResult<Bound<'py, PyAny>> {
+        match crate::python::ok(self.get(key)).flatten() {
             Some(value) => Ok(value),
-            None => Err(InterfaceError::Malformed {
-                interface: self.interface,
-                field: key,
-                expected: "present",
-                found: "no such key".to_owned(),
-            }
-            .into()),
+            None => Err(missing(self.interface, key)),
         }
     }
 
@@ -143,7 +160,7 @@ fn int_tuple(
     value: &Bound<'_, PyAny>,
     interface: Interface,
     field: &'static str,
-) -> Result<Option<Vec<i64>>, DLPackError> {
+) -> PyResult<Option<Vec<i64>>> {
     let Ok(tuple) = value.cast::<PyTuple>() else {
         return Ok(None);
     };
@@ -159,18 +176,50 @@ fn int_tuple(
     Ok(Some(ints))
 }
 
+/// The error for a `version` that is absent (`found` is `None`) or not one of `expected`.
+#[cold]
+#[inline(never)]
+fn wrong_version(
+    interface: Interface,
+    expected: &'static str,
+    found: Option<Bound<'_, PyAny>>,
+) -> PyErr {
+    DLPackError::from(InterfaceError::Version {
+        interface,
+        expected,
+        found: found.map_or_else(|| "none".to_owned(), |v| repr(&v)),
+    })
+    .into()
+}
+
+/// The error for a required field `field` that is absent.
+#[cold]
+#[inline(never)]
+fn missing(interface: Interface, field: &'static str) -> PyErr {
+    DLPackError::from(InterfaceError::Malformed {
+        interface,
+        field,
+        expected: "present",
+        found: "no such key".to_owned(),
+    })
+    .into()
+}
+
+/// The error for a field that is not what it must be: `found` is shown by its repr.
+#[cold]
+#[inline(never)]
 pub(crate) fn malformed(
     interface: Interface,
     field: &'static str,
     expected: &'static str,
     found: &Bound<'_, PyAny>,
-) -> DLPackError {
-    InterfaceError::Malformed {
+) -> PyErr {
+    DLPackError::from(InterfaceError::Malformed {
         interface,
         field,
         expected,
         found: repr(found),
-    }
+    })
     .into()
 }
 

@@ -93,15 +93,32 @@ pub(crate) unsafe fn import(
     interface: Interface,
     keeper: Keeper,
 ) -> PyResult<PyTensor> {
+    // SAFETY: the caller's contract. Every error is converted here, once.
+    Ok(unsafe { describe(memory, layout, device, interface, keeper) }?)
+}
+
+/// [`import`], its errors not yet Python's.
+///
+/// # Safety
+///
+/// As for [`import`].
+#[inline(always)]
+unsafe fn describe(
+    memory: Memory,
+    layout: Layout,
+    device: Device,
+    interface: Interface,
+    keeper: Keeper,
+) -> Result<PyTensor, DLPackError> {
     // Before any arithmetic with its size (a dtype of 0 bits has none).
     crate::protocol::check_dtype(layout.dtype)?;
     let itemsize = layout.dtype.itemsize();
-    let strides = element_strides(&layout, interface).map_err(DLPackError::from)?;
+    let strides = element_strides(&layout, interface)?;
     let numel = layout::numel(&layout.shape)?;
     let (start, len, byte_offset) = match memory {
         // A region past the end of the address space is a lie.
         Memory::Region { start, len, offset } if start.checked_add(len).is_none() => {
-            return Err(outside(layout.shape, strides, offset).into());
+            return Err(outside(layout.shape, strides, offset));
         }
         Memory::Region { start, len, offset } => (start, len, offset),
         Memory::FirstElement(first) if numel == 0 => (first, 0, 0),
@@ -114,7 +131,7 @@ pub(crate) unsafe fn import(
                 });
             match reached {
                 Some(reached) => reached,
-                None => return Err(outside(layout.shape, strides, 0).into()),
+                None => return Err(outside(layout.shape, strides, 0)),
             }
         }
     };
@@ -137,7 +154,7 @@ pub(crate) unsafe fn import(
     // SAFETY: a block `write_block` just made, ours alone, alive until its
     // deleter runs; its dims are the description's, valid.
     let managed = unsafe { crate::import::consume::Owned::adopt(managed) };
-    Ok(PyTensor::from_versioned(managed)?)
+    PyTensor::from_versioned(managed)
 }
 
 /// The error for a layout that reaches outside the address space.

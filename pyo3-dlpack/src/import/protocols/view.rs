@@ -32,6 +32,13 @@ impl BufferView {
         Ok(Self(view))
     }
 
+    /// A view filled by hand (of no exporter: `obj` NULL, so its release
+    /// does nothing), for tests of what an exporter may hand over.
+    #[cfg(test)]
+    pub(crate) fn filled(raw: ffi::Py_buffer) -> Self {
+        Self(Box::new(raw))
+    }
+
     pub(crate) fn raw(&self) -> &ffi::Py_buffer {
         &self.0
     }
@@ -52,6 +59,7 @@ impl BufferView {
     }
 
     #[cfg(feature = "non-dlpack-import")]
+    #[inline(never)] // one copy for shape and strides
     fn dims(&self, dims: *mut ffi::Py_ssize_t) -> Vec<i64> {
         let ndim = usize::try_from(self.raw().ndim).unwrap_or(0);
         if ndim == 0 || dims.is_null() {
@@ -66,20 +74,21 @@ impl BufferView {
     }
 
     #[cfg(feature = "non-dlpack-import")]
-    pub(crate) fn format(&self) -> String {
+    pub(crate) fn format(&self) -> std::borrow::Cow<'_, str> {
         let format = self.raw().format;
         if format.is_null() {
-            return "B".to_owned(); // the buffer protocol's default: unsigned bytes
+            return "B".into(); // the buffer protocol's default: unsigned bytes
         }
         // SAFETY: a NUL-terminated string owned by the exporter, valid while
-        // the view is held.
-        unsafe { std::ffi::CStr::from_ptr(format) }
-            .to_string_lossy()
-            .into_owned()
+        // the view is held (as long as `self` is borrowed).
+        unsafe { std::ffi::CStr::from_ptr(format) }.to_string_lossy()
     }
 }
 
 impl Drop for BufferView {
+    // Out of line: each unit that drops a view carries its own drop glue,
+    // which is then a call (and the box's free), not this body.
+    #[inline(never)]
     fn drop(&mut self) {
         // If the interpreter is gone, so is the exporter: nothing to release.
         let _ = Python::try_attach(|_| {
