@@ -210,7 +210,7 @@ fn class_restorer(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
     let qualname = class.getattr(pyo3::intern!(py, "__qualname__"))?;
     // Each a `str` of valid UTF-8, looked up as a plain `str` of its text.
     let text = |name: &Bound<'_, PyAny>| {
-        let text = name.cast::<PyString>().ok()?.to_cow().ok()?;
+        let text = crate::python::ok(name.cast::<PyString>().ok()?.to_cow())?;
         Some(PyString::new(py, &text))
     };
     let (Some(module), Some(qualname)) = (text(&module), text(&qualname)) else {
@@ -279,7 +279,7 @@ fn holds_this_crate(py: Python<'_>, module: &Bound<'_, PyAny>) -> PyResult<bool>
     let Some(file) = module.dict().get_item("__file__")? else {
         return Ok(false);
     };
-    let Ok(file) = file.extract::<String>() else {
+    let Some(file) = crate::python::ok(file.extract::<String>()) else {
         return Ok(false);
     };
     same_library(py, &file)

@@ -191,17 +191,15 @@ fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
     use crate::import::protocols::view::BufferView;
 
     let py = data.py();
-    let view = BufferView::get(data).map_err(|err| {
-        if crate::python::is_interruption(py, &err) {
-            return err;
-        }
-        unpickling_error(
+    let view = BufferView::get(data).map_err(|err| match crate::python::error_text(py, err) {
+        Ok(err) => unpickling_error(
             py,
             PayloadError(format!(
                 "expected the tensor's bytes as a buffer, got {}: {err}",
                 crate::python::type_name(data)
             )),
-        )
+        ),
+        Err(interruption) => interruption,
     })?;
     let raw = view.raw();
     // SAFETY: a filled view, read while held.
