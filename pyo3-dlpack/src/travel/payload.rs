@@ -103,9 +103,9 @@ impl Header {
                 invalid(format!("expected a state of 6 items, got {}", state.len())).into(),
             );
         }
-        // The six items in order (iterated: a tuple's items are read
-        // without an error to handle).
-        let mut items = state.iter();
+        // The six items in order, borrowed from the tuple (iterated: read
+        // without an error to handle, and no reference counted per item).
+        let mut items = state.iter_borrowed();
         let mut item = || items.next().expect("6 items");
         let format: u32 = extract(&item(), "the payload format")?;
         if format != FORMAT {
@@ -123,7 +123,7 @@ impl Header {
         let device = Device::new(DeviceType::from_code(device_type), device_id);
         let read_only: bool = extract(&item(), "the read-only flag")?;
         let header = Self::checked(dtype, shape, device, read_only)?;
-        Ok((header, item()))
+        Ok((header, item().to_owned()))
     }
 
     /// A header whose shape fits: at most `MAX_NDIM` extents, none
