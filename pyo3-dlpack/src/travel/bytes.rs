@@ -88,7 +88,8 @@ impl TensorBytes {
                 crate::once::Cell::new();
             let pickle_buffer =
                 crate::once::import_type(&PICKLE_BUFFER, py, "pickle", "PickleBuffer")?;
-            return pickle_buffer.call1((Bound::new(py, self)?,));
+            // (As `&PyAny`: the one-argument call other calls of the crate use.)
+            return pickle_buffer.call1((Bound::new(py, self)?.as_any(),));
         }
         let _ = protocol;
         Ok(PyBytes::new(py, self.as_slice()).into_any())

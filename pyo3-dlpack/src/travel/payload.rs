@@ -82,7 +82,7 @@ impl Header {
         data: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let dtype = (self.dtype.code.code(), self.dtype.bits, self.dtype.lanes);
-        let shape = PyTuple::new(py, &self.shape)?;
+        let shape = PyTuple::new(py, self.shape.as_slice())?;
         let device = (self.device.device_type.code(), self.device.device_id);
         (FORMAT, dtype, shape, device, self.read_only, data).into_pyobject(py)
     }

@@ -256,7 +256,7 @@ fn extension_module(py: Python<'_>) -> PyResult<String> {
         .import("sys")?
         .getattr("modules")?
         .call_method0("items")?;
-    let modules = py.get_type::<PyList>().call1((items,))?;
+    let modules = py.get_type::<PyList>().call1((&items,))?;
     for item in modules.try_iter()? {
         let (name, module): (String, Bound<'_, PyAny>) = item?.extract()?;
         if holds_this_crate(py, &module)? {
