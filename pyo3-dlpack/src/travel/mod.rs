@@ -85,15 +85,14 @@ pub(crate) fn copy<'py>(
             // A global's name: the object itself, as `copy` answers.
             return Ok(tensor.clone().into_any());
         };
-        let mut args = vec![
-            tensor.clone().into_any(),
-            memo.map_or_else(|| py.None().into_bound(py), Bound::clone),
-        ];
-        args.extend(reduced.iter());
+        // `copy._reconstruct(tensor, memo, *reduced)`.
+        let memo = memo.map_or_else(|| py.None().into_bound(py), Bound::clone);
+        let head = PyTuple::new(py, [tensor.as_any(), &memo])?;
+        let args = head.as_sequence().concat(reduced.as_sequence())?;
         let reconstruct = py
             .import(pyo3::intern!(py, "copy"))?
             .getattr(pyo3::intern!(py, "_reconstruct"))?;
-        return reconstruct.call1(PyTuple::new(py, args)?);
+        return reconstruct.call1(args.cast_into::<PyTuple>()?);
     }
     refuse_subclass(tensor, "copy")?;
     Ok(Bound::new(py, restore::copy_of(tensor)?)?.into_any())
