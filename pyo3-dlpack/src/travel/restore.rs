@@ -321,7 +321,10 @@ fn check_length(len: usize, header: &Header) -> Result<(), PayloadError> {
     )))
 }
 
-/// `bytes` copied once into a 64-byte-aligned buffer of our own.
+/// `bytes` copied once into a 64-byte-aligned buffer of our own. (Not
+/// inlined: one copy of the allocation and copy for unpickling and
+/// `copy.copy`.)
+#[inline(never)]
 fn copied(bytes: &[u8], read_only: bool) -> PyResult<HostBytes> {
     let len = bytes.len();
     let write = |dst: *mut u8| {
