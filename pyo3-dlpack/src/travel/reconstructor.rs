@@ -297,15 +297,19 @@ fn same_library(py: Python<'_>, path: &str) -> PyResult<bool> {
     let Some(ours) = ours else {
         return Ok(false);
     };
-    // The file's name: what follows the last '/'.
-    let name = |p: &str| p.rfind('/').map_or(p, |slash| &p[slash + 1..]).to_owned();
-    if name(path) != name(ours) {
+    if file_name(path) != file_name(ours) {
         return Ok(false);
     }
     let realpath = py.import("os.path")?.getattr("realpath")?;
     realpath
         .call1((path,))?
         .eq(realpath.call1((ours.as_str(),))?)
+}
+
+/// A path's file name: what follows its last '/'.
+#[cfg(unix)]
+fn file_name(path: &str) -> &str {
+    path.rfind('/').map_or(path, |slash| &path[slash + 1..])
 }
 
 /// The path of the library holding this function, from the dynamic loader.
