@@ -20,10 +20,10 @@ mod payload;
 mod reconstructor;
 mod restore;
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
+use crate::error::PythonKind;
 use crate::export::DLPackTensor;
 use bytes::TensorBytes;
 use payload::Header;
@@ -113,7 +113,7 @@ fn refuse_subclass(tensor: &Bound<'_, DLPackTensor>, what: &str) -> PyResult<()>
     if class.is(tensor.py().get_type::<DLPackTensor>()) {
         return Ok(());
     }
-    Err(PyTypeError::new_err(format!(
+    Err(PythonKind::Type.new_err(format!(
         "cannot {what} '{}' object: it extends DLPackTensor with state of its own; \
          define __reduce__ (pickling) or __copy__/__deepcopy__ (copies) on it",
         class.name()?

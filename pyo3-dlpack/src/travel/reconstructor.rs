@@ -32,7 +32,7 @@
 
 use std::ffi::{CStr, c_char, c_int};
 
-use pyo3::exceptions::PyTypeError;
+use crate::error::PythonKind;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
@@ -63,12 +63,12 @@ pub unsafe extern "C" fn pyo3_dlpack_install(module: *const c_char) -> c_int {
     Python::attach(|py| {
         let body = || {
             if module.is_null() {
-                return Err(PyTypeError::new_err("expected a module name, got NULL"));
+                return Err(PythonKind::Type.new_err("expected a module name, got NULL".into()));
             }
             // SAFETY: the caller's promise: a NUL-terminated string, read now.
             let name = unsafe { CStr::from_ptr(module) }
                 .to_str()
-                .map_err(|_| PyTypeError::new_err("expected a UTF-8 module name"))?;
+                .map_err(|_| PythonKind::Type.new_err("expected a UTF-8 module name".into()))?;
             install(py, name)
         };
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
@@ -97,7 +97,7 @@ fn install(py: Python<'_>, name: &str) -> PyResult<()> {
     }
     let module = py.import(name)?;
     if !holds_this_crate(py, &module)? {
-        return Err(pyo3::exceptions::PyImportError::new_err(format!(
+        return Err(PythonKind::Import.new_err(format!(
             "module {name} does not hold the pyo3-dlpack code this pickle names"
         )));
     }
@@ -264,10 +264,11 @@ fn extension_module(py: Python<'_>) -> PyResult<String> {
             return Ok(name);
         }
     }
-    Err(PyTypeError::new_err(
+    Err(PythonKind::Type.new_err(
         "cannot pickle 'DLPackTensor' object: no imported extension module holds the \
          pyo3-dlpack code that made it (a pickle names the extension module, which \
-         the unpickling process imports)",
+         the unpickling process imports)"
+            .into(),
     ))
 }
 

@@ -400,5 +400,5 @@ pub(crate) fn copy_of(tensor: &Bound<'_, DLPackTensor>) -> PyResult<DLPackTensor
 
 /// Why a copy could not be made: a `BufferError`.
 fn cannot_copy(_py: Python<'_>, message: String) -> PyErr {
-    pyo3::exceptions::PyBufferError::new_err(format!("cannot copy: {message}"))
+    crate::error::PythonKind::Buffer.new_err(format!("cannot copy: {message}"))
 }
