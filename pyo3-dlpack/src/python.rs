@@ -35,6 +35,29 @@ pub(crate) fn discard(err: PyErr) {
     drop(err);
 }
 
+/// `err` where it is an interruption ([`is_interruption`]), to be raised
+/// as it is; otherwise `None`, `err` dropped here (its callers, which make
+/// another error of it, carry no copy of `PyErr`'s drop code: see [`ok`]).
+#[cfg(feature = "pickle")]
+#[cold]
+#[inline(never)]
+pub(crate) fn interruption(py: Python<'_>, err: PyErr) -> Option<PyErr> {
+    is_interruption(py, &err).then_some(err)
+}
+
+/// `err` as `{err}` shows it (`TypeError: message`), for the message of
+/// another error, `err` dropped here; or `err` itself where it is an
+/// interruption ([`interruption`]).
+#[cfg(feature = "pickle")]
+#[cold]
+#[inline(never)]
+pub(crate) fn error_text(py: Python<'_>, err: PyErr) -> PyResult<String> {
+    if is_interruption(py, &err) {
+        return Err(err);
+    }
+    Ok(format!("{err}"))
+}
+
 /// `value`, a Python `int` (checked by the caller), as a `T` within `range`;
 /// otherwise [`ArgumentError::OutOfRange`] naming `what` (an `OverflowError`,
 /// as NumPy raises for `max_version=(2**70, 0)`). A thin generic shell: the

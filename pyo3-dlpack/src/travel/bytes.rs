@@ -2,10 +2,10 @@
 //! `pickle.PickleBuffer` wraps, so that protocol 5 hands the bytes to the
 //! pickler (out-of-band, or written once into the stream) without a copy.
 
-use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::error::PythonKind;
 use crate::export::{DLPackTensor, HostTensor};
 use crate::{DeviceType, Writability};
 
@@ -43,7 +43,7 @@ impl TensorBytes {
         // In place or copied, the bytes are read: only memory whose length
         // was known, so every element was checked to lie inside it.
         if !info.is_bounds_checked() {
-            return Err(PyBufferError::new_err(UNKNOWN_LENGTH));
+            return Err(PythonKind::Buffer.new_err(UNKNOWN_LENGTH.to_owned()));
         }
         if info.device().device_type == DeviceType::CPU && info.is_contiguous() {
             return Ok(Self {
@@ -88,7 +88,8 @@ impl TensorBytes {
                 crate::once::Cell::new();
             let pickle_buffer =
                 crate::once::import_type(&PICKLE_BUFFER, py, "pickle", "PickleBuffer")?;
-            return pickle_buffer.call1((Bound::new(py, self)?,));
+            // (As `&PyAny`: the one-argument call other calls of the crate use.)
+            return pickle_buffer.call1((Bound::new(py, self)?.as_any(),));
         }
         let _ = protocol;
         Ok(PyBytes::new(py, self.as_slice()).into_any())

@@ -20,10 +20,10 @@ mod payload;
 mod reconstructor;
 mod restore;
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
+use crate::error::PythonKind;
 use crate::export::DLPackTensor;
 use bytes::TensorBytes;
 use payload::Header;
@@ -85,15 +85,14 @@ pub(crate) fn copy<'py>(
             // A global's name: the object itself, as `copy` answers.
             return Ok(tensor.clone().into_any());
         };
-        let mut args = vec![
-            tensor.clone().into_any(),
-            memo.map_or_else(|| py.None().into_bound(py), Bound::clone),
-        ];
-        args.extend(reduced.iter());
+        // `copy._reconstruct(tensor, memo, *reduced)`.
+        let memo = memo.map_or_else(|| py.None().into_bound(py), Bound::clone);
+        let head = PyTuple::new(py, [tensor.as_any(), &memo])?;
+        let args = head.as_sequence().concat(reduced.as_sequence())?;
         let reconstruct = py
             .import(pyo3::intern!(py, "copy"))?
             .getattr(pyo3::intern!(py, "_reconstruct"))?;
-        return reconstruct.call1(PyTuple::new(py, args)?);
+        return reconstruct.call1(args.cast_into::<PyTuple>()?);
     }
     refuse_subclass(tensor, "copy")?;
     Ok(Bound::new(py, restore::copy_of(tensor)?)?.into_any())
@@ -114,7 +113,7 @@ fn refuse_subclass(tensor: &Bound<'_, DLPackTensor>, what: &str) -> PyResult<()>
     if class.is(tensor.py().get_type::<DLPackTensor>()) {
         return Ok(());
     }
-    Err(PyTypeError::new_err(format!(
+    Err(PythonKind::Type.new_err(format!(
         "cannot {what} '{}' object: it extends DLPackTensor with state of its own; \
          define __reduce__ (pickling) or __copy__/__deepcopy__ (copies) on it",
         class.name()?

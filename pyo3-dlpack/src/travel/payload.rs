@@ -82,7 +82,7 @@ impl Header {
         data: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let dtype = (self.dtype.code.code(), self.dtype.bits, self.dtype.lanes);
-        let shape = PyTuple::new(py, &self.shape)?;
+        let shape = PyTuple::new(py, self.shape.as_slice())?;
         let device = (self.device.device_type.code(), self.device.device_id);
         (FORMAT, dtype, shape, device, self.read_only, data).into_pyobject(py)
     }
@@ -103,8 +103,11 @@ impl Header {
                 invalid(format!("expected a state of 6 items, got {}", state.len())).into(),
             );
         }
-        let item = |i: usize| state.get_item(i).expect("index < len");
-        let format: u32 = extract(&item(0), "the payload format")?;
+        // The six items in order, borrowed from the tuple (iterated: read
+        // without an error to handle, and no reference counted per item).
+        let mut items = state.iter_borrowed();
+        let mut item = || items.next().expect("6 items");
+        let format: u32 = extract(&item(), "the payload format")?;
         if format != FORMAT {
             return Err(invalid(format!(
                 "expected payload format {FORMAT}, got {format} (pickled by another version \
@@ -112,16 +115,15 @@ impl Header {
             ))
             .into());
         }
-        let (code, bits, lanes): (u8, u8, u16) =
-            extract(&item(1), "the dtype (code, bits, lanes)")?;
+        let (code, bits, lanes): (u8, u8, u16) = extract(&item(), "the dtype (code, bits, lanes)")?;
         let dtype = DataType::new(DataTypeCode::from_code(code), bits, lanes);
         crate::protocol::check_dtype(dtype).map_err(|err| invalid(err.into_message()))?;
-        let shape: Vec<i64> = extract(&item(2), "the shape (a tuple of ints)")?;
-        let (device_type, device_id): (i32, i32) = extract(&item(3), "the device")?;
+        let shape: Vec<i64> = extract(&item(), "the shape (a tuple of ints)")?;
+        let (device_type, device_id): (i32, i32) = extract(&item(), "the device")?;
         let device = Device::new(DeviceType::from_code(device_type), device_id);
-        let read_only: bool = extract(&item(4), "the read-only flag")?;
+        let read_only: bool = extract(&item(), "the read-only flag")?;
         let header = Self::checked(dtype, shape, device, read_only)?;
-        Ok((header, item(5)))
+        Ok((header, item().to_owned()))
     }
 
     /// A header whose shape fits: at most `MAX_NDIM` extents, none
@@ -202,7 +204,7 @@ fn extract<'py, T: FromPyObjectOwned<'py>>(
 #[cold]
 #[inline(never)]
 fn refused(item: &Bound<'_, PyAny>, err: PyErr, what: &str) -> StateError {
-    if crate::python::is_interruption(item.py(), &err) {
+    if let Some(err) = crate::python::interruption(item.py(), err) {
         return StateError::Interrupted(err);
     }
     match crate::python::shown(item, item.repr()) {

@@ -32,7 +32,7 @@
 
 use std::ffi::{CStr, c_char, c_int};
 
-use pyo3::exceptions::PyTypeError;
+use crate::error::PythonKind;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
@@ -63,12 +63,12 @@ pub unsafe extern "C" fn pyo3_dlpack_install(module: *const c_char) -> c_int {
     Python::attach(|py| {
         let body = || {
             if module.is_null() {
-                return Err(PyTypeError::new_err("expected a module name, got NULL"));
+                return Err(PythonKind::Type.new_err("expected a module name, got NULL".into()));
             }
             // SAFETY: the caller's promise: a NUL-terminated string, read now.
             let name = unsafe { CStr::from_ptr(module) }
                 .to_str()
-                .map_err(|_| PyTypeError::new_err("expected a UTF-8 module name"))?;
+                .map_err(|_| PythonKind::Type.new_err("expected a UTF-8 module name".into()))?;
             install(py, name)
         };
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
@@ -97,7 +97,7 @@ fn install(py: Python<'_>, name: &str) -> PyResult<()> {
     }
     let module = py.import(name)?;
     if !holds_this_crate(py, &module)? {
-        return Err(pyo3::exceptions::PyImportError::new_err(format!(
+        return Err(PythonKind::Import.new_err(format!(
             "module {name} does not hold the pyo3-dlpack code this pickle names"
         )));
     }
@@ -210,7 +210,7 @@ fn class_restorer(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
     let qualname = class.getattr(pyo3::intern!(py, "__qualname__"))?;
     // Each a `str` of valid UTF-8, looked up as a plain `str` of its text.
     let text = |name: &Bound<'_, PyAny>| {
-        let text = name.cast::<PyString>().ok()?.to_cow().ok()?;
+        let text = crate::python::ok(name.cast::<PyString>().ok()?.to_cow())?;
         Some(PyString::new(py, &text))
     };
     let (Some(module), Some(qualname)) = (text(&module), text(&qualname)) else {
@@ -256,7 +256,7 @@ fn extension_module(py: Python<'_>) -> PyResult<String> {
         .import("sys")?
         .getattr("modules")?
         .call_method0("items")?;
-    let modules = py.get_type::<PyList>().call1((items,))?;
+    let modules = py.get_type::<PyList>().call1((&items,))?;
     for item in modules.try_iter()? {
         let (name, module): (String, Bound<'_, PyAny>) = item?.extract()?;
         if holds_this_crate(py, &module)? {
@@ -264,10 +264,11 @@ fn extension_module(py: Python<'_>) -> PyResult<String> {
             return Ok(name);
         }
     }
-    Err(PyTypeError::new_err(
+    Err(PythonKind::Type.new_err(
         "cannot pickle 'DLPackTensor' object: no imported extension module holds the \
          pyo3-dlpack code that made it (a pickle names the extension module, which \
-         the unpickling process imports)",
+         the unpickling process imports)"
+            .into(),
     ))
 }
 
@@ -279,7 +280,7 @@ fn holds_this_crate(py: Python<'_>, module: &Bound<'_, PyAny>) -> PyResult<bool>
     let Some(file) = module.dict().get_item("__file__")? else {
         return Ok(false);
     };
-    let Ok(file) = file.extract::<String>() else {
+    let Some(file) = crate::python::ok(file.extract::<String>()) else {
         return Ok(false);
     };
     same_library(py, &file)
@@ -297,15 +298,19 @@ fn same_library(py: Python<'_>, path: &str) -> PyResult<bool> {
     let Some(ours) = ours else {
         return Ok(false);
     };
-    // The file's name: what follows the last '/'.
-    let name = |p: &str| p.rfind('/').map_or(p, |slash| &p[slash + 1..]).to_owned();
-    if name(path) != name(ours) {
+    if file_name(path) != file_name(ours) {
         return Ok(false);
     }
     let realpath = py.import("os.path")?.getattr("realpath")?;
     realpath
         .call1((path,))?
         .eq(realpath.call1((ours.as_str(),))?)
+}
+
+/// A path's file name: what follows its last '/'.
+#[cfg(unix)]
+fn file_name(path: &str) -> &str {
+    path.rfind('/').map_or(path, |slash| &path[slash + 1..])
 }
 
 /// The path of the library holding this function, from the dynamic loader.

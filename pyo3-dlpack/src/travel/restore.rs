@@ -191,17 +191,15 @@ fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
     use crate::import::protocols::view::BufferView;
 
     let py = data.py();
-    let view = BufferView::get(data).map_err(|err| {
-        if crate::python::is_interruption(py, &err) {
-            return err;
-        }
-        unpickling_error(
+    let view = BufferView::get(data).map_err(|err| match crate::python::error_text(py, err) {
+        Ok(err) => unpickling_error(
             py,
             PayloadError(format!(
                 "expected the tensor's bytes as a buffer, got {}: {err}",
                 crate::python::type_name(data)
             )),
-        )
+        ),
+        Err(interruption) => interruption,
     })?;
     let raw = view.raw();
     // SAFETY: a filled view, read while held.
@@ -323,7 +321,10 @@ fn check_length(len: usize, header: &Header) -> Result<(), PayloadError> {
     )))
 }
 
-/// `bytes` copied once into a 64-byte-aligned buffer of our own.
+/// `bytes` copied once into a 64-byte-aligned buffer of our own. (Not
+/// inlined: one copy of the allocation and copy for unpickling and
+/// `copy.copy`.)
+#[inline(never)]
 fn copied(bytes: &[u8], read_only: bool) -> PyResult<HostBytes> {
     let len = bytes.len();
     let write = |dst: *mut u8| {
@@ -399,5 +400,5 @@ pub(crate) fn copy_of(tensor: &Bound<'_, DLPackTensor>) -> PyResult<DLPackTensor
 
 /// Why a copy could not be made: a `BufferError`.
 fn cannot_copy(_py: Python<'_>, message: String) -> PyErr {
-    pyo3::exceptions::PyBufferError::new_err(format!("cannot copy: {message}"))
+    crate::error::PythonKind::Buffer.new_err(format!("cannot copy: {message}"))
 }
