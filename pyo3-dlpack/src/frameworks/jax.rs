@@ -160,7 +160,12 @@ fn find_jaxlib(obj: &Bound<'_, PyAny>) -> Option<Jaxlib> {
 /// itself. A patched `jax.dlpack.from_dlpack` is therefore not called for
 /// the values the route takes.
 pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {
-    let tensor = DLPackTensor::new(ForImmutableConsumer(value))?;
+    array_of_tensor(py, DLPackTensor::new(ForImmutableConsumer(value))?)
+}
+
+/// [`array_of`] past the wrapping of its value: one body for every value
+/// type, and for [`array_of_shared`].
+fn array_of_tensor(py: Python<'_>, tensor: DLPackTensor) -> PyResult<Bound<'_, PyAny>> {
     refuse_what_jax_lacks(tensor.info())?;
     #[cfg(feature = "fast-paths")]
     if is_taken_as_it_is(tensor.info()) {
@@ -338,10 +343,11 @@ pub(crate) fn array_of_shared<'py>(
     py: Python<'py>,
     value: &Arc<dyn IntoDLPack>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    array_of(py, Shared(Arc::clone(value)))
+    array_of_tensor(py, DLPackTensor::new(Shared(Arc::clone(value)))?)
 }
 
-/// A value shared with a `DLPackTensor`, exported again.
+/// A value shared with a `DLPackTensor`, exported again to JAX (as
+/// [`ForImmutableConsumer`] does, without a second wrapper).
 struct Shared(Arc<dyn IntoDLPack>);
 
 impl IntoDLPack for Shared {
@@ -351,6 +357,7 @@ impl IntoDLPack for Shared {
         // inside the `Arc`, not inside this wrapper; JAX never writes it
         // (see `ForImmutableConsumer`), so no writability is at stake.
         info.vouch_unshared();
+        info.for_immutable_consumer();
         Ok(info)
     }
 
