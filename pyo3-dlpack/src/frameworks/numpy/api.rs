@@ -88,9 +88,7 @@ fn read(py: Python<'_>) -> PyResult<Api> {
     let ndarray = module.getattr("ndarray")?;
     let table = capsule
         .pointer_checked(None)
-        .map_err(|_| {
-            PythonKind::Import.new_err("numpy's _ARRAY_API capsule holds no table".into())
-        })?
+        .map_err(|_| table_error("numpy's _ARRAY_API capsule holds no table"))?
         .as_ptr()
         .cast::<*const c_void>()
         .cast_const();
@@ -101,7 +99,7 @@ fn read(py: Python<'_>) -> PyResult<Api> {
         // first and checked to name NumPy's `ndarray` before any other.
         let entry = unsafe { slot(table, index) };
         if entry.is_null() {
-            return Err(PythonKind::Import.new_err("numpy's C API table has a NULL entry".into()));
+            return Err(table_error("numpy's C API table has a NULL entry"));
         }
         Ok(entry)
     };
@@ -111,8 +109,9 @@ fn read(py: Python<'_>) -> PyResult<Api> {
     // before any slot past the second is read.
     let array_type = read(2)?;
     if array_type != ndarray.as_ptr().cast_const().cast() || !is_static_type(&ndarray) {
-        return Err(PythonKind::Import
-            .new_err("numpy's _ARRAY_API capsule does not name numpy's ndarray".into()));
+        return Err(table_error(
+            "numpy's _ARRAY_API capsule does not name numpy's ndarray",
+        ));
     }
     let (descr, new, base) = (read(45)?, read(94)?, read(282)?);
     // `numpy.generic` of the package: NumPy 1's `numpy.core.multiarray` has
@@ -120,9 +119,9 @@ fn read(py: Python<'_>) -> PyResult<Api> {
     let generic = read(10)?;
     let numpy_generic = py.import("numpy")?.getattr("generic")?;
     if generic != numpy_generic.as_ptr().cast_const().cast() {
-        return Err(
-            PythonKind::Import.new_err("numpy's C API table does not name numpy.generic".into())
-        );
+        return Err(table_error(
+            "numpy's C API table does not name numpy.generic",
+        ));
     }
     Ok(Api {
         array_type: array_type.cast_mut().cast(),
@@ -135,6 +134,14 @@ fn read(py: Python<'_>) -> PyResult<Api> {
         // SAFETY: slot 282 is `PyArray_SetBaseObject`, of this signature.
         set_base: unsafe { std::mem::transmute::<*const c_void, SetBaseObject>(base) },
     })
+}
+
+/// The `ImportError` of a table that is not NumPy's (one body for the
+/// messages: cold).
+#[cold]
+#[inline(never)]
+fn table_error(message: &str) -> PyErr {
+    PythonKind::Import.new_err(message.to_owned())
 }
 
 /// The table, if it has been read already.
