@@ -66,7 +66,10 @@ unsafe fn slot(table: *const *const c_void, index: usize) -> *const c_void {
 /// The table, read once from `numpy._core.multiarray._ARRAY_API` (NumPy 2)
 /// or `numpy.core.multiarray._ARRAY_API` (NumPy 1); imports NumPy.
 pub(crate) fn api(py: Python<'_>) -> PyResult<&'static Api> {
-    API.get_or_try_init(py, || read(py))
+    match API.get(py) {
+        Some(api) => Ok(api),
+        None => read(py),
+    }
 }
 
 /// The table if it has been read, or can be read without importing NumPy
@@ -80,7 +83,10 @@ pub(crate) fn api_if_imported(py: Python<'_>) -> Option<&'static Api> {
     api(py).ok()
 }
 
-fn read(py: Python<'_>) -> PyResult<Api> {
+/// [`api`]'s first call: reads the table and keeps it (the table is built
+/// in place in the cell, with no closure of its own around the read).
+#[cold]
+fn read(py: Python<'_>) -> PyResult<&'static Api> {
     let module = py
         .import("numpy._core.multiarray")
         .or_else(|_| py.import("numpy.core.multiarray"))?;
@@ -123,7 +129,7 @@ fn read(py: Python<'_>) -> PyResult<Api> {
             "numpy's C API table does not name numpy.generic",
         ));
     }
-    Ok(Api {
+    let api = Api {
         array_type: array_type.cast_mut().cast(),
         generic_type: generic.cast_mut().cast(),
         // SAFETY: slot 45 is `PyArray_DescrFromType`, of this signature
@@ -133,7 +139,8 @@ fn read(py: Python<'_>) -> PyResult<Api> {
         new_from_descr: unsafe { std::mem::transmute::<*const c_void, NewFromDescr>(new) },
         // SAFETY: slot 282 is `PyArray_SetBaseObject`, of this signature.
         set_base: unsafe { std::mem::transmute::<*const c_void, SetBaseObject>(base) },
-    })
+    };
+    Ok(API.get_or_set(py, api))
 }
 
 /// The `ImportError` of a table that is not NumPy's (one body for the
