@@ -93,7 +93,15 @@ pub(crate) fn is_exact_ndarray(obj: &Bound<'_, PyAny>) -> bool {
     if let Some(api) = api::known(obj.py()) {
         return ty == api.array_type;
     }
-    may_be_ndarray(obj) && ndarray_type(obj.py()) == Some(ty)
+    is_exact_ndarray_unread(obj)
+}
+
+/// [`is_exact_ndarray`] while NumPy's table is unread: one body out of
+/// line for the callers that inline the known table's comparison.
+#[cold]
+#[inline(never)]
+fn is_exact_ndarray_unread(obj: &Bound<'_, PyAny>) -> bool {
+    may_be_ndarray(obj) && ndarray_type(obj.py()) == Some(obj.get_type_ptr())
 }
 
 /// Whether `obj` is a NumPy array, exact or a subclass (identity, as
