@@ -74,7 +74,7 @@ pub(crate) fn export_capsule<'py>(
         Some(jaxlib) if obj.get_type().is(jaxlib.array_type.bind(py)) => jaxlib,
         Some(_) => return Ok(None),
         None => match find_jaxlib(obj) {
-            Some(found) => JAXLIB.get_or_set(py, found),
+            Some(found) => found,
             None => return Ok(None),
         },
     };
@@ -111,16 +111,14 @@ pub(crate) fn is_jax_array(obj: &Bound<'_, PyAny>) -> bool {
     let py = obj.py();
     match JAXLIB.get(py) {
         Some(jaxlib) => obj.get_type().is(jaxlib.array_type.bind(py)),
-        None => find_jaxlib(obj).is_some_and(|found| {
-            JAXLIB.get_or_set(py, found);
-            true
-        }),
+        None => find_jaxlib(obj).is_some(),
     }
 }
 
 /// jaxlib's array type and export, if `obj` is of the array type of the
-/// `jaxlib` module its type names (imported: `obj` is of one of its types).
-fn find_jaxlib(obj: &Bound<'_, PyAny>) -> Option<Jaxlib> {
+/// `jaxlib` module its type names (imported: `obj` is of one of its types),
+/// kept in [`JAXLIB`] (or the one kept there first).
+fn find_jaxlib(obj: &Bound<'_, PyAny>) -> Option<&'static Jaxlib> {
     let py = obj.py();
     // The type's `__module__` may be answered by Python code that imports
     // again: a level of the import's limit (past it, not jaxlib's; the
@@ -141,11 +139,15 @@ fn find_jaxlib(obj: &Bound<'_, PyAny>) -> Option<Jaxlib> {
     let export = module.getattr("buffer_to_dlpack_managed_tensor").ok()?;
     let single_device = module.getattr("SingleDeviceSharding").ok()?;
     let single_device = single_device.cast_into::<PyType>().ok()?;
-    (class.is(&array_type) && export.is_callable()).then(|| Jaxlib {
+    if !(class.is(&array_type) && export.is_callable()) {
+        return None;
+    }
+    let found = Jaxlib {
         array_type: array_type.unbind(),
         export: export.unbind(),
         single_device: single_device.unbind(),
-    })
+    };
+    Some(JAXLIB.get_or_set(py, found))
 }
 
 /// `value` as a `jax.Array` (imports JAX): the very array
