@@ -115,7 +115,11 @@ impl Framework {
         py: Python<'_>,
         tensor: DLPackTensor,
     ) -> PyResult<Bound<'_, PyAny>> {
+        // The tensor as a plain object first: the call's one argument is then
+        // of the type other calls pass (one instance of the generic call).
+        let tensor = Bound::new(py, tensor)?.into_any();
         self.import(py)?
-            .call_method1(pyo3::intern!(py, "from_dlpack"), (tensor,))
+            .getattr(pyo3::intern!(py, "from_dlpack"))?
+            .call1((&tensor,))
     }
 }

@@ -74,7 +74,7 @@ pub(crate) fn export_capsule<'py>(
         Some(jaxlib) if obj.get_type().is(jaxlib.array_type.bind(py)) => jaxlib,
         Some(_) => return Ok(None),
         None => match find_jaxlib(obj) {
-            Some(found) => JAXLIB.get_or_set(py, found),
+            Some(found) => found,
             None => return Ok(None),
         },
     };
@@ -111,16 +111,14 @@ pub(crate) fn is_jax_array(obj: &Bound<'_, PyAny>) -> bool {
     let py = obj.py();
     match JAXLIB.get(py) {
         Some(jaxlib) => obj.get_type().is(jaxlib.array_type.bind(py)),
-        None => find_jaxlib(obj).is_some_and(|found| {
-            JAXLIB.get_or_set(py, found);
-            true
-        }),
+        None => find_jaxlib(obj).is_some(),
     }
 }
 
 /// jaxlib's array type and export, if `obj` is of the array type of the
-/// `jaxlib` module its type names (imported: `obj` is of one of its types).
-fn find_jaxlib(obj: &Bound<'_, PyAny>) -> Option<Jaxlib> {
+/// `jaxlib` module its type names (imported: `obj` is of one of its types),
+/// kept in [`JAXLIB`] (or the one kept there first).
+fn find_jaxlib(obj: &Bound<'_, PyAny>) -> Option<&'static Jaxlib> {
     let py = obj.py();
     // The type's `__module__` may be answered by Python code that imports
     // again: a level of the import's limit (past it, not jaxlib's; the
@@ -141,11 +139,15 @@ fn find_jaxlib(obj: &Bound<'_, PyAny>) -> Option<Jaxlib> {
     let export = module.getattr("buffer_to_dlpack_managed_tensor").ok()?;
     let single_device = module.getattr("SingleDeviceSharding").ok()?;
     let single_device = single_device.cast_into::<PyType>().ok()?;
-    (class.is(&array_type) && export.is_callable()).then(|| Jaxlib {
+    if !(class.is(&array_type) && export.is_callable()) {
+        return None;
+    }
+    let found = Jaxlib {
         array_type: array_type.unbind(),
         export: export.unbind(),
         single_device: single_device.unbind(),
-    })
+    };
+    Some(JAXLIB.get_or_set(py, found))
 }
 
 /// `value` as a `jax.Array` (imports JAX): the very array
@@ -160,7 +162,12 @@ fn find_jaxlib(obj: &Bound<'_, PyAny>) -> Option<Jaxlib> {
 /// itself. A patched `jax.dlpack.from_dlpack` is therefore not called for
 /// the values the route takes.
 pub(crate) fn array_of<T: IntoDLPack>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {
-    let tensor = DLPackTensor::new(ForImmutableConsumer(value))?;
+    array_of_tensor(py, DLPackTensor::new(ForImmutableConsumer(value))?)
+}
+
+/// [`array_of`] past the wrapping of its value: one body for every value
+/// type, and for [`array_of_shared`].
+fn array_of_tensor(py: Python<'_>, tensor: DLPackTensor) -> PyResult<Bound<'_, PyAny>> {
     refuse_what_jax_lacks(tensor.info())?;
     #[cfg(feature = "fast-paths")]
     if is_taken_as_it_is(tensor.info()) {
@@ -338,10 +345,11 @@ pub(crate) fn array_of_shared<'py>(
     py: Python<'py>,
     value: &Arc<dyn IntoDLPack>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    array_of(py, Shared(Arc::clone(value)))
+    array_of_tensor(py, DLPackTensor::new(Shared(Arc::clone(value)))?)
 }
 
-/// A value shared with a `DLPackTensor`, exported again.
+/// A value shared with a `DLPackTensor`, exported again to JAX (as
+/// [`ForImmutableConsumer`] does, without a second wrapper).
 struct Shared(Arc<dyn IntoDLPack>);
 
 impl IntoDLPack for Shared {
@@ -351,6 +359,7 @@ impl IntoDLPack for Shared {
         // inside the `Arc`, not inside this wrapper; JAX never writes it
         // (see `ForImmutableConsumer`), so no writability is at stake.
         info.vouch_unshared();
+        info.for_immutable_consumer();
         Ok(info)
     }
 

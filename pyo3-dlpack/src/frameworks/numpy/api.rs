@@ -66,7 +66,10 @@ unsafe fn slot(table: *const *const c_void, index: usize) -> *const c_void {
 /// The table, read once from `numpy._core.multiarray._ARRAY_API` (NumPy 2)
 /// or `numpy.core.multiarray._ARRAY_API` (NumPy 1); imports NumPy.
 pub(crate) fn api(py: Python<'_>) -> PyResult<&'static Api> {
-    API.get_or_try_init(py, || read(py))
+    match API.get(py) {
+        Some(api) => Ok(api),
+        None => read(py),
+    }
 }
 
 /// The table if it has been read, or can be read without importing NumPy
@@ -80,7 +83,10 @@ pub(crate) fn api_if_imported(py: Python<'_>) -> Option<&'static Api> {
     api(py).ok()
 }
 
-fn read(py: Python<'_>) -> PyResult<Api> {
+/// [`api`]'s first call: reads the table and keeps it (the table is built
+/// in place in the cell, with no closure of its own around the read).
+#[cold]
+fn read(py: Python<'_>) -> PyResult<&'static Api> {
     let module = py
         .import("numpy._core.multiarray")
         .or_else(|_| py.import("numpy.core.multiarray"))?;
@@ -88,9 +94,7 @@ fn read(py: Python<'_>) -> PyResult<Api> {
     let ndarray = module.getattr("ndarray")?;
     let table = capsule
         .pointer_checked(None)
-        .map_err(|_| {
-            PythonKind::Import.new_err("numpy's _ARRAY_API capsule holds no table".into())
-        })?
+        .map_err(|_| table_error("numpy's _ARRAY_API capsule holds no table"))?
         .as_ptr()
         .cast::<*const c_void>()
         .cast_const();
@@ -101,7 +105,7 @@ fn read(py: Python<'_>) -> PyResult<Api> {
         // first and checked to name NumPy's `ndarray` before any other.
         let entry = unsafe { slot(table, index) };
         if entry.is_null() {
-            return Err(PythonKind::Import.new_err("numpy's C API table has a NULL entry".into()));
+            return Err(table_error("numpy's C API table has a NULL entry"));
         }
         Ok(entry)
     };
@@ -111,8 +115,9 @@ fn read(py: Python<'_>) -> PyResult<Api> {
     // before any slot past the second is read.
     let array_type = read(2)?;
     if array_type != ndarray.as_ptr().cast_const().cast() || !is_static_type(&ndarray) {
-        return Err(PythonKind::Import
-            .new_err("numpy's _ARRAY_API capsule does not name numpy's ndarray".into()));
+        return Err(table_error(
+            "numpy's _ARRAY_API capsule does not name numpy's ndarray",
+        ));
     }
     let (descr, new, base) = (read(45)?, read(94)?, read(282)?);
     // `numpy.generic` of the package: NumPy 1's `numpy.core.multiarray` has
@@ -120,11 +125,11 @@ fn read(py: Python<'_>) -> PyResult<Api> {
     let generic = read(10)?;
     let numpy_generic = py.import("numpy")?.getattr("generic")?;
     if generic != numpy_generic.as_ptr().cast_const().cast() {
-        return Err(
-            PythonKind::Import.new_err("numpy's C API table does not name numpy.generic".into())
-        );
+        return Err(table_error(
+            "numpy's C API table does not name numpy.generic",
+        ));
     }
-    Ok(Api {
+    let api = Api {
         array_type: array_type.cast_mut().cast(),
         generic_type: generic.cast_mut().cast(),
         // SAFETY: slot 45 is `PyArray_DescrFromType`, of this signature
@@ -134,7 +139,16 @@ fn read(py: Python<'_>) -> PyResult<Api> {
         new_from_descr: unsafe { std::mem::transmute::<*const c_void, NewFromDescr>(new) },
         // SAFETY: slot 282 is `PyArray_SetBaseObject`, of this signature.
         set_base: unsafe { std::mem::transmute::<*const c_void, SetBaseObject>(base) },
-    })
+    };
+    Ok(API.get_or_set(py, api))
+}
+
+/// The `ImportError` of a table that is not NumPy's (one body for the
+/// messages: cold).
+#[cold]
+#[inline(never)]
+fn table_error(message: &str) -> PyErr {
+    PythonKind::Import.new_err(message.to_owned())
 }
 
 /// The table, if it has been read already.

@@ -93,7 +93,15 @@ pub(crate) fn is_exact_ndarray(obj: &Bound<'_, PyAny>) -> bool {
     if let Some(api) = api::known(obj.py()) {
         return ty == api.array_type;
     }
-    may_be_ndarray(obj) && ndarray_type(obj.py()) == Some(ty)
+    is_exact_ndarray_unread(obj)
+}
+
+/// [`is_exact_ndarray`] while NumPy's table is unread: one body out of
+/// line for the callers that inline the known table's comparison.
+#[cold]
+#[inline(never)]
+fn is_exact_ndarray_unread(obj: &Bound<'_, PyAny>) -> bool {
+    may_be_ndarray(obj) && ndarray_type(obj.py()) == Some(obj.get_type_ptr())
 }
 
 /// Whether `obj` is a NumPy array, exact or a subclass (identity, as
@@ -124,45 +132,68 @@ pub(crate) fn dtype_without_dlpack(obj: &Bound<'_, PyAny>) -> Option<PyErr> {
         .extract()
         .ok()?;
     let name = format!("{}", dtype.str().ok()?);
-    let way_out = match kind.as_str() {
-        "M" | "m" => format!(
-            "DLPack has no {} type; pass x.view('int64') (its int64 counts of the unit in {name})",
-            if kind == "M" { "datetime" } else { "timedelta" }
+    // The way out, and for datetimes the unit's dtype again after it: one
+    // message format for every kind.
+    let (way_out, unit) = match kind.as_str() {
+        "M" => (
+            "DLPack has no datetime type; pass x.view('int64') (its int64 counts of the unit in ",
+            name.as_str(),
         ),
-        "O" => "its elements are Python objects; convert them first, e.g. \
-                np.asarray(x, dtype='float64')"
-            .to_owned(),
-        "U" | "S" => "DLPack carries numbers only; encode the strings first".to_owned(),
-        "V" => "DLPack carries numbers only; pass each field (x['name']) on its own".to_owned(),
+        "m" => (
+            "DLPack has no timedelta type; pass x.view('int64') (its int64 counts of the unit in ",
+            name.as_str(),
+        ),
+        "O" => (
+            "its elements are Python objects; convert them first, e.g. \
+             np.asarray(x, dtype='float64')",
+            "",
+        ),
+        "U" | "S" => ("DLPack carries numbers only; encode the strings first", ""),
+        "V" => (
+            "DLPack carries numbers only; pass each field (x['name']) on its own",
+            "",
+        ),
         _ => return None,
     };
+    let close = if unit.is_empty() { "" } else { ")" };
     let message = format!(
-        "expected a tensor, got a NumPy array of dtype {name}, which DLPack cannot carry: {way_out}"
+        "expected a tensor, got a NumPy array of dtype {name}, which DLPack cannot carry: \
+         {way_out}{unit}{close}"
     );
-    Some(
-        dtype_error_class(obj.py())
-            .and_then(|class| class.call1((message,)))
-            .map_or_else(|err| err, PyErr::from_value),
-    )
+    Some(match dtype_error_class(obj.py()) {
+        Ok(class) => PyErr::from_type(class.clone(), message),
+        Err(err) => err,
+    })
 }
 
 /// The class of [`dtype_without_dlpack`]'s error: a `BufferError`, as NumPy
 /// raises for such dtypes (and NumPy's own tests expect of `from_dlpack`),
 /// that is also a `TypeError`, which PyO3 names the argument in.
+/// `pyo3_dlpack.UnsupportedDtypeError`, made as `type(name, bases,
+/// {"__module__": "pyo3_dlpack"})` by CPython's `PyErr_NewException`.
 fn dtype_error_class(py: Python<'_>) -> PyResult<&Bound<'_, pyo3::types::PyType>> {
+    use pyo3::ffi;
     static CLASS: crate::once::Cell<Py<pyo3::types::PyType>> = crate::once::Cell::new();
     let class = CLASS.get_or_try_init(py, || {
-        let bases = (
-            py.get_type::<pyo3::exceptions::PyBufferError>(),
-            py.get_type::<pyo3::exceptions::PyTypeError>(),
-        );
-        let namespace = pyo3::types::PyDict::new(py);
-        namespace.set_item("__module__", "pyo3_dlpack")?;
-        let class = py.get_type::<pyo3::types::PyType>().call1((
-            "UnsupportedDtypeError",
-            bases,
-            namespace,
-        ))?;
+        let buffer_error = py.get_type::<pyo3::exceptions::PyBufferError>();
+        let type_error = py.get_type::<pyo3::exceptions::PyTypeError>();
+        // SAFETY: attached; two live exception types, packed into a new
+        // tuple (a new reference, or NULL with an exception set).
+        let bases = unsafe { ffi::PyTuple_Pack(2, buffer_error.as_ptr(), type_error.as_ptr()) };
+        // SAFETY: as above.
+        let bases = unsafe { Bound::from_owned_ptr_or_err(py, bases) }?;
+        // SAFETY: attached; a NUL-terminated dotted name, a tuple of
+        // exception classes as the bases, no dict: a new reference to the
+        // class, or NULL with an exception set.
+        let class = unsafe {
+            ffi::PyErr_NewException(
+                c"pyo3_dlpack.UnsupportedDtypeError".as_ptr(),
+                bases.as_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        // SAFETY: as above.
+        let class = unsafe { Bound::from_owned_ptr_or_err(py, class) }?;
         Ok::<_, PyErr>(class.cast_into::<pyo3::types::PyType>()?.unbind())
     })?;
     Ok(class.bind(py))

@@ -216,9 +216,13 @@ fn learn_version(
     probe: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<Option<DLPackVersion>>,
 ) -> Option<DLPackVersion> {
     let py = array.py();
+    // `ndarray(0)`, its argument passed as `&PyAny`: a tuple type other
+    // calls already instantiate the call for.
+    let Ok(zero) = 0i32.into_pyobject(py);
+    let zero = zero.into_any();
     let learned = array
         .get_type()
-        .call1((0,))
+        .call1((&zero,))
         .and_then(|empty| probe(&empty))
         .ok()
         .flatten();

@@ -120,14 +120,20 @@ enum Question {
 }
 
 impl Question {
-    /// Through Python's attribute lookup and call.
+    /// Through Python's attribute lookup and call: `obj.requires_grad`,
+    /// `obj.is_conj()`, `obj.is_neg()` (one look-up, then a call for the
+    /// methods).
     fn through_python(self, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
         let py = obj.py();
-        let answer = match self {
-            Self::RequiresGrad => obj.getattr(pyo3::intern!(py, "requires_grad"))?,
-            Self::IsConj => obj.call_method0(pyo3::intern!(py, "is_conj"))?,
-            Self::IsNeg => obj.call_method0(pyo3::intern!(py, "is_neg"))?,
+        let name = match self {
+            Self::RequiresGrad => pyo3::intern!(py, "requires_grad"),
+            Self::IsConj => pyo3::intern!(py, "is_conj"),
+            Self::IsNeg => pyo3::intern!(py, "is_neg"),
         };
+        let mut answer = obj.getattr(name)?;
+        if !matches!(self, Self::RequiresGrad) {
+            answer = answer.call0()?;
+        }
         answer.is_truthy()
     }
 }
