@@ -73,7 +73,7 @@ unsafe fn extents_of(tensor: &DLTensor, role: Role) -> Result<&[i64], DLPackErro
     let ndim = usize::try_from(tensor.ndim)
         .ok()
         .filter(|&n| n <= MAX_NDIM)
-        .ok_or(CapsuleError::Ndim {
+        .ok_or_else(|| CapsuleError::Ndim {
             ndim: tensor.ndim,
             max: MAX_NDIM,
         })?;
