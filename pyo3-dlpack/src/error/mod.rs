@@ -24,11 +24,11 @@ pub use user::UserError;
 pub(crate) use user::panic_error;
 
 use pyo3::exceptions::{
-    PyAttributeError, PyBufferError, PyImportError, PyMemoryError, PyOverflowError,
-    PyRecursionError, PyRuntimeError, PyTypeError, PyValueError,
+    PyAttributeError, PyBaseException, PyBufferError, PyImportError, PyMemoryError,
+    PyOverflowError, PyRecursionError, PyRuntimeError, PyTypeError, PyValueError,
 };
-use pyo3::types::PyType;
-use pyo3::{Bound, PyErr, Python};
+use pyo3::types::{PyAnyMethods, PyType};
+use pyo3::{Bound, Py, PyAny, PyErr, PyErrArguments, Python};
 
 use crate::{DataType, Device, DeviceType};
 
@@ -325,8 +325,9 @@ impl PythonKind {
     }
 
     /// This exception with `message`, as `PyTypeError::new_err(message)`
-    /// makes a `TypeError`, for code that runs attached to the interpreter
-    /// (on a thread that is not, it attaches to make the error).
+    /// makes a `TypeError`: lazy, made when Python first looks at it, so
+    /// that no interpreter is needed here (a user may convert on a thread
+    /// that is not attached).
     ///
     /// The one constructor of this crate's exceptions with a message, and
     /// not generic, so that one lazy closure serves them all: each
@@ -335,7 +336,31 @@ impl PythonKind {
     #[cold]
     #[inline(never)]
     pub(crate) fn new_err(self, message: String) -> PyErr {
-        Python::attach(|py| PyErr::from_type(self.type_object(py), message))
+        PyErr::new::<PyBaseException, _>(Exception {
+            kind: self,
+            message,
+        })
+    }
+}
+
+/// The arguments of [`PythonKind::new_err`]'s lazy error: the exception
+/// itself, made when Python first looks at the error. The error's type is
+/// `BaseException` for every kind (one closure type for all), and CPython
+/// raises an instance of a subclass of the type it is given as it is, so
+/// the error is this instance, of its own type, as `E::new_err` makes it.
+struct Exception {
+    kind: PythonKind,
+    message: String,
+}
+
+impl PyErrArguments for Exception {
+    fn arguments(self, py: Python<'_>) -> Py<PyAny> {
+        match self.kind.type_object(py).call1((self.message,)) {
+            Ok(exception) => exception.unbind(),
+            // Made as CPython makes an exception from its arguments: a
+            // failure (a `MemoryError`) is the error raised instead.
+            Err(failure) => failure.into_value(py).into_any(),
+        }
     }
 }
 
@@ -568,17 +593,8 @@ impl DLPackError {
             return err.to_pyerr();
         }
         // Lazy, needing no interpreter until Python looks at it: a user
-        // may convert on a thread that is not attached (`PythonKind::new_err`
-        // attaches, for the crate's own Python-facing code).
-        let message = format!("{self}");
-        match self.python_kind() {
-            PythonKind::Buffer => PyBufferError::new_err(message),
-            PythonKind::Type => PyTypeError::new_err(message),
-            PythonKind::Value => PyValueError::new_err(message),
-            PythonKind::Overflow => PyOverflowError::new_err(message),
-            PythonKind::Memory => PyMemoryError::new_err(message),
-            kind => kind.new_err(message),
-        }
+        // may convert on a thread that is not attached.
+        self.python_kind().new_err(format!("{self}"))
     }
 }
 
