@@ -70,13 +70,14 @@ pub(crate) unsafe fn shape_of(
 /// `shape` points to `ndim` readable `i64`s, as the DLPack header requires.
 #[inline]
 unsafe fn extents_of(tensor: &DLTensor, role: Role) -> Result<&[i64], DLPackError> {
-    let ndim = usize::try_from(tensor.ndim)
-        .ok()
-        .filter(|&n| n <= MAX_NDIM)
-        .ok_or(CapsuleError::Ndim {
+    // Not `ok_or`: its error would be built (and dropped) on every call.
+    let Some(ndim) = usize::try_from(tensor.ndim).ok().filter(|&n| n <= MAX_NDIM) else {
+        return Err(CapsuleError::Ndim {
             ndim: tensor.ndim,
             max: MAX_NDIM,
-        })?;
+        }
+        .into());
+    };
     if ndim > 0 && tensor.shape.is_null() {
         let prototype = role == Role::Prototype;
         return Err(CapsuleError::NullShape { ndim, prototype }.into());

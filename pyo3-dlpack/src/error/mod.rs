@@ -24,11 +24,11 @@ pub use user::UserError;
 pub(crate) use user::panic_error;
 
 use pyo3::exceptions::{
-    PyAttributeError, PyBufferError, PyImportError, PyMemoryError, PyOverflowError,
-    PyRecursionError, PyRuntimeError, PyTypeError, PyValueError,
+    PyAttributeError, PyBaseException, PyBufferError, PyImportError, PyMemoryError,
+    PyOverflowError, PyRecursionError, PyRuntimeError, PyTypeError, PyValueError,
 };
-use pyo3::types::PyType;
-use pyo3::{Bound, PyErr, Python};
+use pyo3::types::{PyAnyMethods, PyType};
+use pyo3::{Bound, Py, PyAny, PyErr, PyErrArguments, Python};
 
 use crate::{DataType, Device, DeviceType};
 
@@ -255,6 +255,18 @@ impl From<PyErr> for DLPackError {
     }
 }
 
+/// Clears the exception a failed C API call set, which the caller replaces
+/// with its own answer: out of line, its `PyErr` dropped by
+/// [`discard`](crate::python::discard), so that the units of its callers
+/// carry no copy of `PyErr`'s drop code.
+#[cold]
+#[inline(never)]
+pub(crate) fn clear_error(py: Python<'_>) {
+    if let Some(err) = PyErr::take(py) {
+        crate::python::discard(err);
+    }
+}
+
 /// "a" or "an" before `word` as it is read aloud: dtype names (`an int8`)
 /// and numbers (`an 8-dimensional`, `an 11-dimensional`).
 pub(crate) fn article(word: &str) -> &'static str {
@@ -325,8 +337,9 @@ impl PythonKind {
     }
 
     /// This exception with `message`, as `PyTypeError::new_err(message)`
-    /// makes a `TypeError`, for code that runs attached to the interpreter
-    /// (on a thread that is not, it attaches to make the error).
+    /// makes a `TypeError`: lazy, made when Python first looks at it, so
+    /// that no interpreter is needed here (a user may convert on a thread
+    /// that is not attached).
     ///
     /// The one constructor of this crate's exceptions with a message, and
     /// not generic, so that one lazy closure serves them all: each
@@ -335,7 +348,31 @@ impl PythonKind {
     #[cold]
     #[inline(never)]
     pub(crate) fn new_err(self, message: String) -> PyErr {
-        Python::attach(|py| PyErr::from_type(self.type_object(py), message))
+        PyErr::new::<PyBaseException, _>(Exception {
+            kind: self,
+            message,
+        })
+    }
+}
+
+/// The arguments of [`PythonKind::new_err`]'s lazy error: the exception
+/// itself, made when Python first looks at the error. The error's type is
+/// `BaseException` for every kind (one closure type for all), and CPython
+/// raises an instance of a subclass of the type it is given as it is, so
+/// the error is this instance, of its own type, as `E::new_err` makes it.
+struct Exception {
+    kind: PythonKind,
+    message: String,
+}
+
+impl PyErrArguments for Exception {
+    fn arguments(self, py: Python<'_>) -> Py<PyAny> {
+        match self.kind.type_object(py).call1((self.message,)) {
+            Ok(exception) => exception.unbind(),
+            // Made as CPython makes an exception from its arguments: a
+            // failure (a `MemoryError`) is the error raised instead.
+            Err(failure) => failure.into_value(py).into_any(),
+        }
     }
 }
 
@@ -568,17 +605,8 @@ impl DLPackError {
             return err.to_pyerr();
         }
         // Lazy, needing no interpreter until Python looks at it: a user
-        // may convert on a thread that is not attached (`PythonKind::new_err`
-        // attaches, for the crate's own Python-facing code).
-        let message = format!("{self}");
-        match self.python_kind() {
-            PythonKind::Buffer => PyBufferError::new_err(message),
-            PythonKind::Type => PyTypeError::new_err(message),
-            PythonKind::Value => PyValueError::new_err(message),
-            PythonKind::Overflow => PyOverflowError::new_err(message),
-            PythonKind::Memory => PyMemoryError::new_err(message),
-            kind => kind.new_err(message),
-        }
+        // may convert on a thread that is not attached.
+        self.python_kind().new_err(format!("{self}"))
     }
 }
 

@@ -70,7 +70,7 @@ impl UserError {
     pub(crate) fn to_pyerr(&self) -> PyErr {
         match &*self.0 {
             Inner::Python(err) => Python::attach(|py| err.clone_ref(py)),
-            Inner::Rust(err) => pyo3::exceptions::PyValueError::new_err(format!("{err}")),
+            Inner::Rust(err) => super::PythonKind::Value.new_err(format!("{err}")),
         }
     }
 

@@ -20,13 +20,14 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::cuda::streams;
 use crate::error::ExportError;
+use crate::python::ok;
 use crate::{DLPackError, DataType, protocol};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyInt, PyString, PyType};
 
 use crate::ffi::{DLManagedTensorVersioned, DLPACK_EXCHANGE_API, DLPackExchangeAPI, DLTensor};
 use crate::frameworks::torch::{self, checks::TorchChecks};
-use crate::import::consume::{Managed, Owned};
+use crate::import::consume::{Owned, delete_versioned};
 
 /// Most types remembered; beyond that, lookups are simply not cached.
 const CACHE_LIMIT: usize = 64;
@@ -168,13 +169,13 @@ fn lives_with_its_module(ty: &Bound<'_, PyType>) -> bool {
     if flags & pyo3::ffi::Py_TPFLAGS_HEAPTYPE == 0 {
         return true;
     }
-    let (Ok(module), Ok(qualname)) = (ty.module(), ty.qualname()) else {
+    let (Some(module), Some(qualname)) = (ok(ty.module()), ok(ty.qualname())) else {
         return false;
     };
     let Some(mut found) = crate::python::imported_module(ty.py(), &module) else {
         return false;
     };
-    let Ok(qualname) = qualname.to_cow() else {
+    let Some(qualname) = ok(qualname.to_cow()) else {
         return false;
     };
     // Split at its ASCII dots byte by byte (each part stays whole UTF-8):
@@ -183,9 +184,9 @@ fn lives_with_its_module(ty: &Bound<'_, PyType>) -> bool {
         let Ok(name) = std::str::from_utf8(name) else {
             return false;
         };
-        match found.getattr(name) {
-            Ok(attribute) => found = attribute,
-            Err(_) => return false,
+        match ok(found.getattr(name)) {
+            Some(attribute) => found = attribute,
+            None => return false,
         }
     }
     found.is(ty)
@@ -240,7 +241,7 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
                 pyo3::ffi::PyCapsule_GetPointer(capsule.as_ptr(), DLPACK_EXCHANGE_API.as_ptr())
             };
             if pointer.is_null() {
-                let _ = PyErr::take(py);
+                crate::error::clear_error(py);
             }
             pointer
         }
@@ -319,10 +320,10 @@ fn owner_of<'py>(
     ty.mro()
         .iter()
         .find(|class| {
-            class
+            let has = class
                 .getattr(pyo3::intern!(py, "__dict__"))
-                .and_then(|dict| dict.contains(name))
-                .unwrap_or(false)
+                .and_then(|dict| dict.contains(name));
+            ok(has) == Some(true)
         })
         .and_then(|class| class.cast_into::<PyType>().ok())
 }
@@ -342,7 +343,7 @@ fn legacy_address(attr: &Bound<'_, PyAny>, owner: &Bound<'_, PyType>) -> PyResul
     if !attr.is_exact_instance_of::<PyInt>() {
         return Ok(None);
     }
-    let Ok(address) = attr.extract::<usize>() else {
+    let Some(address) = ok(attr.extract::<usize>()) else {
         return Ok(None);
     };
     if address == 0 || mutable_from_python(owner) {
@@ -390,8 +391,8 @@ fn same_behaviour(ty: &Bound<'_, PyType>, owner: &Bound<'_, PyType>) -> PyResult
         pyo3::intern!(py, "__dlpack__"),
         pyo3::intern!(py, "__torch_function__"),
     ] {
-        let mine = ty.getattr(method).ok();
-        let owners = owner.getattr(method).ok();
+        let mine = ok(ty.getattr(method));
+        let owners = ok(owner.getattr(method));
         let same = match (&mine, &owners) {
             (Some(a), Some(b)) => a.is(b) || a.eq(b)?,
             (None, None) => true,
@@ -455,7 +456,7 @@ impl ExchangeApi {
         match checks.check(obj, tensor.dl_tensor.dtype) {
             Ok(()) => Ok(managed),
             Err(err) => {
-                Managed::Versioned(managed, None).delete();
+                delete_versioned(managed);
                 Err(err)
             }
         }

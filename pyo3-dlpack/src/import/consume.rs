@@ -12,11 +12,12 @@ use pyo3::sync::critical_section::with_critical_section;
 use pyo3::types::{PyCapsule, PyCapsuleMethods};
 
 use crate::DLPackError;
-use crate::error::CapsuleError;
+use crate::error::{CapsuleError, clear_error};
 use crate::ffi::{
     DLManagedTensor, DLManagedTensorVersioned, DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR,
     USED_DLTENSOR_VERSIONED,
 };
+use crate::python::ok;
 
 /// A producer's managed struct this process owns, whose deleter must run
 /// exactly once (through [`Managed::delete`]). Made only by
@@ -95,18 +96,25 @@ impl Managed {
                     unsafe { deleter(managed.as_ptr()) };
                 }
             }
-            Self::Versioned(managed, None) => {
-                // Only `deleter`, which precedes `flags`, is read: the header
-                // allows reading it whatever the major version.
-                if let Some(deleter) = managed.get().deleter {
-                    // SAFETY: as above.
-                    unsafe { deleter(managed.as_ptr()) };
-                }
-            }
+            Self::Versioned(managed, None) => delete_versioned(managed),
             #[cfg(feature = "exchange-api")]
             Self::Borrowed { .. } => {}
             Self::Array { owner, .. } => release_now(owner),
         }
+    }
+}
+
+/// Calls the deleter of a versioned tensor on no lease (if it gave one):
+/// C code only, which does not unwind, so a caller may hold values with drop
+/// code (an error to return) across it without a cleanup path for them.
+#[inline]
+pub(crate) fn delete_versioned(managed: Owned<DLManagedTensorVersioned>) {
+    // Only `deleter`, which precedes `flags`, is read: the header allows
+    // reading it whatever the major version.
+    if let Some(deleter) = managed.get().deleter {
+        // SAFETY: the producer's own deleter, called once (this consumes the
+        // only owner) with its live struct.
+        unsafe { deleter(managed.as_ptr()) };
     }
 }
 
@@ -136,9 +144,9 @@ pub(crate) fn take_from_capsule(capsule: &Bound<'_, PyCapsule>) -> Result<Manage
         // CPython refuses to read a capsule whose pointer is NULL at all
         // (`PyCapsule_GetName` fails with "invalid PyCapsule object"): that is
         // the only state in which a capsule object is invalid.
-        let name = capsule
-            .name()
-            .map_err(|_| DLPackError::from(CapsuleError::NullPointer))?;
+        let Some(name) = ok(capsule.name()) else {
+            return Err(CapsuleError::NullPointer.into());
+        };
         // SAFETY: attached, inside the capsule's critical section, and no
         // Python code runs before the comparison below is done, so nobody can
         // rename the capsule (and free its name) meanwhile.
@@ -178,14 +186,14 @@ fn take(
     name: &'static CStr,
     used: &'static CStr,
 ) -> Result<NonNull<std::ffi::c_void>, DLPackError> {
-    let pointer = capsule
-        .pointer_checked(Some(name))
-        .map_err(|_| DLPackError::from(CapsuleError::NullPointer))?;
+    let Some(pointer) = ok(capsule.pointer_checked(Some(name))) else {
+        return Err(CapsuleError::NullPointer.into());
+    };
     // PyO3 has no rename. SAFETY: attached; the capsule is valid (its pointer
     // was just read under this name); `used` is a `&'static CStr`, as
     // CPython keeps the name pointer for the capsule's life.
     if unsafe { ffi::PyCapsule_SetName(capsule.as_ptr(), used.as_ptr()) } != 0 {
-        let _ = PyErr::take(capsule.py());
+        clear_error(capsule.py());
         return Err(CapsuleError::Rename.into());
     }
     Ok(pointer)
@@ -211,9 +219,8 @@ pub(crate) fn give_back(capsule: &Bound<'_, PyCapsule>, managed: Managed) -> Res
         Managed::Array { .. } => return Err(managed),
     };
     with_critical_section(capsule.as_any(), || {
-        let holds_it = capsule
-            .pointer_checked(Some(used))
-            .is_ok_and(|held| held.as_ptr() == pointer);
+        let holds_it =
+            ok(capsule.pointer_checked(Some(used))).is_some_and(|held| held.as_ptr() == pointer);
         if !holds_it {
             return Err(managed);
         }
@@ -223,7 +230,7 @@ pub(crate) fn give_back(capsule: &Bound<'_, PyCapsule>, managed: Managed) -> Res
         // name pointer for the capsule's life. From the rename on, the
         // capsule owns the struct again: `managed` is forgotten, not deleted.
         if unsafe { ffi::PyCapsule_SetName(capsule.as_ptr(), name.as_ptr()) } != 0 {
-            let _ = PyErr::take(capsule.py());
+            clear_error(capsule.py());
             return Err(managed);
         }
         std::mem::forget(managed);

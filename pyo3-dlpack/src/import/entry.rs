@@ -145,7 +145,8 @@ impl PyTensor {
             // `__dlpack__` exports after all is imported from that
             // capsule, unless its device has streams (it was asked
             // for none: ask again).
-            Err(_) => {
+            Err(err) => {
+                crate::python::discard(err);
                 let _level = RecursionLevel::enter(obj.py())?;
                 let tensor = Self::from_requested(obj, &probe_dlpack(obj)?, options)?;
                 Ok((!tensor.device().device_type.uses_streams()).then_some(tensor))
@@ -240,7 +241,8 @@ impl PyTensor {
                 }
                 // As in `from_pyany_with`: the producer's own error, or
                 // its capsule.
-                Some(Err(_)) => {
+                Some(Err(err)) => {
+                    crate::python::discard(err);
                     // The level covers the producer's code, not `f`'s.
                     let tensor = {
                         let _level = RecursionLevel::enter(obj.py())?;

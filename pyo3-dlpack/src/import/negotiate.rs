@@ -98,6 +98,18 @@ fn capsule_of<'py>(
     })
 }
 
+/// The error of an argument's import (`PyTensor::from_argument`): `err`,
+/// or for a NumPy array of a dtype DLPack cannot carry the `TypeError`
+/// saying so. Here, out of line, beside the negotiation whose errors it
+/// replaces: holding `err` across a call that may unwind needs `PyErr`'s
+/// drop code (some 300 bytes), which this module's codegen unit holds for
+/// the negotiation anyway, and the caller's then need not.
+#[cold]
+#[inline(never)]
+pub(crate) fn argument_error(obj: &Bound<'_, PyAny>, err: PyErr) -> PyErr {
+    crate::frameworks::numpy::dtype_without_dlpack(obj).unwrap_or(err)
+}
+
 fn not_dlpack(obj: &Bound<'_, PyAny>) -> PyErr {
     DLPackError::NotDLPack {
         type_name: type_name(obj),

@@ -102,7 +102,7 @@ fn shared() -> &'static SharedRegistry {
         // needs the interpreter, or stops the world on a free-threaded one)
         // falls between registering the handlers and publishing.
         fork::hold_lock_across_fork();
-        published(py).ok()
+        crate::python::ok(published(py))
     })
     .flatten()
     .unwrap_or_else(|| {

@@ -646,7 +646,6 @@ impl PyTensor {
     /// NumPy array of a dtype DLPack cannot carry is a `TypeError` (which
     /// PyO3 names the argument in) saying so, and what to pass instead.
     pub(crate) fn from_argument(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Self::from_pyany(obj)
-            .map_err(|err| crate::frameworks::numpy::dtype_without_dlpack(obj).unwrap_or(err))
+        Self::from_pyany(obj).map_err(|err| crate::import::negotiate::argument_error(obj, err))
     }
 }

@@ -224,8 +224,6 @@ pub(crate) fn malformed(
 }
 
 fn repr(value: &Bound<'_, PyAny>) -> String {
-    value.repr().map_or_else(
-        |_| "an object without a repr".to_owned(),
-        |r| format!("{r}"),
-    )
+    crate::python::ok(value.repr())
+        .map_or_else(|| "an object without a repr".to_owned(), |r| format!("{r}"))
 }
