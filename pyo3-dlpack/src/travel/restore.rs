@@ -184,14 +184,13 @@ unsafe fn bytes_of(bytes: &HostBytes) -> &[u8] {
     unsafe { std::slice::from_raw_parts(bytes.ptr, bytes.len) }
 }
 
-/// The payload's bytes, checked to be exactly the tensor's: kept in place
-/// when aligned for the dtype, else copied once into an aligned buffer.
-#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
-fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
-    use crate::import::protocols::view::BufferView;
-
+/// The error for a payload's `data` whose bytes could not be read (`err`):
+/// an `UnpicklingError` naming its type and `err`, or `err` itself where it
+/// is an interruption.
+#[cold]
+fn not_a_buffer(data: &Bound<'_, PyAny>, err: PyErr) -> PyErr {
     let py = data.py();
-    let view = BufferView::get(data).map_err(|err| match crate::python::error_text(py, err) {
+    match crate::python::error_text(py, err) {
         Ok(err) => unpickling_error(
             py,
             PayloadError(format!(
@@ -200,7 +199,17 @@ fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
             )),
         ),
         Err(interruption) => interruption,
-    })?;
+    }
+}
+
+/// The payload's bytes, checked to be exactly the tensor's: kept in place
+/// when aligned for the dtype, else copied once into an aligned buffer.
+#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
+fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
+    use crate::import::protocols::view::BufferView;
+
+    let py = data.py();
+    let view = BufferView::get(data).map_err(|err| not_a_buffer(data, err))?;
     let raw = view.raw();
     // SAFETY: a filled view, read while held.
     let contiguous = unsafe { pyo3::ffi::PyBuffer_IsContiguous(raw, b'C' as _) } == 1;
@@ -241,15 +250,7 @@ fn take_bytes(data: &Bound<'_, PyAny>, header: &Header) -> PyResult<HostBytes> {
         Err(_) => PyMemoryView::from(data)
             .and_then(|view| view.call_method0(pyo3::intern!(py, "tobytes")))
             .and_then(|b| Ok(b.cast_into::<PyBytes>()?))
-            .map_err(|err| {
-                unpickling_error(
-                    py,
-                    PayloadError(format!(
-                        "expected the tensor's bytes as a buffer, got {}: {err}",
-                        crate::python::type_name(data)
-                    )),
-                )
-            })?,
+            .map_err(|err| not_a_buffer(data, err))?,
     };
     let slice = bytes.as_bytes();
     check_length(slice.len(), header).map_err(|err| unpickling_error(py, err))?;

@@ -6,6 +6,7 @@
 use pyo3::prelude::*;
 
 use super::interface_dict::{InterfaceDict, malformed};
+#[cfg(any(not(Py_LIMITED_API), Py_3_11))]
 use super::owner::{self, Memory};
 use crate::error::{Interface, InterfaceError};
 use crate::import::tensor::PyTensor;
