@@ -35,6 +35,17 @@ pub(crate) fn discard(err: PyErr) {
     drop(err);
 }
 
+/// Clears the exception a failed C API call set, which the caller replaces
+/// with its own answer: its `PyErr` dropped by [`discard`], so that the
+/// units of its callers carry no copy of `PyErr`'s drop code.
+#[cold]
+#[inline(never)]
+pub(crate) fn clear_error(py: Python<'_>) {
+    if let Some(err) = PyErr::take(py) {
+        discard(err);
+    }
+}
+
 /// `err` where it is an interruption ([`is_interruption`]), to be raised
 /// as it is; otherwise `None`, `err` dropped here (its callers, which make
 /// another error of it, carry no copy of `PyErr`'s drop code: see [`ok`]).

@@ -255,18 +255,6 @@ impl From<PyErr> for DLPackError {
     }
 }
 
-/// Clears the exception a failed C API call set, which the caller replaces
-/// with its own answer: out of line, its `PyErr` dropped by
-/// [`discard`](crate::python::discard), so that the units of its callers
-/// carry no copy of `PyErr`'s drop code.
-#[cold]
-#[inline(never)]
-pub(crate) fn clear_error(py: Python<'_>) {
-    if let Some(err) = PyErr::take(py) {
-        crate::python::discard(err);
-    }
-}
-
 /// "a" or "an" before `word` as it is read aloud: dtype names (`an int8`)
 /// and numbers (`an 8-dimensional`, `an 11-dimensional`).
 pub(crate) fn article(word: &str) -> &'static str {

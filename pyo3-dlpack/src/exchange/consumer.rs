@@ -209,7 +209,7 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
         // where the type has no attribute of the first.
         pyo3::intern!(py, "__c_dlpack_exchange_api__"),
     ] {
-        if let Some(attr) = attribute(ty, name)? {
+        if let Some(attr) = crate::python::optional_attr(ty.as_any(), name)? {
             found = Some((attr, name));
             break;
         }
@@ -241,7 +241,7 @@ fn find(ty: &Bound<'_, PyType>) -> PyResult<(Option<ExchangeApi>, Option<Py<PyAn
                 pyo3::ffi::PyCapsule_GetPointer(capsule.as_ptr(), DLPACK_EXCHANGE_API.as_ptr())
             };
             if pointer.is_null() {
-                crate::error::clear_error(py);
+                crate::python::clear_error(py);
             }
             pointer
         }
@@ -294,21 +294,11 @@ fn is_torch_tensor_like(ty: &Bound<'_, PyType>) -> PyResult<bool> {
         pyo3::intern!(py, "is_conj"),
         pyo3::intern!(py, "is_neg"),
     ] {
-        if attribute(ty, name)?.is_none() {
+        if crate::python::optional_attr(ty.as_any(), name)?.is_none() {
             return Ok(false);
         }
     }
     Ok(true)
-}
-
-/// `ty.name`, or `None` where it has no such attribute (an
-/// `AttributeError`, as `hasattr` reads it); other exceptions are raised.
-/// The crate's one copy of that rule: [`crate::python::optional_attr`].
-fn attribute<'py>(
-    ty: &Bound<'py, PyType>,
-    name: &Bound<'py, PyString>,
-) -> PyResult<Option<Bound<'py, PyAny>>> {
-    crate::python::optional_attr(ty.as_any(), name)
 }
 
 /// The class in `ty`'s MRO whose own `__dict__` holds the attribute `name`.

@@ -12,15 +12,15 @@ use pyo3::sync::critical_section::with_critical_section;
 use pyo3::types::{PyCapsule, PyCapsuleMethods};
 
 use crate::DLPackError;
-use crate::error::{CapsuleError, clear_error};
+use crate::error::CapsuleError;
 use crate::ffi::{
     DLManagedTensor, DLManagedTensorVersioned, DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR,
     USED_DLTENSOR_VERSIONED,
 };
-use crate::python::ok;
+use crate::python::{clear_error, ok};
 
 /// A producer's managed struct this process owns, whose deleter must run
-/// exactly once (through [`Managed::delete`]). Made only by
+/// exactly once (through [`Managed::delete`] or [`delete_versioned`]). Made only by
 /// [`adopt`](Self::adopt), an `unsafe fn`: the promise about the pointer is
 /// made there, once, and every later use (reading it, deleting it) is safe.
 #[derive(Debug)]

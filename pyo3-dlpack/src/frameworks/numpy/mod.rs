@@ -169,31 +169,22 @@ pub(crate) fn dtype_without_dlpack(obj: &Bound<'_, PyAny>) -> Option<PyErr> {
 /// The class of [`dtype_without_dlpack`]'s error: a `BufferError`, as NumPy
 /// raises for such dtypes (and NumPy's own tests expect of `from_dlpack`),
 /// that is also a `TypeError`, which PyO3 names the argument in.
-/// `pyo3_dlpack.UnsupportedDtypeError`, made as `type(name, bases,
-/// {"__module__": "pyo3_dlpack"})` by CPython's `PyErr_NewException`.
+/// `pyo3_dlpack.UnsupportedDtypeError`, made as Python code makes a class:
+/// `type(name, bases, {"__module__": "pyo3_dlpack"})`.
 fn dtype_error_class(py: Python<'_>) -> PyResult<&Bound<'_, pyo3::types::PyType>> {
-    use pyo3::ffi;
     static CLASS: crate::once::Cell<Py<pyo3::types::PyType>> = crate::once::Cell::new();
     let class = CLASS.get_or_try_init(py, || {
-        let buffer_error = py.get_type::<pyo3::exceptions::PyBufferError>();
-        let type_error = py.get_type::<pyo3::exceptions::PyTypeError>();
-        // SAFETY: attached; two live exception types, packed into a new
-        // tuple (a new reference, or NULL with an exception set).
-        let bases = unsafe { ffi::PyTuple_Pack(2, buffer_error.as_ptr(), type_error.as_ptr()) };
-        // SAFETY: as above.
-        let bases = unsafe { Bound::from_owned_ptr_or_err(py, bases) }?;
-        // SAFETY: attached; a NUL-terminated dotted name, a tuple of
-        // exception classes as the bases, no dict: a new reference to the
-        // class, or NULL with an exception set.
-        let class = unsafe {
-            ffi::PyErr_NewException(
-                c"pyo3_dlpack.UnsupportedDtypeError".as_ptr(),
-                bases.as_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
-        // SAFETY: as above.
-        let class = unsafe { Bound::from_owned_ptr_or_err(py, class) }?;
+        let bases = (
+            py.get_type::<pyo3::exceptions::PyBufferError>(),
+            py.get_type::<pyo3::exceptions::PyTypeError>(),
+        );
+        let namespace = pyo3::types::PyDict::new(py);
+        namespace.set_item("__module__", "pyo3_dlpack")?;
+        let class = py.get_type::<pyo3::types::PyType>().call1((
+            "UnsupportedDtypeError",
+            bases,
+            namespace,
+        ))?;
         Ok::<_, PyErr>(class.cast_into::<pyo3::types::PyType>()?.unbind())
     })?;
     Ok(class.bind(py))
